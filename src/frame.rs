@@ -1,0 +1,80 @@
+//! `Frame`: the unit every source emits, the recorder writes and replay reads.
+//! One frame is one JSON line in a recording (see docs/recording-format.md).
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::sample::{GpuInfo, ProcInfo, Tick};
+use crate::model::time::Ts;
+
+/// Recording format version; bumped only for incompatible changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Who produced the data, written once as the first line of a recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub v: u32,
+    #[serde(default)]
+    pub format: String,
+    pub host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvml_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_version: Option<String>,
+    pub started: Ts,
+    pub interval_ms: u64,
+    pub gpus: Vec<GpuInfo>,
+    #[serde(default)]
+    pub gpumon_version: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Frame {
+    Header(Header),
+    Tick(Tick),
+    /// /proc facts for processes that appeared or changed.
+    Procs {
+        t: Ts,
+        procs: Vec<ProcInfo>,
+    },
+    /// One message from an in-process companion (or interposer), as received.
+    Companion(crate::channel::CompanionFrame),
+    /// Something a source wants the user to know (NVML error, companion refused, ...).
+    Status {
+        t: Ts,
+        source: String,
+        level: Level,
+        text: String,
+    },
+}
+
+impl Frame {
+    /// The data time of the frame, used as the model's clock.
+    pub fn time(&self) -> Ts {
+        match self {
+            Frame::Header(h) => h.started,
+            Frame::Tick(t) => t.t,
+            Frame::Procs { t, .. } | Frame::Status { t, .. } => *t,
+            Frame::Companion(c) => c.t,
+        }
+    }
+
+    pub fn status(t: Ts, source: &str, level: Level, text: impl Into<String>) -> Frame {
+        Frame::Status {
+            t,
+            source: source.into(),
+            level,
+            text: text.into(),
+        }
+    }
+}

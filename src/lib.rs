@@ -1,0 +1,14 @@
+//! gpumon: a live terminal GPU memory monitor.
+//!
+//! Crate map:
+//! - `model`: series, samples, index mapping, allocator state, alerts (plain, tested Rust)
+//! - `frame`: the unit sources emit and recordings store
+//! - `source`: NVML sampler, replay, /proc reader (never touch the UI)
+//! - `channel`: the companion channel
+//! - `record`: recording writer/reader
+//! - `app`: TEA state + update; `ui`: render functions that only read state
+//! - `cli`, `term`: argument parsing and terminal guard
+
+pub mod channel;
+pub mod frame;
+pub mod model;

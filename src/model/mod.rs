@@ -1,0 +1,9 @@
+//! Plain data model: no I/O, no terminal. Everything here is unit-tested.
+
+pub mod allocator;
+pub mod bytes;
+pub mod mapping;
+pub mod sample;
+pub mod series;
+pub mod state;
+pub mod time;

@@ -1,0 +1,96 @@
+//! Raw samples as sources produce them and recordings store them.
+//! Optional fields are `None` when the driver could not answer: shown as "n/a", never as 0.
+
+use serde::{Deserialize, Serialize};
+
+use super::time::Ts;
+
+/// Static facts about one physical GPU, read once at start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    /// NVML index (PCI bus order).
+    pub index: u32,
+    pub name: String,
+    /// `GPU-xxxxxxxx-...` as NVML and `CUDA_VISIBLE_DEVICES` spell it.
+    pub uuid: String,
+    pub pci_bus_id: String,
+    pub memory_total: u64,
+    /// MIG device UUIDs on this card (empty when MIG is off).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mig_uuids: Vec<String>,
+}
+
+/// Memory as the v2 NVML call reports it: `reserved` is the driver/firmware share,
+/// not counted in `used` (nvidia-smi agrees).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemInfo {
+    pub total: u64,
+    pub used: u64,
+    pub free: u64,
+    #[serde(default)]
+    pub reserved: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ProcKind {
+    #[default]
+    Compute,
+    Graphics,
+    Both,
+}
+
+/// One process on one GPU as NVML lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcSample {
+    pub pid: u32,
+    #[serde(default)]
+    pub kind: ProcKind,
+    /// `None` when NVML does not report it (e.g. some containers, WDDM).
+    pub used: Option<u64>,
+}
+
+/// One tick of one GPU. `error` set means the device could not be read this tick.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSample {
+    pub index: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<MemInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub util: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_c: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_mw: Option<u32>,
+    #[serde(default)]
+    pub procs: Vec<ProcSample>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One sampler tick: every GPU at (nearly) one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tick {
+    pub t: Ts,
+    pub gpus: Vec<GpuSample>,
+}
+
+/// What /proc tells about a GPU process. Every field may be unknown
+/// (another user's process, or one that already exited).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ProcInfo {
+    pub pid: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdline: Option<String>,
+    /// Whether /proc/PID/environ could be read; without it the logical index is unknown.
+    #[serde(default)]
+    pub env_readable: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_visible_devices: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_device_order: Option<String>,
+}

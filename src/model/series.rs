@@ -1,0 +1,300 @@
+//! Bounded multi-resolution time series.
+//!
+//! Every series keeps a fixed number of buckets per tier (fine for recent
+//! history, coarse for old history), so a 72-hour run costs the same memory
+//! as a 2-hour one. Each bucket keeps min/max/mean so downsampling never hides
+//! a spike, and a failed sample is recorded as a gap rather than a zero.
+
+use std::collections::VecDeque;
+
+use super::time::Ts;
+
+/// One aggregated bucket. `n == 0` means the bucket only saw failed samples (a gap).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    pub start: Ts,
+    pub min: f64,
+    pub max: f64,
+    sum: f64,
+    pub n: u32,
+}
+
+impl Bucket {
+    fn new(start: Ts) -> Self {
+        Bucket {
+            start,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            sum: 0.0,
+            n: 0,
+        }
+    }
+
+    fn add(&mut self, v: f64) {
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+        self.sum += v;
+        self.n += 1;
+    }
+
+    /// Mean of the samples in the bucket, `None` for a gap.
+    pub fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / f64::from(self.n))
+    }
+
+    pub fn is_gap(&self) -> bool {
+        self.n == 0
+    }
+}
+
+/// Width and depth of one resolution tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tier {
+    pub width_ms: i64,
+    pub capacity: usize,
+}
+
+/// Default tiers: 1 s for 1 h, 15 s for 24 h, 5 min for 7 days.
+pub const DEFAULT_TIERS: [Tier; 3] = [
+    Tier {
+        width_ms: 1_000,
+        capacity: 3_600,
+    },
+    Tier {
+        width_ms: 15_000,
+        capacity: 5_760,
+    },
+    Tier {
+        width_ms: 300_000,
+        capacity: 2_016,
+    },
+];
+
+/// Upper bound of one series' bucket storage in bytes with the default tiers.
+pub const DEFAULT_SERIES_BYTES: usize = (3_600 + 5_760 + 2_016) * std::mem::size_of::<Bucket>();
+
+#[derive(Debug, Clone)]
+struct Ring {
+    tier: Tier,
+    buckets: VecDeque<Bucket>,
+    /// Once a ring dropped its oldest bucket it no longer holds the full history.
+    evicted: bool,
+}
+
+impl Ring {
+    fn push(&mut self, t: Ts, v: Option<f64>) {
+        let start = t.div_euclid(self.tier.width_ms) * self.tier.width_ms;
+        match self.buckets.back_mut() {
+            Some(b) if b.start == start => {
+                if let Some(v) = v {
+                    b.add(v);
+                }
+                return;
+            }
+            // Out-of-order samples (clock steps) are merged into the newest bucket
+            // rather than breaking the ordering invariant used by queries.
+            Some(b) if b.start > start => {
+                if let Some(v) = v {
+                    b.add(v);
+                }
+                return;
+            }
+            _ => {}
+        }
+        let mut b = Bucket::new(start);
+        if let Some(v) = v {
+            b.add(v);
+        }
+        if self.buckets.len() == self.tier.capacity {
+            self.buckets.pop_front();
+            self.evicted = true;
+        }
+        self.buckets.push_back(b);
+    }
+
+    fn covers(&self, from: Ts) -> bool {
+        !self.buckets.is_empty() && (!self.evicted || self.buckets[0].start <= from)
+    }
+}
+
+/// A bounded multi-resolution series of one metric.
+#[derive(Debug, Clone)]
+pub struct Series {
+    rings: Vec<Ring>,
+    last: Option<(Ts, Option<f64>)>,
+}
+
+impl Default for Series {
+    fn default() -> Self {
+        Series::new(&DEFAULT_TIERS)
+    }
+}
+
+impl Series {
+    pub fn new(tiers: &[Tier]) -> Self {
+        let rings = tiers
+            .iter()
+            .map(|&tier| Ring {
+                tier,
+                buckets: VecDeque::with_capacity(tier.capacity.min(64)),
+                evicted: false,
+            })
+            .collect();
+        Series { rings, last: None }
+    }
+
+    /// Record a value; `None` records a failed sample (a gap in the chart, never a zero).
+    pub fn push(&mut self, t: Ts, v: Option<f64>) {
+        for r in &mut self.rings {
+            r.push(t, v);
+        }
+        self.last = Some((t, v));
+    }
+
+    /// The most recent sample, if it was not a gap.
+    pub fn last(&self) -> Option<f64> {
+        self.last.and_then(|(_, v)| v)
+    }
+
+    pub fn last_time(&self) -> Option<Ts> {
+        self.last.map(|(t, _)| t)
+    }
+
+    /// Buckets overlapping `[from, to]` from the finest tier that still reaches back
+    /// to `from` (or the coarsest tier when none does).
+    pub fn window(&self, from: Ts, to: Ts) -> Vec<Bucket> {
+        let ring = self
+            .rings
+            .iter()
+            .find(|r| r.covers(from))
+            .or_else(|| self.rings.iter().rev().find(|r| !r.buckets.is_empty()));
+        let Some(ring) = ring else { return Vec::new() };
+        let w = ring.tier.width_ms;
+        ring.buckets
+            .iter()
+            .filter(|b| b.start + w > from && b.start <= to)
+            .copied()
+            .collect()
+    }
+
+    /// Width of the buckets `window` returns for this range.
+    pub fn resolution(&self, from: Ts) -> i64 {
+        self.rings
+            .iter()
+            .find(|r| r.covers(from))
+            .or_else(|| self.rings.last())
+            .map_or(1_000, |r| r.tier.width_ms)
+    }
+
+    /// Maximum and minimum over `[from, to]`, ignoring gaps.
+    pub fn range(&self, from: Ts, to: Ts) -> Option<(f64, f64)> {
+        self.window(from, to)
+            .iter()
+            .filter(|b| !b.is_gap())
+            .fold(None, |acc, b| match acc {
+                None => Some((b.min, b.max)),
+                Some((lo, hi)) => Some((lo.min(b.min), hi.max(b.max))),
+            })
+    }
+
+    /// Buckets currently held, over all tiers (for the memory bound test).
+    pub fn len(&self) -> usize {
+        self.rings.iter().map(|r| r.buckets.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.last.is_none()
+    }
+}
+
+/// The highest value seen and when: kept apart from the series so downsampling can't erode it.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Peak {
+    pub value: u64,
+    pub at: Ts,
+}
+
+impl Peak {
+    pub fn observe(&mut self, t: Ts, v: u64) {
+        if v > self.value || self.at == 0 {
+            self.value = self.value.max(v);
+            self.at = t;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_not_zeros() {
+        let mut s = Series::default();
+        s.push(1_000, Some(5.0));
+        s.push(2_000, None);
+        s.push(3_000, Some(7.0));
+        let w = s.window(0, 10_000);
+        assert_eq!(w.len(), 3);
+        assert!(w[1].is_gap());
+        assert_eq!(w[1].mean(), None);
+        assert_eq!(s.range(0, 10_000), Some((5.0, 7.0)));
+        assert_eq!(s.last(), Some(7.0));
+    }
+
+    #[test]
+    fn coarse_tier_keeps_spike_after_fine_tier_forgets_it() {
+        let tiers = [
+            Tier {
+                width_ms: 1_000,
+                capacity: 10,
+            },
+            Tier {
+                width_ms: 10_000,
+                capacity: 10,
+            },
+        ];
+        let mut s = Series::new(&tiers);
+        for i in 0..100 {
+            let v = if i == 3 { 999.0 } else { 1.0 };
+            s.push(i * 1_000, Some(v));
+        }
+        // Fine tier only reaches back 10 s now, so the query falls to the coarse tier.
+        assert_eq!(s.resolution(0), 10_000);
+        let w = s.window(0, 100_000);
+        assert_eq!(w[0].max, 999.0);
+        assert_eq!(w[0].min, 1.0);
+        assert_eq!(s.window(95_000, 100_000).len(), 5);
+        assert_eq!(s.resolution(95_000), 1_000);
+    }
+
+    #[test]
+    fn memory_is_bounded_over_a_72_hour_run() {
+        let mut s = Series::default();
+        let cap: usize = DEFAULT_TIERS.iter().map(|t| t.capacity).sum();
+        for i in 0..(72 * 3600) {
+            s.push(i * 1_000, Some(i as f64));
+        }
+        assert!(s.len() <= cap, "{} > {cap}", s.len());
+        assert_eq!(s.len(), 3_600 + 5_760 + 72 * 12);
+    }
+
+    #[test]
+    fn out_of_order_sample_merges_into_newest_bucket() {
+        let mut s = Series::default();
+        s.push(5_000, Some(1.0));
+        s.push(3_000, Some(9.0));
+        let w = s.window(0, 10_000);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].max, 9.0);
+    }
+
+    #[test]
+    fn peak_keeps_first_time_of_maximum() {
+        let mut p = Peak::default();
+        p.observe(10, 5);
+        p.observe(20, 9);
+        p.observe(30, 9);
+        p.observe(40, 3);
+        assert_eq!(p, Peak { value: 9, at: 20 });
+    }
+}

@@ -1,0 +1,416 @@
+//! The whole monitored world, built only from frames: live, replayed and
+//! test data all go through `State::apply`, so every screen is reproducible.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::frame::{Frame, Header, Level};
+use crate::model::allocator::Companions;
+use crate::model::mapping::{Mapping, logical_index};
+use crate::model::sample::{GpuInfo, GpuSample, ProcInfo, ProcKind, Tick};
+use crate::model::series::{Peak, Series};
+use crate::model::time::Ts;
+
+/// A process that NVML stopped listing is kept this long, then dropped, so a
+/// finished run's row does not linger (and label cardinality stays bounded).
+pub const PROCESS_GRACE_MS: i64 = 60_000;
+/// At most this many processes are tracked; the least recently seen goes first.
+pub const MAX_PROCESSES: usize = 256;
+const MAX_MESSAGES: usize = 64;
+
+#[derive(Debug, Clone)]
+pub struct GpuState {
+    pub info: GpuInfo,
+    pub last: Option<GpuSample>,
+    pub used: Series,
+    pub peak: Peak,
+    /// Set while the last tick for this device failed (fell off the bus, NVML error).
+    pub error: Option<String>,
+}
+
+impl GpuState {
+    fn new(info: GpuInfo) -> Self {
+        GpuState {
+            info,
+            last: None,
+            used: Series::default(),
+            peak: Peak::default(),
+            error: None,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.last
+            .as_ref()
+            .and_then(|s| s.mem)
+            .map_or(self.info.memory_total, |m| m.total)
+    }
+
+    pub fn used_now(&self) -> Option<u64> {
+        self.last.as_ref().and_then(|s| s.mem).map(|m| m.used)
+    }
+}
+
+/// One process on one GPU.
+#[derive(Debug, Clone)]
+pub struct ProcGpu {
+    pub gpu: u32,
+    pub kind: ProcKind,
+    pub used: Series,
+    pub last_used: Option<u64>,
+    pub peak: Peak,
+    pub last_seen: Ts,
+    pub mapping: Mapping,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProcState {
+    pub info: ProcInfo,
+    pub first_seen: Ts,
+    pub last_seen: Ts,
+    pub gpus: BTreeMap<u32, ProcGpu>,
+}
+
+impl ProcState {
+    /// True once NVML no longer lists the process.
+    pub fn gone(&self, now: Ts) -> bool {
+        now - self.last_seen > 0 && self.gpus.values().all(|g| g.last_seen < now)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub t: Ts,
+    pub source: String,
+    pub level: Level,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    pub header: Option<Header>,
+    pub gpus: Vec<GpuState>,
+    pub procs: BTreeMap<u32, ProcState>,
+    pub companions: Companions,
+    pub messages: VecDeque<Message>,
+    /// Data time of the newest frame: the clock every view uses.
+    pub now: Ts,
+    pub ticks: u64,
+}
+
+impl State {
+    pub fn apply(&mut self, frame: &Frame) {
+        self.now = self.now.max(frame.time());
+        match frame {
+            Frame::Header(h) => self.apply_header(h),
+            Frame::Tick(t) => self.apply_tick(t),
+            Frame::Procs { procs, .. } => {
+                for p in procs {
+                    self.apply_proc_info(p);
+                }
+            }
+            Frame::Companion(c) => self.companions.apply(c),
+            Frame::Status {
+                t,
+                source,
+                level,
+                text,
+            } => {
+                self.push_message(Message {
+                    t: *t,
+                    source: source.clone(),
+                    level: *level,
+                    text: text.clone(),
+                });
+            }
+        }
+    }
+
+    fn apply_header(&mut self, h: &Header) {
+        for info in &h.gpus {
+            match self.gpus.iter_mut().find(|g| g.info.index == info.index) {
+                Some(g) => g.info = info.clone(),
+                None => self.gpus.push(GpuState::new(info.clone())),
+            }
+        }
+        self.gpus.sort_by_key(|g| g.info.index);
+        self.header = Some(h.clone());
+    }
+
+    fn apply_tick(&mut self, tick: &Tick) {
+        let t = tick.t;
+        self.ticks += 1;
+        for s in &tick.gpus {
+            let pos = match self.gpus.iter().position(|g| g.info.index == s.index) {
+                Some(p) => p,
+                None => {
+                    let info = GpuInfo {
+                        index: s.index,
+                        name: format!("GPU {}", s.index),
+                        uuid: String::new(),
+                        pci_bus_id: String::new(),
+                        memory_total: s.mem.map_or(0, |m| m.total),
+                        mig_uuids: vec![],
+                    };
+                    self.gpus.push(GpuState::new(info));
+                    self.gpus.len() - 1
+                }
+            };
+            let g = &mut self.gpus[pos];
+            let used = s.mem.map(|m| m.used);
+            g.used.push(t, used.map(|u| u as f64));
+            if let Some(u) = used {
+                g.peak.observe(t, u);
+            }
+            let newly_failed = s.error.is_some() && g.error != s.error;
+            g.error = s.error.clone();
+            g.last = Some(s.clone());
+            if newly_failed {
+                let text = format!("GPU {}: {}", s.index, s.error.clone().unwrap_or_default());
+                self.push_message(Message {
+                    t,
+                    source: "nvml".into(),
+                    level: Level::Error,
+                    text,
+                });
+            }
+            if s.error.is_none() {
+                for p in &s.procs {
+                    self.observe_proc(t, s.index, p.pid, p.kind, p.used);
+                }
+            }
+        }
+        self.gpus.sort_by_key(|g| g.info.index);
+        // Processes not listed this tick get a gap so their line breaks instead of flat-lining.
+        for p in self.procs.values_mut() {
+            for pg in p.gpus.values_mut() {
+                if pg.last_seen < t && pg.used.last_time() != Some(t) {
+                    pg.used.push(t, None);
+                    pg.last_used = None;
+                }
+            }
+        }
+        self.expire(t);
+    }
+
+    fn observe_proc(&mut self, t: Ts, gpu: u32, pid: u32, kind: ProcKind, used: Option<u64>) {
+        let gpus_info: Vec<GpuInfo> = self.gpus.iter().map(|g| g.info.clone()).collect();
+        let proc_state = self.procs.entry(pid).or_insert_with(|| ProcState {
+            info: ProcInfo {
+                pid,
+                ..ProcInfo::default()
+            },
+            first_seen: t,
+            last_seen: t,
+            gpus: BTreeMap::new(),
+        });
+        proc_state.last_seen = t;
+        let info = &proc_state.info;
+        let pg = proc_state.gpus.entry(gpu).or_insert_with(|| ProcGpu {
+            gpu,
+            kind,
+            used: Series::default(),
+            last_used: None,
+            peak: Peak::default(),
+            last_seen: t,
+            mapping: logical_index(
+                &gpus_info,
+                gpu,
+                info.env_readable,
+                info.cuda_visible_devices.as_deref(),
+                info.cuda_device_order.as_deref(),
+            ),
+        });
+        pg.kind = kind;
+        pg.last_seen = t;
+        pg.last_used = used;
+        pg.used.push(t, used.map(|u| u as f64));
+        if let Some(u) = used {
+            pg.peak.observe(t, u);
+        }
+    }
+
+    fn apply_proc_info(&mut self, info: &ProcInfo) {
+        let gpus_info: Vec<GpuInfo> = self.gpus.iter().map(|g| g.info.clone()).collect();
+        let p = self.procs.entry(info.pid).or_insert_with(|| ProcState {
+            info: info.clone(),
+            first_seen: self.now,
+            last_seen: self.now,
+            gpus: BTreeMap::new(),
+        });
+        p.info = info.clone();
+        for pg in p.gpus.values_mut() {
+            pg.mapping = logical_index(
+                &gpus_info,
+                pg.gpu,
+                info.env_readable,
+                info.cuda_visible_devices.as_deref(),
+                info.cuda_device_order.as_deref(),
+            );
+        }
+    }
+
+    fn expire(&mut self, now: Ts) {
+        self.procs
+            .retain(|_, p| now - p.last_seen <= PROCESS_GRACE_MS);
+        while self.procs.len() > MAX_PROCESSES {
+            let oldest = self
+                .procs
+                .iter()
+                .min_by_key(|(_, p)| p.last_seen)
+                .map(|(pid, _)| *pid);
+            match oldest {
+                Some(pid) => self.procs.remove(&pid),
+                None => break,
+            };
+        }
+        self.companions.expire(now);
+    }
+
+    fn push_message(&mut self, m: Message) {
+        if self.messages.len() == MAX_MESSAGES {
+            self.messages.pop_front();
+        }
+        self.messages.push_back(m);
+    }
+
+    /// Processes on `gpu`, largest current usage first (then by peak).
+    pub fn procs_on(&self, gpu: u32) -> Vec<(&ProcState, &ProcGpu)> {
+        let mut v: Vec<_> = self
+            .procs
+            .values()
+            .filter_map(|p| p.gpus.get(&gpu).map(|pg| (p, pg)))
+            .collect();
+        v.sort_by(|a, b| {
+            (b.1.last_used.unwrap_or(0), b.1.peak.value, a.0.info.pid).cmp(&(
+                a.1.last_used.unwrap_or(0),
+                a.1.peak.value,
+                b.0.info.pid,
+            ))
+        });
+        v
+    }
+
+    pub fn gpu(&self, index: u32) -> Option<&GpuState> {
+        self.gpus.iter().find(|g| g.info.index == index)
+    }
+
+    /// Latest message at warn level or above, for the status line.
+    pub fn last_problem(&self) -> Option<&Message> {
+        self.messages.iter().rev().find(|m| m.level != Level::Info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::sample::{MemInfo, ProcSample};
+
+    fn header() -> Frame {
+        Frame::Header(Header {
+            v: 1,
+            format: "gpumon".into(),
+            host: "h".into(),
+            driver_version: None,
+            nvml_version: None,
+            cuda_version: None,
+            started: 0,
+            interval_ms: 1000,
+            gpus: vec![GpuInfo {
+                index: 0,
+                name: "H200".into(),
+                uuid: "GPU-1".into(),
+                pci_bus_id: "0".into(),
+                memory_total: 100,
+                mig_uuids: vec![],
+            }],
+            gpumon_version: String::new(),
+        })
+    }
+
+    fn tick(t: Ts, used: Option<u64>, procs: &[(u32, u64)]) -> Frame {
+        Frame::Tick(Tick {
+            t,
+            gpus: vec![GpuSample {
+                index: 0,
+                mem: used.map(|u| MemInfo {
+                    total: 100,
+                    used: u,
+                    free: 100 - u,
+                    reserved: 0,
+                }),
+                util: None,
+                temp_c: None,
+                power_mw: None,
+                procs: procs
+                    .iter()
+                    .map(|&(pid, u)| ProcSample {
+                        pid,
+                        kind: ProcKind::Compute,
+                        used: Some(u),
+                    })
+                    .collect(),
+                error: used.is_none().then(|| "GPU is lost".to_string()),
+            }],
+        })
+    }
+
+    #[test]
+    fn failed_tick_is_a_gap_and_a_message_and_keeps_peak() {
+        let mut s = State::default();
+        s.apply(&header());
+        s.apply(&tick(1_000, Some(40), &[(7, 30)]));
+        s.apply(&tick(2_000, None, &[]));
+        s.apply(&tick(3_000, Some(20), &[(7, 10)]));
+        let g = s.gpu(0).expect("gpu 0 from header");
+        assert_eq!(
+            g.peak,
+            Peak {
+                value: 40,
+                at: 1_000
+            }
+        );
+        assert!(g.used.window(0, 5_000)[1].is_gap());
+        assert_eq!(
+            s.last_problem().map(|m| m.text.as_str()),
+            Some("GPU 0: GPU is lost")
+        );
+        let p = &s.procs[&7].gpus[&0];
+        assert_eq!(p.peak.value, 30);
+        assert_eq!(p.last_used, Some(10));
+    }
+
+    #[test]
+    fn processes_sorted_by_usage_and_expire_after_grace() {
+        let mut s = State::default();
+        s.apply(&header());
+        s.apply(&tick(1_000, Some(50), &[(1, 5), (2, 40)]));
+        let order: Vec<u32> = s.procs_on(0).iter().map(|(p, _)| p.info.pid).collect();
+        assert_eq!(order, vec![2, 1]);
+        s.apply(&tick(2_000, Some(50), &[(2, 40)]));
+        assert_eq!(
+            s.procs[&1].gpus[&0].last_used, None,
+            "missing process becomes a gap"
+        );
+        s.apply(&tick(2_000 + PROCESS_GRACE_MS + 1, Some(50), &[(2, 40)]));
+        assert!(!s.procs.contains_key(&1));
+        assert!(s.procs.contains_key(&2));
+    }
+
+    #[test]
+    fn proc_info_updates_mapping() {
+        let mut s = State::default();
+        s.apply(&header());
+        s.apply(&tick(1_000, Some(50), &[(9, 5)]));
+        assert_eq!(s.procs[&9].gpus[&0].mapping, Mapping::Unknown);
+        s.apply(&Frame::Procs {
+            t: 1_000,
+            procs: vec![ProcInfo {
+                pid: 9,
+                env_readable: true,
+                cuda_visible_devices: Some("0".into()),
+                ..ProcInfo::default()
+            }],
+        });
+        assert_eq!(s.procs[&9].gpus[&0].mapping.label(), "cuda:0");
+    }
+}
