@@ -12,3 +12,4 @@
 pub mod channel;
 pub mod frame;
 pub mod model;
+pub mod export;

@@ -1,0 +1,189 @@
+//! Flat logs for pandas and spreadsheets: one row per GPU per tick and one per
+//! process per GPU per tick, in one file told apart by the `row` column.
+//! Column names are part of the interface (docs/metrics.md): only ever append.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::model::sample::Tick;
+use crate::model::state::State;
+use crate::model::time::rfc3339;
+
+/// Column order of both formats; the CSV header row.
+pub const COLUMNS: [&str; 20] = [
+    "time",
+    "time_unix_ms",
+    "hostname",
+    "row",
+    "gpu",
+    "gpu_uuid",
+    "pci_bus_id",
+    "gpu_name",
+    "pid",
+    "user",
+    "process",
+    "memory_used_bytes",
+    "memory_total_bytes",
+    "memory_free_bytes",
+    "memory_reserved_bytes",
+    "memory_peak_bytes",
+    "utilization_percent",
+    "temperature_celsius",
+    "power_watts",
+    "error",
+];
+
+/// One row; `None` is an empty CSV cell or JSON null: unknown, never 0.
+#[derive(Debug, Serialize)]
+struct Row<'a> {
+    time: &'a str,
+    time_unix_ms: i64,
+    hostname: &'a str,
+    row: &'static str,
+    gpu: u32,
+    gpu_uuid: &'a str,
+    pci_bus_id: &'a str,
+    gpu_name: &'a str,
+    pid: Option<u32>,
+    user: Option<&'a str>,
+    process: Option<&'a str>,
+    memory_used_bytes: Option<u64>,
+    memory_total_bytes: Option<u64>,
+    memory_free_bytes: Option<u64>,
+    memory_reserved_bytes: Option<u64>,
+    memory_peak_bytes: Option<u64>,
+    utilization_percent: Option<u32>,
+    temperature_celsius: Option<u32>,
+    power_watts: Option<f64>,
+    error: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlatFormat {
+    Csv,
+    Jsonl,
+}
+
+enum Sink {
+    Csv(csv::Writer<Box<dyn Write + Send>>),
+    Jsonl(BufWriter<Box<dyn Write + Send>>),
+}
+
+pub struct FlatLog {
+    sink: Sink,
+    hostname: String,
+}
+
+impl FlatLog {
+    /// Create (truncate) `path` and write the CSV header.
+    pub fn create(path: &Path, format: FlatFormat, hostname: String) -> io::Result<FlatLog> {
+        let file = File::create(path)?;
+        FlatLog::new(Box::new(file), format, hostname)
+    }
+
+    /// `hostname` is used until a recording header names the host.
+    pub fn new(
+        out: Box<dyn Write + Send>,
+        format: FlatFormat,
+        hostname: String,
+    ) -> io::Result<FlatLog> {
+        let sink = match format {
+            FlatFormat::Csv => {
+                let mut w = csv::WriterBuilder::new()
+                    .has_headers(false)
+                    .from_writer(out);
+                w.write_record(COLUMNS)?;
+                w.flush()?;
+                Sink::Csv(w)
+            }
+            FlatFormat::Jsonl => Sink::Jsonl(BufWriter::new(out)),
+        };
+        Ok(FlatLog { sink, hostname })
+    }
+
+    /// Write the rows of `tick`. Call after `state.apply` of that tick, so names,
+    /// users and peaks include it. Flushes, so `tail -f` and a crash lose nothing.
+    pub fn write_tick(&mut self, state: &State, tick: &Tick) -> io::Result<()> {
+        let time = rfc3339(tick.t);
+        let hostname = state
+            .header
+            .as_ref()
+            .map(|h| h.host.as_str())
+            .filter(|h| !h.is_empty())
+            .unwrap_or(&self.hostname);
+        for s in &tick.gpus {
+            let g = state.gpu(s.index);
+            let (uuid, pci, name) = g.map_or(("", "", ""), |g| {
+                (&*g.info.uuid, &*g.info.pci_bus_id, &*g.info.name)
+            });
+            let gpu_row = Row {
+                time: &time,
+                time_unix_ms: tick.t,
+                hostname,
+                row: "gpu",
+                gpu: s.index,
+                gpu_uuid: uuid,
+                pci_bus_id: pci,
+                gpu_name: name,
+                pid: None,
+                user: None,
+                process: None,
+                memory_used_bytes: s.mem.map(|m| m.used),
+                memory_total_bytes: s.mem.map(|m| m.total).or(g.map(|g| g.info.memory_total)),
+                memory_free_bytes: s.mem.map(|m| m.free),
+                memory_reserved_bytes: s.mem.map(|m| m.reserved),
+                memory_peak_bytes: g.filter(|g| g.peak.at != 0).map(|g| g.peak.value),
+                utilization_percent: s.util,
+                temperature_celsius: s.temp_c,
+                power_watts: s.power_mw.map(|mw| f64::from(mw) / 1000.0),
+                error: s.error.as_deref(),
+            };
+            write_row(&mut self.sink, &gpu_row)?;
+            if s.error.is_some() {
+                continue;
+            }
+            for p in &s.procs {
+                let ps = state.procs.get(&p.pid);
+                let info = ps.map(|ps| &ps.info);
+                let peak = ps
+                    .and_then(|ps| ps.gpus.get(&s.index))
+                    .filter(|pg| pg.peak.at != 0)
+                    .map(|pg| pg.peak.value);
+                let row = Row {
+                    row: "process",
+                    pid: Some(p.pid),
+                    user: info.and_then(|i| i.user.as_deref()),
+                    process: info.and_then(|i| i.name.as_deref()),
+                    memory_used_bytes: p.used,
+                    memory_total_bytes: None,
+                    memory_free_bytes: None,
+                    memory_reserved_bytes: None,
+                    memory_peak_bytes: peak,
+                    utilization_percent: None,
+                    temperature_celsius: None,
+                    power_watts: None,
+                    error: None,
+                    ..gpu_row
+                };
+                write_row(&mut self.sink, &row)?;
+            }
+        }
+        match &mut self.sink {
+            Sink::Csv(w) => w.flush(),
+            Sink::Jsonl(w) => w.flush(),
+        }
+    }
+}
+
+fn write_row(sink: &mut Sink, row: &Row<'_>) -> io::Result<()> {
+    match sink {
+        Sink::Csv(w) => w.serialize(row).map_err(io::Error::other),
+        Sink::Jsonl(w) => {
+            serde_json::to_writer(&mut *w, row)?;
+            w.write_all(b"\n")
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! Export to tools people already run: a Prometheus/OpenMetrics endpoint and
+//! flat CSV/JSONL logs. Everything here reads the model; nothing samples.
+
+pub mod encode;
+pub mod flat;
+pub mod http;
+pub mod metrics;
+pub mod snapshot;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::model::state::State;
+
+pub use encode::Format;
+pub use flat::{FlatFormat, FlatLog};
+pub use http::Limits;
+pub use snapshot::Snapshot;
+
+/// Default listen address: loopback, so metrics are never exposed by accident.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
+
+/// Hands the newest model values to the HTTP endpoint.
+///
+/// The event loop calls `publish` after each batch of frames: it copies a few
+/// hundred plain values (no formatting, no I/O, a swap under a lock held for a
+/// pointer write). Text is rendered only when a scraper asks, from the latest
+/// published snapshot, so the sampler never waits on a scrape and an unscraped
+/// endpoint costs only that copy.
+pub struct Exporter {
+    hostname: String,
+    current: Mutex<Arc<Snapshot>>,
+}
+
+impl Exporter {
+    pub fn new(hostname: String) -> Self {
+        let snapshot = Snapshot {
+            hostname: hostname.clone(),
+            ..Snapshot::default()
+        };
+        Exporter {
+            hostname,
+            current: Mutex::new(Arc::new(snapshot)),
+        }
+    }
+
+    pub fn publish(&self, state: &State) {
+        let next = Arc::new(Snapshot::from_state(state, &self.hostname));
+        let old = std::mem::replace(
+            &mut *self.current.lock().unwrap_or_else(PoisonError::into_inner),
+            next,
+        );
+        // Dropped outside the lock so a scrape never waits on deallocation.
+        drop(old);
+    }
+
+    /// The latest published snapshot; cheap (an `Arc` clone).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.current.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Exposition text of the latest snapshot.
+    pub fn render(&self, format: Format) -> String {
+        metrics::render(&self.snapshot(), format)
+    }
+
+    /// Serve `/metrics` and `/` on `addr` until the task is dropped.
+    pub async fn serve(self: Arc<Self>, addr: SocketAddr) -> std::io::Result<()> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        http::serve_on(self, listener, Limits::default()).await
+    }
+}
