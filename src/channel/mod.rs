@@ -1,11 +1,248 @@
-//! Companion channel (placeholder until the channel lands).
+//! The companion channel, monitor side: find companions' sockets, connect,
+//! check credentials, handshake, and forward their messages as frames.
+//! Protocol: docs/protocol.md. The companion side is `python/gpumon`.
+
+mod conn;
+pub mod dirs;
+mod forward;
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
 use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc::Sender;
+use tokio::task::JoinSet;
 
-use crate::model::time::Ts;
+use crate::frame::{Frame, Level};
+use crate::model::time::{Ts, now_ms};
+use crate::wire::Message;
 
+pub use conn::{MAX_REJECTS, Outcome};
+
+/// One message from one companion as gpumon received it; `t` is gpumon's
+/// clock at arrival (the message's own `t` is the companion's clock).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompanionFrame {
     pub t: Ts,
     pub pid: u32,
-    pub msg: serde_json::Value,
+    pub msg: Message,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Directories to scan; `None` = the protocol's default places (and, as
+    /// root, every user's).
+    pub dirs: Option<Vec<PathBuf>>,
+    pub scan_interval: Duration,
+    pub hello_timeout: Duration,
+    /// Silence after which gpumon checks that the process still exists.
+    pub idle_check: Duration,
+    /// Wait before reconnecting to a companion that hung up on us.
+    pub retry_after: Duration,
+    /// Longest an important frame (hello, epoch, event) waits for a full queue.
+    pub important_wait: Duration,
+    /// Link counters are sent at most this often.
+    pub stats_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            dirs: None,
+            scan_interval: Duration::from_secs(1),
+            hello_timeout: Duration::from_secs(5),
+            idle_check: Duration::from_secs(30),
+            retry_after: Duration::from_secs(5),
+            important_wait: Duration::from_secs(2),
+            stats_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Keeps the channel running; dropping it stops the scanner and every connection.
+pub struct ChannelHandle {
+    task: tokio::task::JoinHandle<()>,
+    connected: Arc<AtomicUsize>,
+}
+
+impl ChannelHandle {
+    /// Connections open or being opened right now.
+    pub fn connected(&self) -> usize {
+        self.connected.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for ChannelHandle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Start watching for companions on the current tokio runtime. `dir` overrides
+/// the default socket directories (`gpumon --companion-dir`, tests).
+pub fn spawn(dir: Option<PathBuf>, tx: Sender<Frame>) -> ChannelHandle {
+    spawn_with(
+        Config {
+            dirs: dir.map(|d| vec![d]),
+            ..Config::default()
+        },
+        tx,
+    )
+}
+
+pub fn spawn_with(cfg: Config, tx: Sender<Frame>) -> ChannelHandle {
+    let connected = Arc::new(AtomicUsize::new(0));
+    let c = connected.clone();
+    let task = tokio::spawn(async move { Scanner::new(cfg, tx, c).run().await });
+    ChannelHandle { task, connected }
+}
+
+/// Identity of a socket file, so a refused one is retried only once replaced.
+type FileId = (u64, u64, i64);
+
+enum Slot {
+    Connected,
+    RetryAt(Instant),
+    RefusedUntilChanged(FileId),
+}
+
+struct Scanner {
+    cfg: Config,
+    fwd: forward::Forwarder,
+    own_uid: u32,
+    slots: HashMap<PathBuf, Slot>,
+    dir_errors: HashMap<PathBuf, String>,
+    connected: Arc<AtomicUsize>,
+    tasks: JoinSet<(PathBuf, Outcome)>,
+}
+
+impl Scanner {
+    fn new(cfg: Config, tx: Sender<Frame>, connected: Arc<AtomicUsize>) -> Self {
+        let fwd = forward::Forwarder::new(tx, cfg.important_wait);
+        Scanner {
+            cfg,
+            fwd,
+            own_uid: dirs::own_uid(),
+            slots: HashMap::new(),
+            dir_errors: HashMap::new(),
+            connected,
+            tasks: JoinSet::new(),
+        }
+    }
+
+    async fn run(mut self) {
+        let mut tick = tokio::time::interval(self.cfg.scan_interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => self.scan().await,
+                Some(done) = self.tasks.join_next() => {
+                    if let Ok((path, outcome)) = done {
+                        self.finished(path, outcome);
+                    }
+                }
+            }
+        }
+    }
+
+    fn finished(&mut self, path: PathBuf, outcome: Outcome) {
+        self.connected.fetch_sub(1, Ordering::Relaxed);
+        let slot = match &outcome {
+            Outcome::Refused(_) => match file_id(&path) {
+                Some(id) => Slot::RefusedUntilChanged(id),
+                None => Slot::RetryAt(Instant::now() + self.cfg.retry_after),
+            },
+            Outcome::Ended(_) => Slot::RetryAt(Instant::now() + self.cfg.retry_after),
+            Outcome::Unreachable(_) => {
+                self.unlink_if_stale(&path);
+                Slot::RetryAt(Instant::now() + self.cfg.retry_after)
+            }
+        };
+        self.slots.insert(path, slot);
+    }
+
+    /// A socket nobody listens on, of a process that no longer exists, owned by
+    /// us: left behind by a crash. Removing it keeps the directory small.
+    fn unlink_if_stale(&self, path: &std::path::Path) {
+        let Some(pid) = path.file_name().and_then(dirs::sock_pid) else {
+            return;
+        };
+        let ours = std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == self.own_uid);
+        if ours && !dirs::pid_alive(pid) {
+            // Losing a race with the companion recreating it is harmless: it rebinds.
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    async fn scan(&mut self) {
+        let dirs = self.cfg.dirs.clone().unwrap_or_else(dirs::scan_dirs);
+        let explicit = self.cfg.dirs.is_some();
+        for dir in dirs {
+            let owner = match dirs::check_dir(&dir, self.own_uid) {
+                Ok(o) => {
+                    self.dir_errors.remove(&dir);
+                    o
+                }
+                Err(e) => {
+                    let missing = !dir.exists();
+                    // Default places that do not exist are normal; say each problem once.
+                    if (explicit || !missing) && self.dir_errors.get(&dir) != Some(&e) {
+                        self.dir_errors.insert(dir.clone(), e.clone());
+                        let text = format!("companion directory refused: {e}");
+                        self.fwd
+                            .status(Frame::status(now_ms(), "companion", Level::Warn, text))
+                            .await;
+                    }
+                    continue;
+                }
+            };
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in rd.flatten() {
+                let Some(pid) = dirs::sock_pid(&entry.file_name()) else {
+                    continue;
+                };
+                let path = entry.path();
+                if !self.due(&path) {
+                    continue;
+                }
+                self.slots.insert(path.clone(), Slot::Connected);
+                self.connected.fetch_add(1, Ordering::Relaxed);
+                let cfg = self.cfg.clone();
+                let fwd = self.fwd.clone();
+                let own_uid = self.own_uid;
+                self.tasks.spawn(async move {
+                    let c = conn::Conn {
+                        pid,
+                        dir_owner: owner,
+                        own_uid,
+                        cfg: &cfg,
+                        fwd: &fwd,
+                    };
+                    let outcome = c.run(&path).await;
+                    (path, outcome)
+                });
+            }
+        }
+    }
+
+    fn due(&mut self, path: &std::path::Path) -> bool {
+        match self.slots.get(path) {
+            None => true,
+            Some(Slot::Connected) => false,
+            Some(Slot::RetryAt(at)) => Instant::now() >= *at,
+            Some(Slot::RefusedUntilChanged(id)) => file_id(path).is_some_and(|now| now != *id),
+        }
+    }
+}
+
+fn file_id(path: &std::path::Path) -> Option<FileId> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino(), m.ctime()))
 }

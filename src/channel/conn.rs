@@ -1,0 +1,275 @@
+//! One connection to one companion: credentials, handshake, then a read loop
+//! that turns lines into frames. Each connection is its own task, so a slow,
+//! silent or hostile peer only ever costs its own task.
+
+use std::path::Path;
+use std::time::Instant;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+
+use crate::frame::{Frame, Level};
+use crate::model::time::now_ms;
+use crate::wire::{self, Decoded, Disconnected, Line, LineSplitter, LinkStats, Message, Reject};
+
+use super::dirs::{peer_allowed, pid_alive};
+use super::forward::Forwarder;
+use super::{CompanionFrame, Config};
+
+/// After this many refused lines the peer is broken or hostile: hang up.
+pub const MAX_REJECTS: u64 = 1_000;
+
+/// How a connection ended, which decides when the scanner tries again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing listens (stale socket) or connect failed.
+    Unreachable(String),
+    /// Refused for credentials or version: retried only once the socket file changes.
+    Refused(String),
+    /// Was connected; ended normally or by error.
+    Ended(String),
+}
+
+pub(crate) struct Conn<'a> {
+    pub pid: u32,
+    pub dir_owner: u32,
+    pub own_uid: u32,
+    pub cfg: &'a Config,
+    pub fwd: &'a Forwarder,
+}
+
+impl Conn<'_> {
+    async fn status(&self, level: Level, text: String) {
+        self.fwd
+            .status(Frame::status(now_ms(), "companion", level, text))
+            .await;
+    }
+
+    async fn emit(&self, msg: Message) -> u64 {
+        self.fwd
+            .send(CompanionFrame {
+                t: now_ms(),
+                pid: self.pid,
+                msg,
+            })
+            .await
+    }
+
+    pub(crate) async fn run(&self, path: &Path) -> Outcome {
+        let stream =
+            match tokio::time::timeout(self.cfg.hello_timeout, UnixStream::connect(path)).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return Outcome::Unreachable(e.to_string()),
+                Err(_) => return Outcome::Unreachable("connect timed out".into()),
+            };
+        let peer = match stream.peer_cred() {
+            Ok(c) => c.uid(),
+            Err(e) => return Outcome::Unreachable(format!("peer credentials: {e}")),
+        };
+        if !peer_allowed(self.own_uid, peer, self.dir_owner) {
+            let text = format!(
+                "companion {} refused: its socket belongs to uid {peer}, not to this user",
+                self.pid
+            );
+            self.status(Level::Warn, text.clone()).await;
+            return Outcome::Refused(text);
+        }
+        let (mut rd, mut wr) = stream.into_split();
+        if let Err(e) = wr.write_all(wire::monitor_hello().as_bytes()).await {
+            return Outcome::Unreachable(format!("hello: {e}"));
+        }
+        // The write half stays open (dropping it would half-close the stream):
+        // the protocol reserves monitor → companion requests.
+        let _keep = wr;
+        let mut reader = Reader::default();
+
+        let hello = match self.handshake(&mut rd, &mut reader).await {
+            Ok(h) => h,
+            Err(o) => return o,
+        };
+        let what = hello_summary(&hello);
+        self.emit(Message::Hello(hello)).await;
+        self.status(
+            Level::Info,
+            format!("companion {} connected ({what})", self.pid),
+        )
+        .await;
+        let reason = self.stream(&mut rd, &mut reader).await;
+        self.emit(Message::Disconnected(Disconnected {
+            reason: reason.clone(),
+        }))
+        .await;
+        Outcome::Ended(reason)
+    }
+
+    async fn handshake(
+        &self,
+        rd: &mut tokio::net::unix::OwnedReadHalf,
+        reader: &mut Reader,
+    ) -> Result<wire::Hello, Outcome> {
+        let deadline = tokio::time::Instant::now() + self.cfg.hello_timeout;
+        loop {
+            if let Some(item) = reader.next() {
+                match item {
+                    Ok(Decoded::Msg(m)) => match *m {
+                        Message::Hello(h) => return Ok(h),
+                        Message::Error(e) => {
+                            let text = format!("companion {} refused: {}", self.pid, e.text);
+                            self.status(Level::Error, text.clone()).await;
+                            return Err(Outcome::Refused(text));
+                        }
+                        _ => reader.stats.rejected += 1,
+                    },
+                    Err(Reject::Version(v)) => {
+                        let text = format!(
+                            "companion {} too new: v{v}; this gpumon speaks v{}",
+                            self.pid,
+                            wire::VERSION
+                        );
+                        self.status(Level::Error, text.clone()).await;
+                        return Err(Outcome::Refused(text));
+                    }
+                    Ok(Decoded::Unknown(_)) | Err(_) => {}
+                }
+                if reader.rejects() > MAX_REJECTS {
+                    return Err(Outcome::Refused("garbage instead of a hello".into()));
+                }
+                continue;
+            }
+            match tokio::time::timeout_at(deadline, reader.fill(rd)).await {
+                Err(_) => {
+                    let text = format!("companion {} sent no hello in time", self.pid);
+                    self.status(Level::Warn, text.clone()).await;
+                    return Err(Outcome::Refused(text));
+                }
+                Ok(Ok(true)) => {}
+                Ok(Ok(false)) => return Err(Outcome::Unreachable("closed before hello".into())),
+                Ok(Err(e)) => return Err(Outcome::Unreachable(e.to_string())),
+            }
+        }
+    }
+
+    /// Forward everything until the peer goes; returns why it went.
+    async fn stream(
+        &self,
+        rd: &mut tokio::net::unix::OwnedReadHalf,
+        reader: &mut Reader,
+    ) -> String {
+        let mut bye: Option<String> = None;
+        let mut sent_stats = LinkStats::default();
+        let mut last_stats = Instant::now();
+        let mut last_data = Instant::now();
+        loop {
+            while let Some(item) = reader.next() {
+                match item {
+                    Ok(Decoded::Msg(m)) => {
+                        if let Message::Bye(b) = &*m {
+                            bye = Some(b.reason.clone().unwrap_or_else(|| "bye".into()));
+                        }
+                        if matches!(&*m, Message::Hello(_)) {
+                            // A second hello mid-stream is a protocol error, not a reset.
+                            reader.stats.rejected += 1;
+                            continue;
+                        }
+                        reader.stats.dropped += self.emit(*m).await;
+                    }
+                    Ok(Decoded::Unknown(_)) | Err(_) => {}
+                }
+            }
+            if reader.rejects() > MAX_REJECTS {
+                self.status(
+                    Level::Warn,
+                    format!(
+                        "companion {}: {MAX_REJECTS} bad lines, closing (hostile or broken peer)",
+                        self.pid
+                    ),
+                )
+                .await;
+                self.send_stats(&reader.stats, &mut sent_stats).await;
+                return "hostile or broken peer".into();
+            }
+            if reader.stats != sent_stats && last_stats.elapsed() >= self.cfg.stats_interval {
+                self.send_stats(&reader.stats, &mut sent_stats).await;
+                last_stats = Instant::now();
+            }
+            match tokio::time::timeout(self.cfg.stats_interval, reader.fill(rd)).await {
+                Ok(Ok(true)) => last_data = Instant::now(),
+                Ok(Ok(false)) => {
+                    self.send_stats(&reader.stats, &mut sent_stats).await;
+                    return bye.unwrap_or_else(|| "connection closed".into());
+                }
+                Ok(Err(e)) => return format!("read error: {e}"),
+                Err(_) => {
+                    // Silence is normal (no framework yet); a vanished process is not.
+                    if last_data.elapsed() >= self.cfg.idle_check && !pid_alive(self.pid) {
+                        return "process gone".into();
+                    }
+                }
+            }
+        }
+    }
+
+    async fn send_stats(&self, now: &LinkStats, sent: &mut LinkStats) {
+        if now != sent {
+            *sent = now.clone();
+            self.emit(Message::Link(now.clone())).await;
+        }
+    }
+}
+
+fn hello_summary(h: &wire::Hello) -> String {
+    let fw = h.framework.as_deref().unwrap_or("no framework yet");
+    match &h.framework_version {
+        Some(v) => format!("{} {fw} {v}", h.role),
+        None => format!("{} {fw}", h.role),
+    }
+}
+
+/// Bytes in, decoded lines out, with the counters of what was refused.
+#[derive(Default)]
+struct Reader {
+    split: LineSplitter,
+    lines: std::collections::VecDeque<Line>,
+    stats: LinkStats,
+    buf: Vec<u8>,
+}
+
+impl Reader {
+    fn rejects(&self) -> u64 {
+        self.stats.rejected + self.stats.oversize + self.stats.unknown
+    }
+
+    /// Read once; false at end of stream.
+    async fn fill(&mut self, rd: &mut tokio::net::unix::OwnedReadHalf) -> std::io::Result<bool> {
+        if self.buf.is_empty() {
+            self.buf = vec![0; 16 * 1024];
+        }
+        let n = rd.read(&mut self.buf).await?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let mut out = Vec::new();
+        self.split.feed(&self.buf[..n], &mut out);
+        self.lines.extend(out);
+        Ok(true)
+    }
+
+    /// Next decoded line; refused lines are counted here and returned as errors.
+    fn next(&mut self) -> Option<Result<Decoded, Reject>> {
+        let r = loop {
+            match self.lines.pop_front()? {
+                Line::Oversize(n) => break Err(Reject::Oversize(n)),
+                // Blank lines are keep-alives at most; skipping them needs no count.
+                Line::Text(t) if t.iter().all(u8::is_ascii_whitespace) => continue,
+                Line::Text(t) => break wire::decode_line(&t),
+            }
+        };
+        match &r {
+            Err(Reject::Oversize(_)) => self.stats.oversize += 1,
+            Err(_) => self.stats.rejected += 1,
+            Ok(Decoded::Unknown(_)) => self.stats.unknown += 1,
+            Ok(Decoded::Msg(_)) => {}
+        }
+        Some(r)
+    }
+}
