@@ -12,4 +12,5 @@
 pub mod channel;
 pub mod frame;
 pub mod model;
+pub mod wire;
 pub mod export;
