@@ -1,15 +1,867 @@
-//! Allocator state reported by companions (placeholder until the channel lands).
-use std::collections::BTreeMap;
+//! What companions report about their allocators, per process and device:
+//! latest counters and the allocator's own peaks, free-block histogram and
+//! fragmentation index, epoch floors/peaks, OOM events, link counters.
+//! Built only from `CompanionFrame`s, so live and replayed runs look the same.
+
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::channel::CompanionFrame;
+use crate::model::mapping::{Mapping, logical_index};
+use crate::model::sample::GpuInfo;
+use crate::model::series::{Peak, Series};
 use crate::model::time::Ts;
+use crate::wire::{
+    AllocBatch, DeviceInfo, EpochRecord, Event, Frag, Hello, HistBucket, History, LinkStats,
+    Marker, Message, Sample,
+};
 
+/// Per device: every epoch since the start, as the companion keeps them.
+pub const MAX_EPOCHS: usize = 10_000;
+pub const MAX_EVENTS: usize = 1_000;
+pub const MAX_MARKERS: usize = 1_000;
+pub const MAX_COMPANIONS: usize = 256;
+/// A companion that said nothing for this long is forgotten even without a
+/// disconnect (a recording that was cut off); live ones are dropped at once
+/// when their connection ends.
+pub const SILENT_EXPIRE_MS: i64 = 30 * 60_000;
+
+/// Fragmentation index `F = 1 − L/T`: 0 when nothing is free, `None` when the
+/// largest free block is unknown (never guessed).
+pub fn frag_index(free_total: u64, largest_free: Option<u64>) -> Option<f64> {
+    let l = largest_free?;
+    if free_total == 0 {
+        return Some(0.0);
+    }
+    Some((1.0 - l.min(free_total) as f64 / free_total as f64).clamp(0.0, 1.0))
+}
+
+/// The latest free-block picture of one device.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FragState {
+    pub t: Ts,
+    pub free_total: Option<u64>,
+    pub largest_free: Option<u64>,
+    pub n_free_blocks: Option<u64>,
+    pub n_segments: Option<u64>,
+    pub largest_block: Option<u64>,
+    /// `None` with `na` set when the framework cannot list free blocks.
+    pub hist: Option<Vec<HistBucket>>,
+    pub source: Option<String>,
+    /// Why free blocks are unavailable, in the companion's words.
+    pub na: Option<String>,
+    pub cost_us: Option<u64>,
+}
+
+impl FragState {
+    fn from_msg(t: Ts, f: &Frag) -> Self {
+        let mut hist = f.hist.clone();
+        if let Some(h) = hist.as_mut() {
+            h.sort_by_key(|b| b.0);
+        }
+        FragState {
+            t,
+            free_total: f.free_total,
+            largest_free: f.largest_free,
+            n_free_blocks: f.n_free_blocks,
+            n_segments: f.n_segments,
+            largest_block: f.largest_block,
+            hist,
+            source: f.source.clone(),
+            na: f
+                .na
+                .get("free_blocks")
+                .or_else(|| f.na.values().next())
+                .cloned(),
+            cost_us: f.cost_us,
+        }
+    }
+
+    /// F = 1 − L/T.
+    pub fn index(&self) -> Option<f64> {
+        frag_index(self.free_total?, self.largest_free)
+    }
+
+    /// Bytes free in the pool yet out of reach of one request larger than L.
+    pub fn stranded(&self) -> Option<u64> {
+        Some(self.free_total?.saturating_sub(self.largest_free?))
+    }
+}
+
+/// One device of one process, as its allocator sees it.
+#[derive(Debug, Clone)]
+pub struct DevAlloc {
+    pub dev: u32,
+    pub info: Option<DeviceInfo>,
+    pub last: Option<Sample>,
+    pub last_t: Ts,
+    pub allocated: Series,
+    pub reserved: Series,
+    /// Fragmentation index over time (0..1).
+    pub frag_f: Series,
+    pub stranded: Series,
+    /// Highest allocated/reserved gpumon saw (the allocator's own lifetime
+    /// peaks are in `last`; these survive a user's `reset_peak_memory_stats`).
+    pub seen_allocated: Peak,
+    pub seen_reserved: Peak,
+    pub frag: Option<FragState>,
+    pub epochs: VecDeque<EpochRecord>,
+    pub events: VecDeque<Event>,
+    /// Largest single allocation seen (R in the fragmentation-risk rule).
+    pub largest_alloc: Option<u64>,
+    /// Data came from a native interposer (`alloc` batches), not a framework.
+    pub interposer: bool,
+}
+
+impl DevAlloc {
+    fn new(dev: u32) -> Self {
+        DevAlloc {
+            dev,
+            info: None,
+            last: None,
+            last_t: 0,
+            allocated: Series::default(),
+            reserved: Series::default(),
+            frag_f: Series::default(),
+            stranded: Series::default(),
+            seen_allocated: Peak::default(),
+            seen_reserved: Peak::default(),
+            frag: None,
+            epochs: VecDeque::new(),
+            events: VecDeque::new(),
+            largest_alloc: None,
+            interposer: false,
+        }
+    }
+
+    pub fn allocated_now(&self) -> Option<u64> {
+        self.last.as_ref().and_then(|s| s.allocated)
+    }
+
+    pub fn reserved_now(&self) -> Option<u64> {
+        self.last.as_ref().and_then(|s| s.reserved)
+    }
+
+    /// Held by the allocator but not handed out: reserved − allocated.
+    pub fn cached_now(&self) -> Option<u64> {
+        Some(self.reserved_now()?.saturating_sub(self.allocated_now()?))
+    }
+
+    pub fn limit(&self) -> Option<u64> {
+        self.last.as_ref().and_then(|s| s.limit)
+    }
+
+    /// The allocator's own lifetime peak, else the highest gpumon saw.
+    pub fn peak_allocated(&self) -> Option<u64> {
+        let own = self.last.as_ref().and_then(|s| s.peak_allocated);
+        let seen = (self.seen_allocated.at != 0).then_some(self.seen_allocated.value);
+        own.max(seen)
+    }
+
+    pub fn peak_reserved(&self) -> Option<u64> {
+        let own = self.last.as_ref().and_then(|s| s.peak_reserved);
+        let seen = (self.seen_reserved.at != 0).then_some(self.seen_reserved.value);
+        own.max(seen)
+    }
+
+    pub fn ooms(&self) -> impl Iterator<Item = &Event> {
+        self.events.iter().filter(|e| e.kind == "oom")
+    }
+
+    fn sample(&mut self, t: Ts, s: &Sample) {
+        if t < self.last_t {
+            // History replayed after live data (a reconnect): already seen.
+            return;
+        }
+        self.last_t = t;
+        self.allocated.push(t, s.allocated.map(|v| v as f64));
+        self.reserved.push(t, s.reserved.map(|v| v as f64));
+        if let Some(a) = s.allocated {
+            self.seen_allocated.observe(t, a);
+        }
+        if let Some(r) = s.reserved {
+            self.seen_reserved.observe(t, r);
+        }
+        // JAX-style stats carry L with every sample; T = reserved − allocated then.
+        if let (Some(l), Some(r), Some(a)) = (s.largest_free, s.reserved, s.allocated)
+            && self
+                .frag
+                .as_ref()
+                .is_none_or(|f| f.t <= t && f.hist.is_none())
+        {
+            let f = Frag {
+                free_total: Some(r.saturating_sub(a)),
+                largest_free: Some(l),
+                source: Some("stats".into()),
+                na: self
+                    .frag
+                    .as_ref()
+                    .and_then(|f| f.na.clone())
+                    .map_or_else(BTreeMap::new, |n| {
+                        BTreeMap::from([("free_blocks".to_string(), n)])
+                    }),
+                ..Frag::default()
+            };
+            self.frag_update(t, &f);
+        }
+        self.largest_alloc = self.largest_alloc.max(s.largest_alloc);
+        self.last = Some(s.clone());
+    }
+
+    fn frag_update(&mut self, t: Ts, f: &Frag) {
+        let st = FragState::from_msg(t, f);
+        self.frag_f.push(t, st.index());
+        self.stranded.push(t, st.stranded().map(|v| v as f64));
+        self.largest_alloc = self.largest_alloc.max(st.largest_block);
+        self.frag = Some(st);
+    }
+
+    fn epoch(&mut self, e: &EpochRecord) {
+        if self
+            .epochs
+            .iter()
+            .rev()
+            .take(4)
+            .any(|x| x.epoch == e.epoch && x.t == e.t)
+        {
+            return;
+        }
+        push_bounded(&mut self.epochs, e.clone(), MAX_EPOCHS);
+    }
+
+    fn event(&mut self, e: &Event) {
+        if self.events.iter().rev().take(8).any(|x| x == e) {
+            return;
+        }
+        if e.kind == "oom" {
+            self.largest_alloc = self.largest_alloc.max(e.requested);
+        }
+        push_bounded(&mut self.events, e.clone(), MAX_EVENTS);
+    }
+
+    fn alloc(&mut self, t: Ts, a: &AllocBatch) {
+        self.interposer = true;
+        let s = Sample {
+            t: a.t,
+            dev: a.dev,
+            allocated: a.live_bytes,
+            reserved: a.pool_reserved,
+            peak_allocated: a.peak_bytes,
+            ..Sample::default()
+        };
+        self.sample(t, &s);
+    }
+}
+
+fn push_bounded<T>(q: &mut VecDeque<T>, v: T, cap: usize) {
+    if q.len() == cap {
+        q.pop_front();
+    }
+    q.push_back(v);
+}
+
+/// One process with a companion.
+#[derive(Debug, Clone)]
+pub struct ProcAlloc {
+    pub pid: u32,
+    pub hello: Option<Hello>,
+    pub first_seen: Ts,
+    pub last_seen: Ts,
+    pub devices: BTreeMap<u32, DevAlloc>,
+    pub markers: VecDeque<Marker>,
+    /// What gpumon refused or dropped on this connection.
+    pub link: LinkStats,
+    /// Messages the companion dropped for this monitor (it reports its count).
+    pub companion_dropped: u64,
+    /// Reason of a clean shutdown announced by the companion.
+    pub bye: Option<String>,
+    /// Messages of types this gpumon does not know yet (newer companion).
+    pub errors: Vec<String>,
+}
+
+impl ProcAlloc {
+    fn new(pid: u32, t: Ts) -> Self {
+        ProcAlloc {
+            pid,
+            hello: None,
+            first_seen: t,
+            last_seen: t,
+            devices: BTreeMap::new(),
+            markers: VecDeque::new(),
+            link: LinkStats::default(),
+            companion_dropped: 0,
+            bye: None,
+            errors: Vec::new(),
+        }
+    }
+
+    fn dev(&mut self, dev: u32) -> &mut DevAlloc {
+        let info = self
+            .hello
+            .as_ref()
+            .and_then(|h| h.devices.iter().find(|d| d.dev == dev).cloned());
+        let d = self
+            .devices
+            .entry(dev)
+            .or_insert_with(|| DevAlloc::new(dev));
+        if d.info.is_none() {
+            d.info = info;
+        }
+        d
+    }
+
+    /// `torch 2.11`, `jax 0.11`, `interposer`, `companion`.
+    pub fn framework_label(&self) -> String {
+        let Some(h) = &self.hello else {
+            return "companion".into();
+        };
+        match (&h.framework, &h.framework_version) {
+            (Some(f), Some(v)) if f != "none" => format!("{f} {v}"),
+            (Some(f), None) if f != "none" => f.clone(),
+            _ => h.role.clone(),
+        }
+    }
+
+    /// The allocator policy in words, for the process panel.
+    pub fn policy(&self) -> Option<String> {
+        let h = self.hello.as_ref()?;
+        if let Some(p) = h.policy.as_ref().filter(|p| !p.is_empty()) {
+            return Some(p.clone());
+        }
+        policy_words(h)
+    }
+
+    fn hello(&mut self, h: &Hello) {
+        let restarted = self
+            .hello
+            .as_ref()
+            .is_some_and(|old| old.started.is_some() && old.started != h.started);
+        if restarted {
+            // Same pid, new companion (pid reuse or stop/start): start over.
+            self.devices.clear();
+            self.markers.clear();
+        }
+        for d in &h.devices {
+            let info = Some(d.clone());
+            self.devices
+                .entry(d.dev)
+                .or_insert_with(|| DevAlloc::new(d.dev))
+                .info = info;
+        }
+        self.bye = None;
+        self.hello = Some(h.clone());
+    }
+
+    fn history(&mut self, t: Ts, h: &History) {
+        for s in &h.samples {
+            let st = s.t.unwrap_or(t);
+            self.dev(s.dev).sample(st, s);
+            self.note_dropped(s);
+        }
+        for e in &h.epochs {
+            self.dev(e.dev).epoch(e);
+        }
+        for m in &h.markers {
+            self.marker(m);
+        }
+        for e in &h.events {
+            self.event(t, e);
+        }
+        for f in &h.frag {
+            let ft = f.t.unwrap_or(t);
+            let d = self.dev(f.dev);
+            if d.frag.as_ref().is_none_or(|old| old.t <= ft) {
+                d.frag_update(ft, f);
+            }
+        }
+    }
+
+    fn marker(&mut self, m: &Marker) {
+        if self.markers.iter().rev().take(8).any(|x| x == m) {
+            return;
+        }
+        push_bounded(&mut self.markers, m.clone(), MAX_MARKERS);
+    }
+
+    fn event(&mut self, t: Ts, e: &Event) {
+        let mut e = e.clone();
+        e.t = e.t.or(Some(t));
+        self.dev(e.dev.unwrap_or(0)).event(&e);
+    }
+
+    fn note_dropped(&mut self, s: &Sample) {
+        if let Some(d) = s.dropped {
+            self.companion_dropped = self.companion_dropped.max(d);
+        }
+    }
+
+    /// Epoch markers (the `epoch` messages of any device), oldest first, for chart ticks.
+    pub fn epoch_times(&self) -> Vec<(Ts, u64)> {
+        let mut v: Vec<(Ts, u64)> = self
+            .devices
+            .values()
+            .flat_map(|d| d.epochs.iter().filter_map(|e| Some((e.t?, e.epoch))))
+            .collect();
+        v.sort_unstable();
+        v.dedup_by_key(|x| x.1);
+        v
+    }
+}
+
+/// Words for an allocator policy when the companion sent none.
+pub fn policy_words(h: &Hello) -> Option<String> {
+    let conf = h
+        .settings
+        .get("PYTORCH_CUDA_ALLOC_CONF")
+        .or_else(|| h.settings.get("PYTORCH_ALLOC_CONF"));
+    let fw = h.framework.as_deref().unwrap_or("");
+    let alloc = h.allocator.as_deref().unwrap_or("");
+    let text = match (fw, alloc) {
+        ("torch", "cudaMallocAsync") => {
+            "PyTorch: cudaMallocAsync — the driver's pool, no block map".to_string()
+        }
+        ("torch", "expandable_segments") => "PyTorch: expandable_segments".to_string(),
+        ("torch", _) => match conf {
+            Some(c) if !c.is_empty() => format!("PyTorch caching allocator ({c})"),
+            _ => "PyTorch caching allocator (native)".to_string(),
+        },
+        ("tensorflow", _) => match h.settings.get("tf_memory_growth").map(String::as_str) {
+            Some("true") => "TF: memory growth on — grows on demand".to_string(),
+            Some("false") => "TF: memory growth off — reserved the whole card".to_string(),
+            _ => "TF: BFC allocator".to_string(),
+        },
+        ("jax", "platform") => "JAX: platform allocator — exact, no pool".to_string(),
+        ("jax", _) => match h
+            .settings
+            .get("XLA_PYTHON_CLIENT_PREALLOCATE")
+            .map(String::as_str)
+        {
+            Some("false") | Some("0") => "JAX: BFC pool, allocated on demand".to_string(),
+            _ => "JAX: BFC pool, preallocated".to_string(),
+        },
+        (_, "driver") => "native interposer: driver allocations".to_string(),
+        _ => return None,
+    };
+    Some(text)
+}
+
+fn norm_uuid(s: &str) -> String {
+    let l = s.trim().to_ascii_lowercase();
+    l.strip_prefix("gpu-").map(str::to_string).unwrap_or(l)
+}
+
+/// `00000000:65:00.0` and `0000:65:00.0` name the same card.
+fn norm_pci(s: &str) -> Option<(u32, u32, u32, u32)> {
+    let s = s.trim();
+    let (dom_bus, devfn) = s.rsplit_once(':')?;
+    let (dom, bus) = dom_bus.rsplit_once(':').unwrap_or(("0", dom_bus));
+    let (dev, func) = devfn.split_once('.').unwrap_or((devfn, "0"));
+    let h = |x: &str| u32::from_str_radix(x, 16).ok();
+    Some((h(dom)?, h(bus)?, h(dev)?, h(func)?))
+}
+
+/// Does a companion's device name this physical GPU?
+pub fn same_gpu(d: &DeviceInfo, gpu: &GpuInfo) -> bool {
+    if let Some(u) = d.uuid.as_deref().filter(|u| !u.is_empty()) {
+        if u.to_ascii_lowercase().starts_with("mig-") {
+            let u = u.to_ascii_lowercase();
+            return gpu.mig_uuids.iter().any(|m| m.to_ascii_lowercase() == u);
+        }
+        if !gpu.uuid.is_empty() {
+            return norm_uuid(u) == norm_uuid(&gpu.uuid);
+        }
+    }
+    match (d.pci_bus_id.as_deref(), gpu.pci_bus_id.as_str()) {
+        (Some(a), b) if !b.is_empty() => norm_pci(a).is_some() && norm_pci(a) == norm_pci(b),
+        _ => false,
+    }
+}
+
+/// Allocator state of every process with a companion.
 #[derive(Debug, Default, Clone)]
 pub struct Companions {
-    pub by_pid: BTreeMap<u32, ()>,
+    pub by_pid: BTreeMap<u32, ProcAlloc>,
 }
 
 impl Companions {
-    pub fn apply(&mut self, _frame: &CompanionFrame) {}
-    pub fn expire(&mut self, _now: Ts) {}
+    pub fn apply(&mut self, frame: &CompanionFrame) {
+        let t = frame.t;
+        if let Message::Disconnected(_) = &frame.msg {
+            // A dead process leaves nothing behind; its OOM stays in the message log.
+            self.by_pid.remove(&frame.pid);
+            return;
+        }
+        let p = self
+            .by_pid
+            .entry(frame.pid)
+            .or_insert_with(|| ProcAlloc::new(frame.pid, t));
+        p.last_seen = p.last_seen.max(t);
+        match &frame.msg {
+            Message::Hello(h) => p.hello(h),
+            Message::Sample(s) => {
+                p.dev(s.dev).sample(s.t.unwrap_or(t), s);
+                p.note_dropped(s);
+            }
+            Message::Frag(f) => p.dev(f.dev).frag_update(f.t.unwrap_or(t), f),
+            Message::Epoch(e) => {
+                let mut e = e.clone();
+                e.t = e.t.or(Some(t));
+                p.dev(e.dev).epoch(&e);
+            }
+            Message::Marker(m) => {
+                let mut m = m.clone();
+                m.t = m.t.or(Some(t));
+                p.marker(&m);
+            }
+            Message::Event(e) => p.event(t, e),
+            Message::History(h) => p.history(t, h),
+            Message::Alloc(a) => p.dev(a.dev).alloc(a.t.unwrap_or(t), a),
+            Message::Bye(b) => p.bye = Some(b.reason.clone().unwrap_or_else(|| "bye".into())),
+            Message::Error(e) => {
+                if p.errors.len() < 16 {
+                    p.errors.push(format!("{}: {}", e.code, e.text));
+                }
+            }
+            Message::Link(l) => p.link = l.clone(),
+            Message::Disconnected(_) => {}
+        }
+        self.bound();
+    }
+
+    pub fn expire(&mut self, now: Ts) {
+        self.by_pid
+            .retain(|_, p| now - p.last_seen <= SILENT_EXPIRE_MS);
+    }
+
+    fn bound(&mut self) {
+        while self.by_pid.len() > MAX_COMPANIONS {
+            let oldest = self
+                .by_pid
+                .iter()
+                .min_by_key(|(_, p)| p.last_seen)
+                .map(|(pid, _)| *pid);
+            match oldest {
+                Some(pid) => self.by_pid.remove(&pid),
+                None => break,
+            };
+        }
+    }
+
+    pub fn get(&self, pid: u32) -> Option<&ProcAlloc> {
+        self.by_pid.get(&pid)
+    }
+
+    /// A process's allocator data for a physical GPU, matched by UUID or PCI bus id.
+    pub fn for_gpu(&self, pid: u32, gpu: &GpuInfo) -> Option<&DevAlloc> {
+        self.get(pid)?
+            .devices
+            .values()
+            .find(|d| d.info.as_ref().is_some_and(|i| same_gpu(i, gpu)))
+    }
+
+    /// Like `for_gpu`, falling back to the process's `CUDA_VISIBLE_DEVICES`
+    /// (from its hello) when the companion could not name its devices.
+    pub fn for_gpu_in(&self, pid: u32, gpu: &GpuInfo, all: &[GpuInfo]) -> Option<&DevAlloc> {
+        if let Some(d) = self.for_gpu(pid, gpu) {
+            return Some(d);
+        }
+        let p = self.get(pid)?;
+        let identified = p.devices.values().any(|d| {
+            d.info
+                .as_ref()
+                .is_some_and(|i| i.uuid.is_some() || i.pci_bus_id.is_some())
+        });
+        if identified {
+            return None;
+        }
+        let h = p.hello.as_ref()?;
+        match logical_index(
+            all,
+            gpu.index,
+            true,
+            h.cuda_visible_devices.as_deref(),
+            h.cuda_device_order.as_deref(),
+        ) {
+            Mapping::Logical { index, .. } => p.devices.get(&index),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cf(t: Ts, pid: u32, msg: Message) -> CompanionFrame {
+        CompanionFrame { t, pid, msg }
+    }
+
+    fn gpu(index: u32, uuid: &str, pci: &str) -> GpuInfo {
+        GpuInfo {
+            index,
+            name: "H200".into(),
+            uuid: uuid.into(),
+            pci_bus_id: pci.into(),
+            memory_total: 100,
+            mig_uuids: vec![],
+        }
+    }
+
+    fn hello(devices: Vec<DeviceInfo>, cvd: Option<&str>) -> Message {
+        Message::Hello(Hello {
+            role: "companion".into(),
+            framework: Some("torch".into()),
+            framework_version: Some("2.11".into()),
+            started: Some(1),
+            devices,
+            cuda_visible_devices: cvd.map(str::to_string),
+            ..Hello::default()
+        })
+    }
+
+    fn sample(dev: u32, alloc: u64, reserved: u64) -> Message {
+        Message::Sample(Sample {
+            dev,
+            allocated: Some(alloc),
+            reserved: Some(reserved),
+            peak_allocated: Some(alloc + 5),
+            ..Sample::default()
+        })
+    }
+
+    #[test]
+    fn fragmentation_index_definition() {
+        assert_eq!(frag_index(0, Some(0)), Some(0.0));
+        assert_eq!(frag_index(100, None), None);
+        assert_eq!(frag_index(100, Some(100)), Some(0.0));
+        let f = frag_index(500 * 18, Some(18)).expect("known");
+        assert!((f - (1.0 - 1.0 / 500.0)).abs() < 1e-12);
+        // A largest block above the total (inconsistent peer) is clamped, not negative.
+        assert_eq!(frag_index(10, Some(20)), Some(0.0));
+        let st = FragState {
+            free_total: Some(100),
+            largest_free: Some(30),
+            ..FragState::default()
+        };
+        assert_eq!(st.stranded(), Some(70));
+    }
+
+    #[test]
+    fn samples_frag_epochs_and_disconnect() {
+        let mut c = Companions::default();
+        let dev = DeviceInfo {
+            dev: 0,
+            uuid: Some("GPU-ABC".into()),
+            ..DeviceInfo::default()
+        };
+        c.apply(&cf(1_000, 7, hello(vec![dev], None)));
+        c.apply(&cf(2_000, 7, sample(0, 10, 50)));
+        c.apply(&cf(
+            2_100,
+            7,
+            Message::Frag(Frag {
+                dev: 0,
+                free_total: Some(40),
+                largest_free: Some(10),
+                hist: Some(vec![(4, 1, 30), (3, 1, 10)]),
+                ..Frag::default()
+            }),
+        ));
+        c.apply(&cf(
+            3_000,
+            7,
+            Message::Epoch(EpochRecord {
+                epoch: 0,
+                dev: 0,
+                floor: Some(9),
+                peak: Some(20),
+                ..EpochRecord::default()
+            }),
+        ));
+        let d = c
+            .for_gpu(7, &gpu(3, "gpu-abc", ""))
+            .expect("matched by uuid");
+        assert_eq!(d.cached_now(), Some(40));
+        assert_eq!(d.peak_allocated(), Some(15));
+        let fr = d.frag.as_ref().expect("frag");
+        assert_eq!(fr.index(), Some(0.75));
+        assert_eq!(
+            fr.hist.as_ref().map(|h| h[0].0),
+            Some(3),
+            "sorted by bucket"
+        );
+        assert_eq!(d.epochs.len(), 1);
+        assert_eq!(c.get(7).map(|p| p.epoch_times()), Some(vec![(3_000, 0)]));
+        assert!(c.for_gpu(7, &gpu(0, "GPU-DEF", "")).is_none());
+        c.apply(&cf(
+            4_000,
+            7,
+            Message::Disconnected(crate::wire::Disconnected {
+                reason: "closed".into(),
+            }),
+        ));
+        assert!(c.get(7).is_none(), "a dead process leaves no state");
+    }
+
+    #[test]
+    fn stats_only_frameworks_get_f_from_largest_free() {
+        let mut c = Companions::default();
+        c.apply(&cf(
+            1_000,
+            3,
+            Message::Sample(Sample {
+                dev: 0,
+                allocated: Some(700),
+                reserved: Some(2_000),
+                largest_free: Some(130),
+                ..Sample::default()
+            }),
+        ));
+        let d = &c.get(3).expect("created lazily").devices[&0];
+        let f = d.frag.as_ref().expect("derived frag");
+        assert_eq!(f.free_total, Some(1_300));
+        assert_eq!(f.index(), Some(0.9));
+        assert_eq!(f.source.as_deref(), Some("stats"));
+    }
+
+    #[test]
+    fn unknown_free_blocks_stay_unknown_with_reason() {
+        let mut c = Companions::default();
+        c.apply(&cf(
+            1,
+            4,
+            Message::Frag(Frag {
+                dev: 0,
+                na: BTreeMap::from([(
+                    "free_blocks".to_string(),
+                    "TensorFlow exposes no free-block list".to_string(),
+                )]),
+                ..Frag::default()
+            }),
+        ));
+        let f = c
+            .get(4)
+            .and_then(|p| p.devices[&0].frag.clone())
+            .expect("frag");
+        assert_eq!(f.index(), None);
+        assert_eq!(f.stranded(), None);
+        assert_eq!(
+            f.na.as_deref(),
+            Some("TensorFlow exposes no free-block list")
+        );
+    }
+
+    #[test]
+    fn history_fills_a_late_monitor_and_is_not_duplicated() {
+        let mut c = Companions::default();
+        c.apply(&cf(100_000, 5, hello(vec![], None)));
+        let hist = History {
+            epochs: (0..3)
+                .map(|e| EpochRecord {
+                    t: Some(10_000 * (e as i64 + 1)),
+                    epoch: e,
+                    dev: 0,
+                    floor: Some(100 + e),
+                    ..EpochRecord::default()
+                })
+                .collect(),
+            samples: vec![Sample {
+                t: Some(50_000),
+                dev: 0,
+                allocated: Some(1),
+                ..Sample::default()
+            }],
+            events: vec![Event {
+                t: Some(60_000),
+                kind: "oom".into(),
+                dev: Some(0),
+                requested: Some(64),
+                ..Event::default()
+            }],
+            done: true,
+            ..History::default()
+        };
+        c.apply(&cf(100_001, 5, Message::History(hist.clone())));
+        c.apply(&cf(100_002, 5, Message::History(hist)));
+        let d = &c.get(5).expect("pid").devices[&0];
+        assert_eq!(d.epochs.len(), 3);
+        assert_eq!(d.events.len(), 1);
+        assert_eq!(
+            d.largest_alloc,
+            Some(64),
+            "an OOM request is an allocation size"
+        );
+        assert_eq!(d.ooms().count(), 1);
+        assert_eq!(d.allocated.last_time(), Some(50_000));
+    }
+
+    #[test]
+    fn restarted_companion_starts_over() {
+        let mut c = Companions::default();
+        c.apply(&cf(1, 5, hello(vec![], None)));
+        c.apply(&cf(2, 5, sample(0, 1, 1)));
+        let Message::Hello(mut h) = hello(vec![], None) else {
+            unreachable!("built as a hello")
+        };
+        h.started = Some(99);
+        c.apply(&cf(3, 5, Message::Hello(h)));
+        assert!(c.get(5).expect("pid").devices.is_empty());
+    }
+
+    #[test]
+    fn gpu_matching_by_pci_and_by_visible_devices() {
+        let gpus = vec![
+            gpu(0, "GPU-A", "00000000:17:00.0"),
+            gpu(1, "GPU-B", "00000000:65:00.0"),
+        ];
+        let mut c = Companions::default();
+        let pci_dev = DeviceInfo {
+            dev: 0,
+            pci_bus_id: Some("0000:65:00.0".into()),
+            ..DeviceInfo::default()
+        };
+        c.apply(&cf(1, 1, hello(vec![pci_dev], None)));
+        c.apply(&cf(2, 1, sample(0, 1, 1)));
+        assert_eq!(c.for_gpu(1, &gpus[1]).map(|d| d.dev), Some(0));
+        assert!(c.for_gpu_in(1, &gpus[0], &gpus).is_none());
+
+        // No identity at all: CUDA_VISIBLE_DEVICES=1 makes cuda:0 the second card.
+        c.apply(&cf(1, 2, hello(vec![], Some("1"))));
+        c.apply(&cf(2, 2, sample(0, 1, 1)));
+        assert!(c.for_gpu(2, &gpus[1]).is_none());
+        assert_eq!(c.for_gpu_in(2, &gpus[1], &gpus).map(|d| d.dev), Some(0));
+        assert!(c.for_gpu_in(2, &gpus[0], &gpus).is_none());
+    }
+
+    #[test]
+    fn expiry_and_bounds() {
+        let mut c = Companions::default();
+        for pid in 0..(MAX_COMPANIONS as u32 + 10) {
+            c.apply(&cf(i64::from(pid), pid + 1, sample(0, 1, 1)));
+        }
+        assert_eq!(c.by_pid.len(), MAX_COMPANIONS);
+        assert!(c.get(1).is_none(), "least recently heard goes first");
+        c.expire(SILENT_EXPIRE_MS + 300);
+        assert!(c.by_pid.len() < MAX_COMPANIONS);
+        c.expire(10 * SILENT_EXPIRE_MS);
+        assert!(c.by_pid.is_empty());
+    }
+
+    #[test]
+    fn policy_in_words() {
+        let mut h = Hello {
+            framework: Some("tensorflow".into()),
+            ..Hello::default()
+        };
+        h.settings.insert("tf_memory_growth".into(), "false".into());
+        assert_eq!(
+            policy_words(&h).as_deref(),
+            Some("TF: memory growth off — reserved the whole card")
+        );
+        h.framework = Some("torch".into());
+        h.allocator = Some("expandable_segments".into());
+        assert_eq!(
+            policy_words(&h).as_deref(),
+            Some("PyTorch: expandable_segments")
+        );
+    }
 }
