@@ -1,0 +1,175 @@
+//! Frames for the export tests and the scrape benchmark, built in code so the
+//! expected values are visible next to the assertions that use them.
+#![allow(dead_code)]
+
+use gpumon::frame::{Frame, Header};
+use gpumon::model::sample::{GpuInfo, GpuSample, MemInfo, ProcInfo, ProcKind, ProcSample, Tick};
+use gpumon::model::state::State;
+
+pub const GIB: u64 = 1 << 30;
+pub const T0: i64 = 1_700_000_000_000;
+
+pub fn gpu_info(index: u32) -> GpuInfo {
+    GpuInfo {
+        index,
+        name: "NVIDIA H200".into(),
+        uuid: format!("GPU-{index:08x}-aaaa-bbbb-cccc-dddddddddddd"),
+        pci_bus_id: format!("00000000:{:02X}:00.0", 0x18 + index),
+        memory_total: 141 * GIB,
+        mig_uuids: vec![],
+    }
+}
+
+pub fn header(host: &str, gpus: u32) -> Frame {
+    Frame::Header(Header {
+        v: 1,
+        format: "gpumon".into(),
+        host: host.into(),
+        driver_version: Some("550.54.15".into()),
+        nvml_version: None,
+        cuda_version: Some("12.4".into()),
+        started: T0,
+        interval_ms: 1000,
+        gpus: (0..gpus).map(gpu_info).collect(),
+        gpumon_version: "0.1.0".into(),
+    })
+}
+
+pub fn mem(used: u64) -> MemInfo {
+    MemInfo {
+        total: 141 * GIB,
+        used,
+        free: 141 * GIB - used - GIB / 2,
+        reserved: GIB / 2,
+    }
+}
+
+pub fn gpu(index: u32, used: u64, procs: &[(u32, Option<u64>)]) -> GpuSample {
+    GpuSample {
+        index,
+        mem: Some(mem(used)),
+        util: Some(87),
+        temp_c: Some(61),
+        power_mw: Some(612_345),
+        procs: procs
+            .iter()
+            .map(|&(pid, used)| ProcSample {
+                pid,
+                kind: ProcKind::Compute,
+                used,
+            })
+            .collect(),
+        error: None,
+    }
+}
+
+pub fn failed(index: u32) -> GpuSample {
+    GpuSample {
+        index,
+        mem: None,
+        util: None,
+        temp_c: None,
+        power_mw: None,
+        procs: vec![],
+        error: Some("GPU is lost".into()),
+    }
+}
+
+pub fn tick(t: i64, gpus: Vec<GpuSample>) -> Frame {
+    Frame::Tick(Tick { t, gpus })
+}
+
+/// Two GPUs: GPU 0 runs a trainer whose name needs escaping and a process whose
+/// memory NVML cannot report; GPU 1 fails on the last tick.
+pub fn two_gpu_frames() -> Vec<Frame> {
+    vec![
+        header("node-a", 2),
+        tick(
+            T0 + 1_000,
+            vec![
+                gpu(0, 40 * GIB, &[(4242, Some(30 * GIB)), (77, None)]),
+                gpu(1, 10 * GIB, &[(5151, Some(9 * GIB))]),
+            ],
+        ),
+        Frame::Procs {
+            t: T0 + 1_000,
+            procs: vec![
+                ProcInfo {
+                    pid: 4242,
+                    user: Some("alice".into()),
+                    name: Some("train \"big\" \\ model\nv2".into()),
+                    ..ProcInfo::default()
+                },
+                ProcInfo {
+                    pid: 5151,
+                    user: Some("bob".into()),
+                    name: Some("python3".into()),
+                    ..ProcInfo::default()
+                },
+            ],
+        },
+        tick(
+            T0 + 2_000,
+            vec![
+                gpu(0, 50 * GIB, &[(4242, Some(35 * GIB)), (77, None)]),
+                gpu(1, 12 * GIB, &[(5151, Some(11 * GIB))]),
+            ],
+        ),
+        tick(
+            T0 + 3_000,
+            vec![
+                gpu(0, 45 * GIB, &[(4242, Some(32 * GIB)), (77, None)]),
+                failed(1),
+            ],
+        ),
+    ]
+}
+
+/// `gpus` GPUs with `per_gpu` processes each over `ticks` ticks (the benchmark load).
+pub fn synthetic_frames(gpus: u32, per_gpu: u32, ticks: i64) -> Vec<Frame> {
+    let mut frames = vec![header("bench-node", gpus)];
+    let mut infos = Vec::new();
+    for t in 1..=ticks {
+        let samples = (0..gpus)
+            .map(|g| {
+                let procs: Vec<(u32, Option<u64>)> = (0..per_gpu)
+                    .map(|p| {
+                        let pid = 10_000 + g * 1_000 + p;
+                        (
+                            pid,
+                            Some((u64::from(p) + 1) * 256 * (1 << 20) + t as u64 * 4096),
+                        )
+                    })
+                    .collect();
+                gpu(g, 100 * GIB + t as u64 * 1024, &procs)
+            })
+            .collect();
+        frames.push(tick(T0 + t * 1_000, samples));
+        if t == 1 {
+            for g in 0..gpus {
+                for p in 0..per_gpu {
+                    let pid = 10_000 + g * 1_000 + p;
+                    infos.push(ProcInfo {
+                        pid,
+                        user: Some(format!("user{}", p % 7)),
+                        name: Some(format!("python3 worker-{p}")),
+                        ..ProcInfo::default()
+                    });
+                }
+            }
+            frames.push(Frame::Procs {
+                t: T0 + 1_000,
+                procs: std::mem::take(&mut infos),
+            });
+        }
+    }
+    frames
+}
+
+pub fn state_of(frames: &[Frame]) -> State {
+    let mut s = State::default();
+    for f in frames {
+        s.apply(f);
+    }
+    s
+}
