@@ -9,8 +9,18 @@
 //! - `app`: TEA state + update; `ui`: render functions that only read state
 //! - `cli`, `term`: argument parsing and terminal guard
 
+pub mod app;
 pub mod channel;
-pub mod frame;
-pub mod model;
-pub mod wire;
+pub mod cli;
+pub mod event;
 pub mod export;
+pub mod frame;
+pub mod keys;
+pub mod model;
+pub mod record;
+pub mod runner;
+pub mod snapshot;
+pub mod source;
+pub mod term;
+pub mod ui;
+pub mod wire;

@@ -1,5 +1,6 @@
 //! Plain data model: no I/O, no terminal. Everything here is unit-tested.
 
+pub mod alerts;
 pub mod allocator;
 pub mod bytes;
 pub mod mapping;

@@ -1,0 +1,358 @@
+//! Recordings: NDJSON, one `Frame` per line, header first (docs/recording-format.md).
+//! The writer runs on its own thread behind a bounded queue so the event loop
+//! never waits on the disk; it flushes at least every second, so a crash loses
+//! at most the last second.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::frame::{FORMAT_VERSION, Frame, Header};
+
+/// Longest line accepted when reading: bigger lines are corruption, not data.
+pub const MAX_LINE: usize = 4 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("cannot open recording {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {msg}")]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        msg: String,
+    },
+    #[error("{path}: empty file, not a gpumon recording")]
+    Empty { path: PathBuf },
+    #[error(
+        "{path}: recording format v{found} is newer than this gpumon (reads v{FORMAT_VERSION})"
+    )]
+    TooNew { path: PathBuf, found: u32 },
+    #[error("cannot write recording {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Handle to the writer thread. Dropping it flushes and closes the file.
+pub struct Recorder {
+    tx: Option<mpsc::SyncSender<Frame>>,
+    dropped: Arc<AtomicU64>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Recorder {
+    pub fn create(path: &Path, header: &Header) -> Result<Recorder, RecordingError> {
+        let file = File::create(path).map_err(|source| RecordingError::Write {
+            path: path.into(),
+            source,
+        })?;
+        let mut out = BufWriter::new(file);
+        let werr = |source| RecordingError::Write {
+            path: path.into(),
+            source,
+        };
+        write_frame(&mut out, &Frame::Header(header.clone())).map_err(werr)?;
+        out.flush().map_err(werr)?;
+        let (tx, rx) = mpsc::sync_channel::<Frame>(4096);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let thread = thread::Builder::new()
+            .name("recorder".into())
+            .spawn(move || writer_loop(out, rx))
+            .map_err(werr)?;
+        Ok(Recorder {
+            tx: Some(tx),
+            dropped,
+            thread: Some(thread),
+        })
+    }
+
+    /// Queue a frame; never blocks. A full queue counts a drop, written later as a gap note.
+    pub fn write(&self, frame: &Frame) {
+        if matches!(frame, Frame::Header(_)) {
+            return;
+        }
+        let Some(tx) = &self.tx else { return };
+        match tx.try_send(frame.clone()) {
+            Ok(()) => {
+                let lost = self.dropped.swap(0, Ordering::Relaxed);
+                if lost > 0 {
+                    let note = Frame::status(
+                        frame.time(),
+                        "recorder",
+                        crate::frame::Level::Warn,
+                        format!("recorder fell behind: {lost} frames not written (gap)"),
+                    );
+                    let _ = tx.try_send(note);
+                }
+            }
+            Err(_) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn writer_loop(mut out: BufWriter<File>, rx: mpsc::Receiver<Frame>) {
+    let mut last_flush = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(f) => {
+                if write_frame(&mut out, &f).is_err() {
+                    return;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let _ = out.flush();
+                return;
+            }
+        }
+        if last_flush.elapsed() >= Duration::from_millis(900) {
+            let _ = out.flush();
+            last_flush = Instant::now();
+        }
+    }
+}
+
+fn write_frame(out: &mut impl Write, f: &Frame) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, f)?;
+    out.write_all(b"\n")
+}
+
+/// Streaming reader that names the line of any corruption and tolerates a
+/// truncated last line (a recorder killed mid-write).
+pub struct Reader {
+    path: PathBuf,
+    inner: BufReader<File>,
+    line: usize,
+    buf: Vec<u8>,
+    pub header: Header,
+}
+
+/// What the reader found at the current end of the file.
+#[derive(Debug)]
+pub enum Next {
+    Frame(Frame),
+    /// Clean end of file (or an incomplete last line, which `--follow` waits on).
+    End {
+        partial: bool,
+    },
+}
+
+impl Reader {
+    pub fn open(path: &Path) -> Result<Reader, RecordingError> {
+        let file = File::open(path).map_err(|source| RecordingError::Open {
+            path: path.into(),
+            source,
+        })?;
+        let mut r = Reader {
+            path: path.into(),
+            inner: BufReader::new(file),
+            line: 0,
+            buf: Vec::new(),
+            header: Header {
+                v: 0,
+                format: String::new(),
+                host: String::new(),
+                driver_version: None,
+                nvml_version: None,
+                cuda_version: None,
+                started: 0,
+                interval_ms: 0,
+                gpus: vec![],
+                gpumon_version: String::new(),
+            },
+        };
+        match r.next()? {
+            Next::Frame(Frame::Header(h)) => {
+                if h.v > FORMAT_VERSION {
+                    return Err(RecordingError::TooNew {
+                        path: path.into(),
+                        found: h.v,
+                    });
+                }
+                r.header = h;
+                Ok(r)
+            }
+            Next::Frame(_) => Err(r.corrupt(1, "first line is not a gpumon header".into())),
+            Next::End { .. } => Err(RecordingError::Empty { path: path.into() }),
+        }
+    }
+
+    fn corrupt(&self, line: usize, msg: String) -> RecordingError {
+        RecordingError::Corrupt {
+            path: self.path.clone(),
+            line,
+            msg,
+        }
+    }
+
+    /// Next frame. An incomplete trailing line is not consumed: `--follow` retries it later.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Next, RecordingError> {
+        loop {
+            let start = self.buf.len();
+            let limit = (MAX_LINE + 1 - start.min(MAX_LINE)) as u64;
+            let n = std::io::Read::take(&mut self.inner, limit)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|source| RecordingError::Open {
+                    path: self.path.clone(),
+                    source,
+                })?;
+            if self.buf.last() != Some(&b'\n') {
+                if self.buf.len() > MAX_LINE {
+                    return Err(
+                        self.corrupt(self.line + 1, format!("line longer than {MAX_LINE} bytes"))
+                    );
+                }
+                let _ = n;
+                return Ok(Next::End {
+                    partial: !self.buf.is_empty(),
+                });
+            }
+            self.line += 1;
+            let text = std::mem::take(&mut self.buf);
+            let trimmed = text.trim_ascii();
+            if trimmed.is_empty() {
+                continue;
+            }
+            return match serde_json::from_slice::<Frame>(trimmed) {
+                Ok(f) => Ok(Next::Frame(f)),
+                Err(e) => Err(self.corrupt(self.line, format!("invalid frame: {e}"))),
+            };
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Check a whole recording up front so replay fails before the TUI starts.
+/// Returns the number of frames and whether the last line was truncated.
+pub fn validate(path: &Path) -> Result<(Header, usize, bool), RecordingError> {
+    let mut r = Reader::open(path)?;
+    let mut n = 0;
+    loop {
+        match r.next()? {
+            Next::Frame(_) => n += 1,
+            Next::End { partial } => return Ok((r.header.clone(), n, partial)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::sample::Tick;
+
+    fn header() -> Header {
+        Header {
+            v: FORMAT_VERSION,
+            format: "gpumon".into(),
+            host: "h".into(),
+            driver_version: Some("580".into()),
+            nvml_version: None,
+            cuda_version: None,
+            started: 5,
+            interval_ms: 1000,
+            gpus: vec![],
+            gpumon_version: "0".into(),
+        }
+    }
+
+    #[test]
+    fn round_trip_and_truncated_tail() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.jsonl");
+        {
+            let rec = Recorder::create(&path, &header()).expect("create");
+            for t in 0..3 {
+                rec.write(&Frame::Tick(Tick { t, gpus: vec![] }));
+            }
+        }
+        let mut text = std::fs::read_to_string(&path).expect("read");
+        text.push_str("{\"type\":\"tick\",\"t\":9,\"gp");
+        std::fs::write(&path, text).expect("write");
+        let (h, n, partial) = validate(&path).expect("valid");
+        assert_eq!(h.driver_version.as_deref(), Some("580"));
+        assert_eq!(n, 3);
+        assert!(partial);
+    }
+
+    #[test]
+    fn corrupt_line_is_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.jsonl");
+        let h = serde_json::to_string(&Frame::Header(header())).expect("json");
+        std::fs::write(
+            &path,
+            format!("{h}\n{{\"type\":\"tick\",\"t\":1,\"gpus\":[]}}\nnot json\n"),
+        )
+        .expect("write");
+        let err = validate(&path).expect_err("corrupt");
+        assert!(
+            err.to_string()
+                .ends_with("r.jsonl:3: invalid frame: expected ident at line 1 column 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn missing_empty_and_headerless_files_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = validate(&dir.path().join("nope")).expect_err("missing");
+        assert!(missing.to_string().starts_with("cannot open recording"));
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "").expect("write");
+        assert!(matches!(
+            validate(&empty),
+            Err(RecordingError::Empty { .. })
+        ));
+        let nohead = dir.path().join("nohead");
+        std::fs::write(&nohead, "{\"type\":\"tick\",\"t\":1,\"gpus\":[]}\n").expect("write");
+        assert!(
+            validate(&nohead)
+                .expect_err("no header")
+                .to_string()
+                .contains(":1: first line")
+        );
+    }
+
+    #[test]
+    fn newer_format_is_refused_clearly() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.jsonl");
+        let mut h = header();
+        h.v = 99;
+        std::fs::write(
+            &path,
+            serde_json::to_string(&Frame::Header(h)).expect("json") + "\n",
+        )
+        .expect("write");
+        assert!(
+            validate(&path)
+                .expect_err("too new")
+                .to_string()
+                .contains("v99 is newer")
+        );
+    }
+}

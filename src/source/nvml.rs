@@ -1,0 +1,259 @@
+//! NVML sampler: one dedicated thread owns the NVML instance and device handles
+//! (created once), samples every interval and sends owned frames. It never
+//! touches the UI and never creates a CUDA context.
+
+use std::collections::HashMap;
+use std::sync::mpsc as std_mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
+use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::struct_wrappers::device::ProcessInfo;
+use tokio::sync::mpsc::Sender;
+
+use crate::frame::{FORMAT_VERSION, Frame, Header, Level};
+use crate::model::sample::{GpuInfo, GpuSample, MemInfo, ProcKind, ProcSample, Tick};
+use crate::model::time::now_ms;
+use crate::source::procfs;
+
+/// Why live sampling is not possible (e.g. no driver): shown in one line.
+#[derive(Debug, thiserror::Error)]
+pub enum NvmlUnavailable {
+    #[error("no NVIDIA driver found (libnvidia-ml.so.1 could not be loaded): {0}")]
+    NoLibrary(String),
+    #[error("NVML failed to initialise: {0}")]
+    Init(String),
+    #[error("NVML reports no GPUs")]
+    NoGpus,
+}
+
+/// Start sampling; returns the header (GPUs, driver) once NVML is up.
+/// Frames go to `tx`; the thread ends when `tx` is closed.
+pub fn spawn(interval: Duration, tx: Sender<Frame>) -> Result<Header, NvmlUnavailable> {
+    let (ready_tx, ready_rx) = std_mpsc::channel();
+    thread::Builder::new()
+        .name("nvml-sampler".into())
+        .spawn(move || match Sampler::init(interval) {
+            Ok((nvml, header)) => {
+                let _ = ready_tx.send(Ok(header.clone()));
+                run(&nvml, &header, interval, &tx);
+            }
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+            }
+        })
+        .map_err(|e| NvmlUnavailable::Init(e.to_string()))?;
+    ready_rx
+        .recv()
+        .map_err(|_| NvmlUnavailable::Init("sampler thread died".into()))?
+}
+
+/// One sample of everything, for `gpumon snapshot`.
+pub fn snapshot() -> Result<(Header, Tick, Vec<crate::model::sample::ProcInfo>), NvmlUnavailable> {
+    let (nvml, header) = Sampler::init(Duration::from_secs(1))?;
+    let devices = handles(&nvml, &header);
+    let tick = sample_all(&devices, &header);
+    let mut pids: Vec<u32> = tick
+        .gpus
+        .iter()
+        .flat_map(|g| g.procs.iter().map(|p| p.pid))
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let procs = pids.into_iter().map(procfs::read).collect();
+    Ok((header, tick, procs))
+}
+
+struct Sampler;
+
+impl Sampler {
+    fn init(interval: Duration) -> Result<(Nvml, Header), NvmlUnavailable> {
+        let nvml = Nvml::init().map_err(|e| match e {
+            NvmlError::LibloadingError(l) => NvmlUnavailable::NoLibrary(l.to_string()),
+            NvmlError::FailedToLoadSymbol(s) => NvmlUnavailable::NoLibrary(s),
+            NvmlError::DriverNotLoaded => NvmlUnavailable::NoLibrary("driver not loaded".into()),
+            other => NvmlUnavailable::Init(other.to_string()),
+        })?;
+        let count = nvml
+            .device_count()
+            .map_err(|e| NvmlUnavailable::Init(e.to_string()))?;
+        if count == 0 {
+            return Err(NvmlUnavailable::NoGpus);
+        }
+        let mut gpus = Vec::new();
+        for index in 0..count {
+            // A device that cannot even be opened is listed with what is known, so the rest works.
+            let info = match nvml.device_by_index(index) {
+                Ok(d) => GpuInfo {
+                    index,
+                    name: d.name().unwrap_or_else(|_| format!("GPU {index}")),
+                    uuid: d.uuid().unwrap_or_default(),
+                    pci_bus_id: d.pci_info().map(|p| p.bus_id).unwrap_or_default(),
+                    memory_total: d.memory_info().map(|m| m.total).unwrap_or(0),
+                    mig_uuids: mig_uuids(&d),
+                },
+                Err(_) => GpuInfo {
+                    index,
+                    name: format!("GPU {index} (unreadable)"),
+                    uuid: String::new(),
+                    pci_bus_id: String::new(),
+                    memory_total: 0,
+                    mig_uuids: vec![],
+                },
+            };
+            gpus.push(info);
+        }
+        let header = Header {
+            v: FORMAT_VERSION,
+            format: "gpumon".into(),
+            host: hostname(),
+            driver_version: nvml.sys_driver_version().ok(),
+            nvml_version: nvml.sys_nvml_version().ok(),
+            cuda_version: nvml
+                .sys_cuda_driver_version()
+                .ok()
+                .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10)),
+            started: now_ms(),
+            interval_ms: interval.as_millis() as u64,
+            gpus,
+            gpumon_version: env!("CARGO_PKG_VERSION").into(),
+        };
+        Ok((nvml, header))
+    }
+}
+
+fn mig_uuids(d: &nvml_wrapper::Device<'_>) -> Vec<String> {
+    let Ok(n) = d.mig_device_count() else {
+        return vec![];
+    };
+    (0..n)
+        .filter_map(|i| d.mig_device_by_index(i).ok()?.uuid().ok())
+        .collect()
+}
+
+fn handles<'a>(nvml: &'a Nvml, header: &Header) -> Vec<(u32, Option<nvml_wrapper::Device<'a>>)> {
+    header
+        .gpus
+        .iter()
+        .map(|g| (g.index, nvml.device_by_index(g.index).ok()))
+        .collect()
+}
+
+fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
+    let devices = handles(nvml, header);
+    // pid -> start time, so a reused pid gets its /proc facts read again.
+    let mut known: HashMap<u32, Option<u64>> = HashMap::new();
+    let mut next = Instant::now();
+    loop {
+        let tick = sample_all(&devices, header);
+        let mut fresh = Vec::new();
+        let mut live: Vec<u32> = Vec::new();
+        for p in tick.gpus.iter().flat_map(|g| &g.procs) {
+            live.push(p.pid);
+            let start = procfs::start_ticks(p.pid);
+            if known.get(&p.pid) != Some(&start) {
+                known.insert(p.pid, start);
+                fresh.push(procfs::read(p.pid));
+            }
+        }
+        known.retain(|pid, _| live.contains(pid));
+        let t = tick.t;
+        if !fresh.is_empty() && tx.blocking_send(Frame::Procs { t, procs: fresh }).is_err() {
+            return;
+        }
+        if tx.blocking_send(Frame::Tick(tick)).is_err() {
+            return;
+        }
+        next += interval;
+        let now = Instant::now();
+        if next > now {
+            thread::sleep(next - now);
+        } else {
+            // Fell behind (suspended laptop, overloaded box): skip missed ticks rather than burst.
+            next = now;
+        }
+    }
+}
+
+fn sample_all(devices: &[(u32, Option<nvml_wrapper::Device<'_>>)], header: &Header) -> Tick {
+    let t = now_ms();
+    let gpus = devices
+        .iter()
+        .map(|(index, dev)| match dev {
+            Some(d) => sample_one(*index, d),
+            None => failed(*index, "device handle unavailable".into()),
+        })
+        .collect();
+    let _ = header;
+    Tick { t, gpus }
+}
+
+fn failed(index: u32, error: String) -> GpuSample {
+    GpuSample {
+        index,
+        mem: None,
+        util: None,
+        temp_c: None,
+        power_mw: None,
+        procs: vec![],
+        error: Some(error),
+    }
+}
+
+fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>) -> GpuSample {
+    let mem = match d.memory_info() {
+        Ok(m) => MemInfo {
+            total: m.total,
+            used: m.used,
+            free: m.free,
+            reserved: m.reserved,
+        },
+        Err(NvmlError::GpuLost) => return failed(index, "GPU has fallen off the bus".into()),
+        Err(e) => return failed(index, format!("memory query failed: {e}")),
+    };
+    let mut procs: Vec<ProcSample> = Vec::new();
+    let mut merge = |list: Result<Vec<ProcessInfo>, NvmlError>, kind: ProcKind| {
+        for p in list.unwrap_or_default() {
+            let used = match p.used_gpu_memory {
+                UsedGpuMemory::Used(b) => Some(b),
+                UsedGpuMemory::Unavailable => None,
+            };
+            match procs.iter_mut().find(|q| q.pid == p.pid) {
+                Some(q) => {
+                    q.kind = ProcKind::Both;
+                    q.used = q.used.max(used);
+                }
+                None => procs.push(ProcSample {
+                    pid: p.pid,
+                    kind,
+                    used,
+                }),
+            }
+        }
+    };
+    merge(d.running_compute_processes(), ProcKind::Compute);
+    merge(d.running_graphics_processes(), ProcKind::Graphics);
+    GpuSample {
+        index,
+        mem: Some(mem),
+        util: d.utilization_rates().ok().map(|u| u.gpu),
+        temp_c: d.temperature(TemperatureSensor::Gpu).ok(),
+        power_mw: d.power_usage().ok(),
+        procs,
+        error: None,
+    }
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// Status frame helper for sampler problems shown in the status line.
+pub fn status(text: impl Into<String>) -> Frame {
+    Frame::status(now_ms(), "nvml", Level::Error, text)
+}

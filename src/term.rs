@@ -1,0 +1,42 @@
+//! Terminal setup and restore. Restore runs from the guard's Drop, from the
+//! panic hook (before the panic message, so it is readable), and on signals.
+
+use std::io::{self, Write};
+use std::sync::Once;
+
+use crossterm::{cursor, execute, terminal};
+
+static HOOK: Once = Once::new();
+
+/// Put the terminal back: leave the alternate screen, show the cursor, cooked mode.
+/// Safe to call more than once and on a terminal that has gone away (SSH drop).
+pub fn restore() {
+    let mut out = io::stdout();
+    let _ = execute!(out, terminal::LeaveAlternateScreen, cursor::Show);
+    let _ = terminal::disable_raw_mode();
+    let _ = out.flush();
+}
+
+pub struct TerminalGuard;
+
+impl TerminalGuard {
+    pub fn enter() -> io::Result<TerminalGuard> {
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                restore();
+                previous(info);
+            }));
+        });
+        terminal::enable_raw_mode()?;
+        let guard = TerminalGuard;
+        execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}

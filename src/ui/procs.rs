@@ -1,0 +1,156 @@
+//! Process rows: pid, user, command, the process's own device index, used and peak.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::theme::Theme;
+use crate::model::bytes::human;
+use crate::model::mapping::Mapping;
+use crate::model::state::{ProcGpu, ProcState};
+
+fn command(p: &ProcState) -> String {
+    p.info
+        .cmdline
+        .clone()
+        .or_else(|| p.info.name.clone())
+        .unwrap_or_else(|| "(not readable)".into())
+}
+
+fn mapping_style(m: &Mapping, theme: &Theme) -> ratatui::style::Style {
+    match m {
+        Mapping::Hidden => theme.error(),
+        Mapping::Logical {
+            uncertain: Some(_), ..
+        } => theme.warn(),
+        Mapping::Unknown => theme.dim(),
+        Mapping::Logical { .. } => theme.normal(),
+    }
+}
+
+fn used_label(pg: &ProcGpu) -> String {
+    pg.last_used.map_or_else(|| "n/a".into(), human)
+}
+
+/// One process row for the overview cards, shortened to `width`.
+pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line<'static> {
+    let w = usize::from(width);
+    let user = p.info.user.clone().unwrap_or_else(|| "?".into());
+    let used = format!("{:>9}", used_label(pg));
+    let peak = format!(" pk {:>9}", human(pg.peak.value));
+    let map = format!(" {:<8}", pg.mapping.label());
+    let head = if w < 50 {
+        format!("{:>7} ", p.info.pid)
+    } else {
+        format!("{:>7} {:<8.8} ", p.info.pid, user)
+    };
+    let tail_w = used.len() + map.len() + if w >= 50 { peak.len() } else { 0 };
+    let cmd_w = w.saturating_sub(head.len() + tail_w + 1);
+    let cmd: String = command(p).chars().take(cmd_w).collect();
+    let mut spans = vec![
+        Span::raw(head),
+        Span::raw(format!("{cmd:<cmd_w$} ")),
+        Span::styled(map, mapping_style(&pg.mapping, theme)),
+        Span::styled(used, theme.used()),
+    ];
+    if w >= 50 {
+        spans.push(Span::styled(peak, theme.peak()));
+    }
+    Line::from(spans)
+}
+
+/// Process table of one GPU with a header row and the selected row highlighted.
+pub fn render_table(
+    rows: &[(&ProcState, &ProcGpu)],
+    selected: usize,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
+    if area.height == 0 {
+        return;
+    }
+    let header = if area.width < 50 {
+        "    PID COMMAND"
+    } else {
+        "    PID USER     COMMAND"
+    };
+    buf.set_stringn(
+        area.x,
+        area.y,
+        header,
+        usize::from(area.width),
+        theme.title(),
+    );
+    let tail = if area.width < 50 {
+        " CUDA         USED"
+    } else {
+        " CUDA         USED      PEAK"
+    };
+    let tail = format!(
+        "{tail:>width$}",
+        width = if area.width < 50 { 18 } else { 31 }
+    );
+    let x = area.x + area.width.saturating_sub(tail.len() as u16 + 1);
+    buf.set_string(x, area.y, tail, theme.title());
+    let body = usize::from(area.height - 1);
+    if rows.is_empty() {
+        buf.set_stringn(
+            area.x,
+            area.y + 1,
+            "no processes on this GPU",
+            usize::from(area.width),
+            theme.dim(),
+        );
+        return;
+    }
+    let first = selected.saturating_sub(body.saturating_sub(1));
+    for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(body) {
+        let y = area.y + 1 + (i - first) as u16;
+        let r = Rect {
+            x: area.x,
+            y,
+            width: area.width,
+            height: 1,
+        };
+        proc_line(p, pg, area.width, theme).render(r, buf);
+        if i == selected {
+            buf.set_style(r, theme.selected());
+        }
+    }
+    let hidden = rows.len().saturating_sub(first + body);
+    if hidden > 0 {
+        let t = format!(" +{hidden} below (j) ");
+        let x = area.x + area.width.saturating_sub(t.len() as u16);
+        buf.set_string(x, area.y + area.height - 1, t, theme.warn());
+    }
+}
+
+/// The one-line explanation of a mapping for the detail pane.
+pub fn mapping_note(p: &ProcState, pg: &ProcGpu) -> String {
+    let cvd = p.info.cuda_visible_devices.as_deref();
+    match &pg.mapping {
+        Mapping::Unknown => "environment not readable (other user?): logical index unknown".into(),
+        Mapping::Hidden => format!(
+            "this GPU is not in the process's CUDA_VISIBLE_DEVICES={:?}, yet it uses it",
+            cvd.unwrap_or("")
+        ),
+        Mapping::Logical {
+            index, uncertain, ..
+        } => {
+            let base = match cvd {
+                Some(v) => {
+                    format!("CUDA_VISIBLE_DEVICES={v} -> this card is cuda:{index} in the process")
+                }
+                None => format!(
+                    "CUDA_VISIBLE_DEVICES unset -> this card is cuda:{index} in the process"
+                ),
+            };
+            match uncertain {
+                Some(why) => format!("{base} (uncertain: {why})"),
+                None => base,
+            }
+        }
+    }
+}
