@@ -1,0 +1,154 @@
+//! Lazy initialisation, the pass-through switch, panic containment, `fork`.
+//!
+//! Nothing runs at load time: the first wrapped call builds the state. If that
+//! fails, or `GPUMON_PRELOAD_DISABLE` is set, or bookkeeping ever panics, the
+//! wrappers keep passing calls through and only the bookkeeping stops.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+use crate::devices::{DEVICES, HOST};
+use crate::reporter;
+use crate::ring::Ring;
+use crate::spin::SpinLock;
+use crate::table::LiveTable;
+use crate::vmm::Vmm;
+
+/// Events buffered between two reporter ticks while a monitor is connected.
+const RING_CAPACITY: usize = 1 << 16;
+
+pub struct State {
+    pub table: LiveTable,
+    pub ring: Ring,
+    pub vmm: SpinLock<Vmm>,
+}
+
+static STATE: OnceLock<Option<State>> = OnceLock::new();
+static DISABLED: AtomicBool = AtomicBool::new(false);
+/// Monitors past the handshake; events are queued only while there is one.
+pub static MONITORS: AtomicUsize = AtomicUsize::new(0);
+
+/// The bookkeeping, or `None` when the interposer passes calls through.
+pub fn state() -> Option<&'static State> {
+    if DISABLED.load(Ordering::Relaxed) {
+        return None;
+    }
+    STATE.get_or_init(init).as_ref()
+}
+
+fn init() -> Option<State> {
+    if std::env::var_os("GPUMON_PRELOAD_DISABLE").is_some_and(|v| !v.is_empty() && v != "0") {
+        return None;
+    }
+    let built = catch_unwind(|| State {
+        table: LiveTable::new(),
+        ring: Ring::new(RING_CAPACITY),
+        vmm: SpinLock::new(Vmm::with_capacity(1_024)),
+    });
+    let Ok(state) = built else {
+        notice("could not set up its tables; passing CUDA calls through unobserved");
+        return None;
+    };
+    // SAFETY: the handlers are plain functions that only take and release locks.
+    let rc = unsafe {
+        libc::pthread_atfork(
+            Some(before_fork),
+            Some(after_fork_parent),
+            Some(after_fork_child),
+        )
+    };
+    if rc != 0 {
+        notice("pthread_atfork failed; passing CUDA calls through unobserved");
+        return None;
+    }
+    Some(state)
+}
+
+/// Turns the bookkeeping off for good (the wrappers keep passing calls through).
+pub fn disable(why: &str) {
+    if !DISABLED.swap(true, Ordering::Relaxed) {
+        notice(why);
+    }
+}
+
+pub fn enabled() -> bool {
+    !DISABLED.load(Ordering::Relaxed)
+}
+
+/// Runs bookkeeping so that a panic never unwinds into C and never repeats.
+pub fn guard<F: FnOnce()>(f: F) {
+    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+        disable("internal error; passing CUDA calls through unobserved from now on");
+    }
+}
+
+/// Same as [`guard`] for code that computes a value, with a fallback.
+pub fn guard_or<T, F: FnOnce() -> T>(fallback: T, f: F) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(_) => {
+            disable("internal error; passing CUDA calls through unobserved from now on");
+            fallback
+        }
+    }
+}
+
+static NOTICES: AtomicU32 = AtomicU32::new(0);
+
+/// One line on stderr, at most a few per process, written with `write(2)` so it
+/// needs neither std's stderr lock nor an allocation.
+pub fn notice(msg: &str) {
+    if NOTICES.fetch_add(1, Ordering::Relaxed) >= 3 {
+        return;
+    }
+    let parts: [&[u8]; 3] = [b"gpumon-preload: ", msg.as_bytes(), b"\n"];
+    for p in parts {
+        // SAFETY: writing a valid buffer to fd 2; a failed write is ignored.
+        unsafe { libc::write(2, p.as_ptr().cast(), p.len()) };
+    }
+}
+
+extern "C" fn before_fork() {
+    if let Some(Some(s)) = STATE.get() {
+        reporter::lock_for_fork();
+        s.table.lock_all();
+        s.vmm.raw_lock();
+    }
+}
+
+extern "C" fn after_fork_parent() {
+    if let Some(Some(s)) = STATE.get() {
+        // SAFETY: `before_fork` took these locks on this thread.
+        unsafe {
+            s.vmm.raw_unlock();
+            s.table.unlock_all();
+            reporter::unlock_after_fork();
+        }
+    }
+}
+
+/// The child starts with no allocations of its own (CUDA state does not survive
+/// `fork`) and no reporter; its first wrapped call starts a new one.
+extern "C" fn after_fork_child() {
+    if let Some(Some(s)) = STATE.get() {
+        // SAFETY: `before_fork` took these locks in the parent; the child's copy
+        // has no other thread that could hold them.
+        unsafe {
+            s.vmm.raw_unlock();
+            s.table.unlock_all();
+            reporter::unlock_after_fork();
+        }
+        guard(|| {
+            s.table.clear();
+            s.vmm.lock().clear();
+            s.ring.reset();
+            for d in &DEVICES {
+                d.reset();
+            }
+            HOST.reset();
+            MONITORS.store(0, Ordering::Relaxed);
+            reporter::reset_in_child();
+        });
+    }
+}
