@@ -1,11 +1,12 @@
 //! Metric names, types, units and labels (docs/metrics.md is the reference),
 //! rendered from a `Snapshot` in either exposition format.
 
+use super::allocator;
 use super::encode::{Encoder, Format, Kind, Value};
 use super::snapshot::{GpuRow, ProcRow, Snapshot};
 
 /// Per-GPU label values, formatted once per scrape.
-struct GpuLabels<'a> {
+pub(super) struct GpuLabels<'a> {
     gpu: String,
     uuid: &'a str,
     pci_bus_id: &'a str,
@@ -155,47 +156,114 @@ pub fn render(s: &Snapshot, format: Format) -> String {
         &|g| g.power_mw.map(|mw| Value::Float(f64::from(mw) / 1000.0)),
     );
 
-    let proc_gauge = |e: &mut Encoder,
-                      name: &'static str,
-                      help: &'static str,
-                      value: &dyn Fn(&ProcRow) -> Option<u64>| {
-        e.family(name, Kind::Gauge, Some("bytes"), help);
-        for p in &s.procs {
-            let Some(v) = value(p) else { continue };
-            let (gpu, uuid, pci) = match s.gpus.iter().position(|g| g.index == p.gpu) {
-                Some(i) => (
-                    gpu_labels[i].gpu.clone(),
-                    gpu_labels[i].uuid,
-                    gpu_labels[i].pci_bus_id,
-                ),
-                None => (p.gpu.to_string(), "", ""),
-            };
-            let pid = p.pid.to_string();
-            e.sample(
-                &[
-                    ("gpu", &gpu),
-                    ("uuid", uuid),
-                    ("pci_bus_id", pci),
-                    ("hostname", host),
-                    ("pid", &pid),
-                    ("user", &p.user),
-                    ("process", &p.process),
-                ],
-                v,
-            );
-        }
-    };
     proc_gauge(
         &mut e,
+        s,
+        &gpu_labels,
+        &s.procs,
         "gpumon_process_gpu_memory_used_bytes",
         "GPU memory a process uses on a GPU, as NVML lists it.",
-        &|p| p.used,
+        |p| p.used,
     );
     proc_gauge(
         &mut e,
+        s,
+        &gpu_labels,
+        &s.procs,
         "gpumon_process_gpu_memory_peak_bytes",
         "Highest GPU memory gpumon has seen this process use on a GPU.",
-        &|p| p.peak,
+        |p| p.peak,
     );
+    allocator::render(&mut e, s, &gpu_labels);
     e.finish()
+}
+
+/// Label values shared by every per-process series on one GPU.
+pub(super) trait ProcKey {
+    fn gpu(&self) -> u32;
+    fn pid(&self) -> u32;
+    fn user(&self) -> &str;
+    fn process(&self) -> &str;
+}
+
+impl ProcKey for ProcRow {
+    fn gpu(&self) -> u32 {
+        self.gpu
+    }
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn user(&self) -> &str {
+        &self.user
+    }
+    fn process(&self) -> &str {
+        &self.process
+    }
+}
+
+/// One family over per-process rows: `gpu`, `uuid`, `pci_bus_id`, `hostname`,
+/// `pid`, `user`, `process` plus `extra` labels; rows without a value are skipped.
+pub(super) fn proc_family<R: ProcKey, V: Into<Value>>(
+    e: &mut Encoder,
+    s: &Snapshot,
+    gpu_labels: &[GpuLabels<'_>],
+    rows: &[R],
+    family: (&'static str, Kind, Option<&'static str>, &'static str),
+    mut values: impl FnMut(&R, &mut dyn FnMut(&[(&str, &str)], V)),
+) {
+    let (name, kind, unit, help) = family;
+    e.family(name, kind, unit, help);
+    for r in rows {
+        let (gpu, uuid, pci) = match s.gpus.iter().position(|g| g.index == r.gpu()) {
+            Some(i) => (
+                gpu_labels[i].gpu.clone(),
+                gpu_labels[i].uuid,
+                gpu_labels[i].pci_bus_id,
+            ),
+            None => (r.gpu().to_string(), "", ""),
+        };
+        let pid = r.pid().to_string();
+        let base = [
+            ("gpu", gpu.as_str()),
+            ("uuid", uuid),
+            ("pci_bus_id", pci),
+            ("hostname", s.hostname.as_str()),
+            ("pid", pid.as_str()),
+            ("user", r.user()),
+            ("process", r.process()),
+        ];
+        values(r, &mut |extra, v| {
+            if extra.is_empty() {
+                e.sample(&base, v);
+            } else {
+                let labels: Vec<(&str, &str)> = base.iter().chain(extra).copied().collect();
+                e.sample(&labels, v);
+            }
+        });
+    }
+}
+
+/// A byte gauge with one value per process row.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn proc_gauge<R: ProcKey>(
+    e: &mut Encoder,
+    s: &Snapshot,
+    gpu_labels: &[GpuLabels<'_>],
+    rows: &[R],
+    name: &'static str,
+    help: &'static str,
+    value: impl Fn(&R) -> Option<u64>,
+) {
+    proc_family(
+        e,
+        s,
+        gpu_labels,
+        rows,
+        (name, Kind::Gauge, Some("bytes"), help),
+        |r, emit| {
+            if let Some(v) = value(r) {
+                emit(&[], v);
+            }
+        },
+    );
 }

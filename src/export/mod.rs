@@ -1,6 +1,7 @@
 //! Export to tools people already run: a Prometheus/OpenMetrics endpoint and
 //! flat CSV/JSONL logs. Everything here reads the model; nothing samples.
 
+pub mod allocator;
 pub mod encode;
 pub mod flat;
 pub mod http;

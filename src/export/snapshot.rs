@@ -1,7 +1,8 @@
 //! The plain values a scrape needs, copied out of `State` by the event loop so
 //! the HTTP side never touches the model and never waits on it.
 
-use crate::model::sample::MemInfo;
+use crate::model::allocator::DevAlloc;
+use crate::model::sample::{GpuInfo, MemInfo};
 use crate::model::series::Peak;
 use crate::model::state::State;
 use crate::model::time::Ts;
@@ -33,6 +34,35 @@ pub struct ProcRow {
     pub peak: Option<u64>,
 }
 
+/// Allocator facts from a companion, for one process on one physical GPU.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AllocRow {
+    pub gpu: u32,
+    pub pid: u32,
+    pub user: String,
+    pub process: String,
+    pub allocated: Option<u64>,
+    pub reserved: Option<u64>,
+    pub cached: Option<u64>,
+    pub peak_allocated: Option<u64>,
+    pub peak_reserved: Option<u64>,
+    pub limit: Option<u64>,
+    pub free_total: Option<u64>,
+    pub largest_free: Option<u64>,
+    pub frag_index: Option<f64>,
+    pub free_blocks: Option<u64>,
+    /// `(k, count, bytes)`: free blocks of `2^k ..< 2^(k+1)` bytes.
+    pub free_hist: Vec<(u32, u64, u64)>,
+    /// The epoch in progress, as the companion's samples report it.
+    pub epoch: Option<u64>,
+    /// Number, floor and peak of the last completed epoch.
+    pub last_epoch: Option<u64>,
+    pub epoch_floor: Option<u64>,
+    pub epoch_peak: Option<u64>,
+    pub ooms: Option<u64>,
+    pub alloc_retries: Option<u64>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
     pub hostname: String,
@@ -44,6 +74,7 @@ pub struct Snapshot {
     pub now: Ts,
     pub gpus: Vec<GpuRow>,
     pub procs: Vec<ProcRow>,
+    pub allocs: Vec<AllocRow>,
 }
 
 fn peak(p: &Peak) -> Option<u64> {
@@ -94,6 +125,7 @@ impl Snapshot {
             }
         }
         procs.sort_by_key(|r| (r.gpu, r.pid));
+        let allocs = alloc_rows(state);
         Snapshot {
             hostname: hostname.to_string(),
             gpumon_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -107,6 +139,70 @@ impl Snapshot {
             now: state.now,
             gpus,
             procs,
+            allocs,
         }
+    }
+}
+
+/// Companion devices matched to physical GPUs (UUID, PCI bus id, else the
+/// process's `CUDA_VISIBLE_DEVICES`); a device that matches none is left out,
+/// since without a GPU its series could not be told apart across processes.
+fn alloc_rows(state: &State) -> Vec<AllocRow> {
+    let infos: Vec<GpuInfo> = state.gpus.iter().map(|g| g.info.clone()).collect();
+    let mut rows = Vec::new();
+    for &pid in state.companions.by_pid.keys() {
+        let info = state.procs.get(&pid).map(|p| &p.info);
+        let hello_cmd = state
+            .companions
+            .get(pid)
+            .and_then(|p| p.hello.as_ref())
+            .and_then(|h| h.cmdline.as_deref())
+            .and_then(|c| c.split_whitespace().next())
+            .map(|c| c.rsplit('/').next().unwrap_or(c));
+        for g in &infos {
+            let Some(d) = state.companions.for_gpu_in(pid, g, &infos) else {
+                continue;
+            };
+            rows.push(alloc_row(
+                g.index,
+                pid,
+                info.and_then(|i| i.user.clone()).unwrap_or_default(),
+                info.and_then(|i| i.name.clone())
+                    .or_else(|| hello_cmd.map(str::to_string))
+                    .unwrap_or_default(),
+                d,
+            ));
+        }
+    }
+    rows.sort_by_key(|r| (r.gpu, r.pid));
+    rows
+}
+
+fn alloc_row(gpu: u32, pid: u32, user: String, process: String, d: &DevAlloc) -> AllocRow {
+    let last = d.last.as_ref();
+    let frag = d.frag.as_ref();
+    let last_epoch = d.epochs.back();
+    AllocRow {
+        gpu,
+        pid,
+        user,
+        process,
+        allocated: d.allocated_now(),
+        reserved: d.reserved_now(),
+        cached: d.cached_now(),
+        peak_allocated: d.peak_allocated(),
+        peak_reserved: d.peak_reserved(),
+        limit: d.limit(),
+        free_total: frag.and_then(|f| f.free_total),
+        largest_free: frag.and_then(|f| f.largest_free),
+        frag_index: frag.and_then(|f| f.index()),
+        free_blocks: frag.and_then(|f| f.n_free_blocks),
+        free_hist: frag.and_then(|f| f.hist.clone()).unwrap_or_default(),
+        epoch: last.and_then(|s| s.epoch),
+        last_epoch: last_epoch.map(|e| e.epoch),
+        epoch_floor: last_epoch.and_then(|e| e.floor),
+        epoch_peak: last_epoch.and_then(|e| e.peak),
+        ooms: last.and_then(|s| s.num_ooms),
+        alloc_retries: last.and_then(|s| s.num_alloc_retries),
     }
 }

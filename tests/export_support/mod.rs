@@ -2,9 +2,11 @@
 //! expected values are visible next to the assertions that use them.
 #![allow(dead_code)]
 
+use gpumon::channel::CompanionFrame;
 use gpumon::frame::{Frame, Header};
 use gpumon::model::sample::{GpuInfo, GpuSample, MemInfo, ProcInfo, ProcKind, ProcSample, Tick};
 use gpumon::model::state::State;
+use gpumon::wire::{DeviceInfo, EpochRecord, Frag, Hello, Message, Sample};
 
 pub const GIB: u64 = 1 << 30;
 pub const T0: i64 = 1_700_000_000_000;
@@ -79,8 +81,8 @@ pub fn tick(t: i64, gpus: Vec<GpuSample>) -> Frame {
     Frame::Tick(Tick { t, gpus })
 }
 
-/// Two GPUs: GPU 0 runs a trainer whose name needs escaping and a process whose
-/// memory NVML cannot report; GPU 1 fails on the last tick.
+/// Two GPUs: GPU 0 runs a trainer (with a companion) whose name needs escaping
+/// and a process whose memory NVML cannot report; GPU 1 fails on the last tick.
 pub fn two_gpu_frames() -> Vec<Frame> {
     vec![
         header("node-a", 2),
@@ -115,6 +117,56 @@ pub fn two_gpu_frames() -> Vec<Frame> {
                 gpu(1, 12 * GIB, &[(5151, Some(11 * GIB))]),
             ],
         ),
+        companion(
+            T0 + 2_100,
+            Message::Hello(Hello {
+                role: "companion".into(),
+                pid: Some(4242),
+                framework: Some("torch".into()),
+                devices: vec![DeviceInfo {
+                    dev: 0,
+                    uuid: Some(gpu_info(0).uuid),
+                    ..DeviceInfo::default()
+                }],
+                ..Hello::default()
+            }),
+        ),
+        companion(
+            T0 + 2_200,
+            Message::Epoch(EpochRecord {
+                epoch: 2,
+                dev: 0,
+                floor: Some(20 * GIB),
+                peak: Some(31 * GIB),
+                ..EpochRecord::default()
+            }),
+        ),
+        companion(
+            T0 + 2_300,
+            Message::Sample(Sample {
+                dev: 0,
+                allocated: Some(30 * GIB),
+                reserved: Some(34 * GIB),
+                peak_allocated: Some(33 * GIB),
+                peak_reserved: Some(36 * GIB),
+                limit: Some(140 * GIB),
+                epoch: Some(3),
+                num_ooms: Some(1),
+                num_alloc_retries: Some(4),
+                ..Sample::default()
+            }),
+        ),
+        companion(
+            T0 + 2_400,
+            Message::Frag(Frag {
+                dev: 0,
+                free_total: Some(4 * GIB),
+                largest_free: Some(GIB),
+                n_free_blocks: Some(5),
+                hist: Some(vec![(30, 2, 2 * GIB), (20, 3, 3 << 20)]),
+                ..Frag::default()
+            }),
+        ),
         tick(
             T0 + 3_000,
             vec![
@@ -123,6 +175,10 @@ pub fn two_gpu_frames() -> Vec<Frame> {
             ],
         ),
     ]
+}
+
+pub fn companion(t: i64, msg: Message) -> Frame {
+    Frame::Companion(CompanionFrame { t, pid: 4242, msg })
 }
 
 /// `gpus` GPUs with `per_gpu` processes each over `ticks` ticks (the benchmark load).
