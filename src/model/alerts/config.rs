@@ -1,0 +1,161 @@
+//! Alert thresholds. Every field has a documented default (docs/alerts.md) and can be
+//! overridden from a JSON/TOML-like config through serde; missing fields keep defaults.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::bytes::MIB_U64;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct AlertConfig {
+    pub growth: GrowthConfig,
+    pub fragmentation: FragConfig,
+    pub grab_all: GrabAllConfig,
+    pub headroom: HeadroomConfig,
+    pub engine: EngineConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GrowthConfig {
+    /// Epochs below this number are warm-up (optimizer state, autotuning caches) and skipped.
+    pub warmup_epochs: u64,
+    /// Fewest points a trend is judged on.
+    pub min_window: usize,
+    /// Most points a trend is judged on; every trailing window from min to max is tried,
+    /// so a leak that starts mid-run is seen without waiting for old flat points to leave.
+    pub max_window: usize,
+    /// One-sided Mann–Kendall significance level.
+    pub alpha: f64,
+    /// Theil–Sen slope must reach this many bytes per epoch (or per window).
+    pub min_slope_bytes: u64,
+    /// Growth over the window b·(n−1) must reach max(min_growth_bytes, min_growth_frac·capacity).
+    pub min_growth_bytes: u64,
+    pub min_growth_frac: f64,
+    /// Growth over the window must exceed this multiple of the series' own noise
+    /// (robust scale of first differences), so noisy floors need a clearer trend.
+    pub min_signal_to_noise: f64,
+    /// Each half of the window must grow at least this share of `min_slope_bytes` per
+    /// epoch: a single step change or a warm-up ramp that flattened out is not a leak.
+    pub sustained_frac: f64,
+    /// The rule must pass on this many consecutive endings of the series (the newest
+    /// point and the ones before), so one lucky point cannot raise it.
+    pub confirm: usize,
+    /// Critical when the forecast is under this many epochs (or windows).
+    pub critical_epochs: f64,
+    /// Fallback without epoch markers: width of a fixed time window (its minimum is the point).
+    pub window_ms: i64,
+    /// Fallback: windows that start within this long of the process's first sighting are warm-up.
+    pub window_warmup_ms: i64,
+}
+
+impl Default for GrowthConfig {
+    fn default() -> Self {
+        GrowthConfig {
+            warmup_epochs: 1,
+            min_window: 6,
+            max_window: 20,
+            alpha: 0.01,
+            min_slope_bytes: 8 * MIB_U64,
+            min_growth_bytes: 64 * MIB_U64,
+            min_growth_frac: 0.0005,
+            min_signal_to_noise: 4.0,
+            sustained_frac: 0.5,
+            confirm: 2,
+            critical_epochs: 10.0,
+            window_ms: 10 * 60_000,
+            window_warmup_ms: 10 * 60_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FragConfig {
+    /// The risk condition must hold at every evaluation for this long before it is raised
+    /// (a sample taken mid-step can see the big blocks in use).
+    pub persist_ms: i64,
+    /// An OOM alert stays active this long after the event, then moves to history.
+    pub oom_hold_ms: i64,
+}
+
+impl Default for FragConfig {
+    fn default() -> Self {
+        FragConfig {
+            persist_ms: 15_000,
+            oom_hold_ms: 10 * 60_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GrabAllConfig {
+    /// The process holds at least this share of the card (NVML)...
+    pub held_frac: f64,
+    /// ...while its allocator has at most this share of what it holds in use...
+    pub used_frac: f64,
+    /// ...continuously for this long.
+    pub persist_ms: i64,
+    /// Also raise (at info level) when only NVML is known, saying it may be real use.
+    pub nvml_only: bool,
+}
+
+impl Default for GrabAllConfig {
+    fn default() -> Self {
+        GrabAllConfig {
+            held_frac: 0.8,
+            used_frac: 0.25,
+            persist_ms: 120_000,
+            nvml_only: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HeadroomConfig {
+    /// Headroom below the typical request must persist this long.
+    pub persist_ms: i64,
+}
+
+impl Default for HeadroomConfig {
+    fn default() -> Self {
+        HeadroomConfig { persist_ms: 60_000 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EngineConfig {
+    /// Alerts kept in history (raised and cleared), oldest dropped first.
+    pub history: usize,
+    /// An acknowledged alert speaks again when its forecast shrinks to this share of the
+    /// forecast at acknowledgement (or its severity rises).
+    pub ack_forecast_shrink: f64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            history: 256,
+            ack_forecast_shrink: 0.5,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_config_keeps_other_defaults() {
+        let c: AlertConfig =
+            serde_json::from_str(r#"{"growth":{"alpha":0.001},"grab_all":{"nvml_only":false}}"#)
+                .expect("valid json literal");
+        assert_eq!(c.growth.alpha, 0.001);
+        assert_eq!(c.growth.min_window, 6);
+        assert!(!c.grab_all.nvml_only);
+        assert_eq!(c.fragmentation, FragConfig::default());
+    }
+}

@@ -1,0 +1,479 @@
+//! The alert lifecycle: rules produce findings, the engine turns them into alerts that
+//! are raised, worsen, ease and clear, keeps a bounded history, and silences
+//! acknowledged alerts until they get worse.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::time::Ts;
+
+use super::config::AlertConfig;
+use super::fragmentation::{self, FragInput, RequestSource};
+use super::from_state;
+use super::grab_all::{self, GrabInput};
+use super::growth::{self, Ceiling, GrowthContext, WindowSource};
+use super::headroom::{self, HeadroomInput};
+use super::snapshot::{CompanionView, GpuView, ProcView, Snapshot};
+use super::{Alert, AlertKey, AlertKind, Finding, Severity};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Raised,
+    /// Severity rose, the forecast shrank by the configured share, or another OOM came.
+    Worsened,
+    /// Severity fell.
+    Eased,
+    Cleared,
+}
+
+/// One line of `--alerts-jsonl`: what happened, when, and the alert as it is now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertChange {
+    pub change: ChangeKind,
+    pub at: Ts,
+    pub alert: Alert,
+}
+
+impl AlertChange {
+    /// Whether this change deserves the terminal bell.
+    pub fn wants_bell(&self) -> bool {
+        matches!(self.change, ChangeKind::Raised | ChangeKind::Worsened)
+            && !self.alert.silenced
+            && self.alert.severity >= Severity::Warning
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Mark {
+    severity: Severity,
+    steps: Option<f64>,
+    count: Option<u32>,
+}
+
+impl Mark {
+    fn of(a: &Alert) -> Mark {
+        Mark {
+            severity: a.severity,
+            steps: a.forecast_steps(),
+            count: a.evidence.count,
+        }
+    }
+
+    /// Worse than `before`: higher severity, a forecast shrunk to `shrink` of it, or more events.
+    fn worse_than(&self, before: &Mark, shrink: f64) -> bool {
+        let sooner = matches!((self.steps, before.steps), (Some(n), Some(o)) if n <= o * shrink);
+        let more = matches!((self.count, before.count), (Some(n), Some(o)) if n > o);
+        self.severity > before.severity || sooner || more
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Tracked {
+    alert: Alert,
+    /// State at the last Raised/Worsened/Eased change, so a slowly shrinking forecast
+    /// reports once per halving rather than every tick.
+    reported: Mark,
+    ack: Option<Mark>,
+}
+
+#[derive(Debug, Clone)]
+struct HeldEvent {
+    finding: Finding,
+    until: Ts,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AlertEngine {
+    cfg: AlertConfig,
+    active: BTreeMap<AlertKey, Tracked>,
+    history: VecDeque<Alert>,
+    /// When each condition rule was first seen true, for persistence.
+    pending: BTreeMap<AlertKey, Ts>,
+    /// OOM events already turned into alerts: (pid, gpu) → (newest event time, count).
+    ooms_seen: BTreeMap<(u32, u32), (Ts, u32)>,
+    events: BTreeMap<AlertKey, HeldEvent>,
+}
+
+impl AlertEngine {
+    pub fn new(cfg: AlertConfig) -> Self {
+        AlertEngine {
+            cfg,
+            ..AlertEngine::default()
+        }
+    }
+
+    pub fn config(&self) -> &AlertConfig {
+        &self.cfg
+    }
+
+    /// Evaluate every rule on the model; returns what changed since the last call.
+    pub fn evaluate(&mut self, state: &crate::model::state::State) -> Vec<AlertChange> {
+        let snap = from_state::snapshot(state, &self.cfg);
+        self.evaluate_snapshot(&snap)
+    }
+
+    /// Evaluate every rule on plain inputs (tests, synthetic runs).
+    pub fn evaluate_snapshot(&mut self, s: &Snapshot) -> Vec<AlertChange> {
+        let now = s.now;
+        let mut findings = Vec::new();
+        let mut conditions = Vec::new();
+        for p in &s.procs {
+            let g = s.gpus.iter().find(|g| g.index == p.gpu);
+            if let Some(f) = self.growth(p, g) {
+                findings.push(f);
+            }
+            conditions.extend(self.conditions(p, g));
+            if let Some(c) = &p.companion {
+                self.take_ooms(p, c, now);
+            }
+        }
+        // Persistence: a condition must hold at every evaluation for its period.
+        let true_now: BTreeSet<AlertKey> = conditions.iter().map(|(f, _)| f.key).collect();
+        self.pending.retain(|k, _| true_now.contains(k));
+        for (f, persist) in conditions {
+            let since = *self.pending.entry(f.key).or_insert(now);
+            if now - since >= persist || self.active.contains_key(&f.key) {
+                findings.push(f);
+            }
+        }
+        self.events.retain(|_, e| e.until >= now);
+        findings.extend(self.events.values().map(|e| e.finding.clone()));
+        self.reconcile(now, findings)
+    }
+
+    fn growth(&self, p: &ProcView, g: Option<&GpuView>) -> Option<Finding> {
+        let cfg = &self.cfg.growth;
+        let total = g.map_or(0, |g| g.total);
+        let active = |kind| {
+            self.active.contains_key(&AlertKey {
+                kind,
+                pid: Some(p.pid),
+                gpu: p.gpu,
+            })
+        };
+        let mut ctx = GrowthContext {
+            pid: p.pid,
+            gpu: p.gpu,
+            capacity: total,
+            ceiling: None,
+            current_epoch: None,
+            last_epoch: None,
+            growth_active: active(AlertKind::Growth),
+            cache_active: active(AlertKind::CacheGrowth),
+        };
+        let free = g.and_then(|g| g.free);
+        if let Some(c) = &p.companion {
+            ctx.capacity = c
+                .limit
+                .map_or(total, |l| if total > 0 { l.min(total) } else { l });
+            ctx.ceiling = allocator_ceiling(c, free, total);
+            ctx.current_epoch = c.current_epoch.or(c.epochs.last().map(|e| e.epoch));
+            ctx.last_epoch = c.last_epoch;
+            if !c.epochs.is_empty() {
+                return growth::epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg);
+            }
+            if !c.allocated_windows.is_empty() {
+                return growth::window_growth(
+                    &c.allocated_windows,
+                    WindowSource::Allocated,
+                    &ctx,
+                    cfg,
+                );
+            }
+        }
+        ctx.ceiling = match (p.nvml_used, free) {
+            (Some(u), Some(f)) => Some(Ceiling {
+                bytes: u.saturating_add(f),
+                source: "card memory not held by other processes".into(),
+            }),
+            _ if total > 0 => Some(Ceiling {
+                bytes: total,
+                source: "card total".into(),
+            }),
+            _ => None,
+        };
+        growth::window_growth(&p.nvml_windows, WindowSource::Nvml, &ctx, cfg)
+    }
+
+    /// Rules that must persist before they are raised, with their persistence period.
+    fn conditions(&self, p: &ProcView, g: Option<&GpuView>) -> Vec<(Finding, i64)> {
+        let mut out = Vec::new();
+        let free = g.and_then(|g| g.free);
+        let total = g.map_or(0, |g| g.total);
+        if let Some(c) = &p.companion {
+            let epoch = c.current_epoch;
+            let d = p.device_avail(free);
+            let request = largest_request(c);
+            let t = c
+                .frag
+                .map(|f| f.free_total)
+                .or_else(|| Some(c.reserved?.saturating_sub(c.allocated?)));
+            if let (Some(d), Some((r, src)), Some(t)) = (d, request, t) {
+                let l = c.frag.and_then(|f| f.largest_free);
+                let fi = FragInput {
+                    free_total: t,
+                    largest_free: l,
+                    device_avail: d,
+                    request: r,
+                    request_source: src,
+                };
+                if let Some(f) = fragmentation::risk(p.pid, p.gpu, &fi, &c.runtime, epoch) {
+                    out.push((f, self.cfg.fragmentation.persist_ms));
+                }
+                let hi = HeadroomInput {
+                    free_total: t,
+                    largest_free: l,
+                    device_avail: d,
+                    request: r,
+                };
+                if let Some(f) = headroom::check(p.pid, p.gpu, &hi, epoch) {
+                    out.push((f, self.cfg.headroom.persist_ms));
+                }
+            }
+        }
+        let held = p.nvml_used_min_recent.or(p.nvml_used);
+        if let Some(held) = held {
+            let input = GrabInput {
+                held,
+                total,
+                allocator_used: p.companion.as_ref().and_then(|c| c.allocated),
+            };
+            let rt = p
+                .companion
+                .as_ref()
+                .map(|c| c.runtime.clone())
+                .unwrap_or_default();
+            if let Some(f) = grab_all::check(p.pid, p.gpu, &input, &rt, &self.cfg.grab_all) {
+                out.push((f, self.cfg.grab_all.persist_ms));
+            }
+        }
+        out
+    }
+
+    fn take_ooms(&mut self, p: &ProcView, c: &CompanionView, now: Ts) {
+        let (mut last_t, mut count) = self
+            .ooms_seen
+            .get(&(p.pid, p.gpu))
+            .copied()
+            .unwrap_or((Ts::MIN, 0));
+        let seen_until = last_t;
+        for ev in c.ooms.iter().filter(|e| e.t > seen_until) {
+            count += 1;
+            last_t = ev.t;
+            let f = fragmentation::oom(p.pid, p.gpu, ev, &c.runtime, count);
+            // Both kinds share one slot per process so a later plain OOM replaces a
+            // fragmentation OOM instead of showing two.
+            for kind in [AlertKind::FragmentationOom, AlertKind::Oom] {
+                if kind != f.key.kind {
+                    self.events.remove(&AlertKey {
+                        kind,
+                        pid: Some(p.pid),
+                        gpu: p.gpu,
+                    });
+                }
+            }
+            // An OOM from the companion's history is still raised once, then cleared.
+            let until =
+                ev.t.saturating_add(self.cfg.fragmentation.oom_hold_ms)
+                    .max(now);
+            self.events.insert(f.key, HeldEvent { finding: f, until });
+        }
+        self.ooms_seen.insert((p.pid, p.gpu), (last_t, count));
+    }
+
+    fn reconcile(&mut self, now: Ts, findings: Vec<Finding>) -> Vec<AlertChange> {
+        let shrink = self.cfg.engine.ack_forecast_shrink;
+        let mut changes = Vec::new();
+        let mut seen = BTreeSet::new();
+        for f in findings {
+            if !seen.insert(f.key) {
+                continue;
+            }
+            match self.active.get_mut(&f.key) {
+                None => {
+                    let alert = Alert {
+                        kind: f.key.kind,
+                        severity: f.severity,
+                        pid: f.key.pid,
+                        gpu: f.key.gpu,
+                        message: f.message,
+                        summary: f.summary,
+                        evidence: f.evidence,
+                        raised_at: now,
+                        raised_epoch: f.epoch,
+                        updated_at: now,
+                        cleared_at: None,
+                        silenced: false,
+                    };
+                    let reported = Mark::of(&alert);
+                    changes.push(AlertChange {
+                        change: ChangeKind::Raised,
+                        at: now,
+                        alert: alert.clone(),
+                    });
+                    self.active.insert(
+                        f.key,
+                        Tracked {
+                            alert,
+                            reported,
+                            ack: None,
+                        },
+                    );
+                }
+                Some(tr) => {
+                    let a = &mut tr.alert;
+                    a.severity = f.severity;
+                    a.message = f.message;
+                    a.summary = f.summary;
+                    a.evidence = f.evidence;
+                    a.updated_at = now;
+                    let mark = Mark::of(a);
+                    if tr.ack.is_some_and(|ack| mark.worse_than(&ack, shrink)) {
+                        tr.ack = None;
+                    }
+                    a.silenced = tr.ack.is_some();
+                    let change = if mark.worse_than(&tr.reported, shrink) {
+                        Some(ChangeKind::Worsened)
+                    } else if mark.severity < tr.reported.severity {
+                        Some(ChangeKind::Eased)
+                    } else {
+                        None
+                    };
+                    if let Some(change) = change {
+                        tr.reported = mark;
+                        changes.push(AlertChange {
+                            change,
+                            at: now,
+                            alert: a.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        let gone: Vec<AlertKey> = self
+            .active
+            .keys()
+            .filter(|k| !seen.contains(k))
+            .copied()
+            .collect();
+        for k in gone {
+            if let Some(mut tr) = self.active.remove(&k) {
+                tr.alert.cleared_at = Some(now);
+                tr.alert.updated_at = now;
+                changes.push(AlertChange {
+                    change: ChangeKind::Cleared,
+                    at: now,
+                    alert: tr.alert.clone(),
+                });
+                self.push_history(tr.alert);
+            }
+        }
+        changes
+    }
+
+    fn push_history(&mut self, a: Alert) {
+        while self.history.len() >= self.cfg.engine.history.max(1) {
+            self.history.pop_front();
+        }
+        self.history.push_back(a);
+    }
+
+    /// Silence an active alert until it worsens. False when it is not active.
+    pub fn ack(&mut self, key: &AlertKey) -> bool {
+        match self.active.get_mut(key) {
+            Some(tr) => {
+                tr.ack = Some(Mark::of(&tr.alert));
+                tr.alert.silenced = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Acknowledge every active alert; returns how many.
+    pub fn ack_all(&mut self) -> usize {
+        let keys: Vec<AlertKey> = self.active.keys().copied().collect();
+        keys.iter().filter(|k| self.ack(k)).count()
+    }
+
+    /// Active alerts, most severe first, then oldest first.
+    pub fn active(&self) -> Vec<&Alert> {
+        let mut v: Vec<&Alert> = self.active.values().map(|t| &t.alert).collect();
+        v.sort_by(|a, b| {
+            b.severity
+                .cmp(&a.severity)
+                .then(a.raised_at.cmp(&b.raised_at))
+                .then(a.key().cmp(&b.key()))
+        });
+        v
+    }
+
+    /// Active alerts that are not silenced, in `active` order: what the alert bar shows.
+    pub fn visible(&self) -> Vec<&Alert> {
+        self.active().into_iter().filter(|a| !a.silenced).collect()
+    }
+
+    /// Cleared alerts, newest first.
+    pub fn history(&self) -> impl Iterator<Item = &Alert> {
+        self.history.iter().rev()
+    }
+
+    pub fn get(&self, key: &AlertKey) -> Option<&Alert> {
+        self.active.get(key).map(|t| &t.alert)
+    }
+
+    /// Highest severity among visible alerts (for `--exit-on-alert` and the bar colour).
+    pub fn highest(&self) -> Option<Severity> {
+        self.visible().first().map(|a| a.severity)
+    }
+}
+
+/// The ceiling for allocated bytes: the allocator limit, or what the process holds plus
+/// what the card still has free, whichever is lower.
+fn allocator_ceiling(c: &CompanionView, free: Option<u64>, total: u64) -> Option<Ceiling> {
+    let card = match (c.reserved, free) {
+        (Some(r), Some(f)) => Some(r.saturating_add(f)),
+        _ => (total > 0).then_some(total),
+    };
+    match (c.limit, card) {
+        (Some(l), Some(cd)) if l <= cd => Some(Ceiling {
+            bytes: l,
+            source: "allocator limit".into(),
+        }),
+        (_, Some(cd)) => Some(Ceiling {
+            bytes: cd,
+            source: "card memory not held by other processes".into(),
+        }),
+        (Some(l), None) => Some(Ceiling {
+            bytes: l,
+            source: "allocator limit".into(),
+        }),
+        (None, None) => None,
+    }
+}
+
+/// R: the largest of the allocator counter, the block map's largest live block and the
+/// last OOM's request, with where it came from.
+fn largest_request(c: &CompanionView) -> Option<(u64, RequestSource)> {
+    let cands = [
+        (c.largest_alloc, RequestSource::AllocCounter),
+        (
+            c.frag.and_then(|f| f.largest_block),
+            RequestSource::BlockMap,
+        ),
+        (
+            c.ooms.last().and_then(|e| e.requested),
+            RequestSource::LastOom,
+        ),
+    ];
+    cands
+        .into_iter()
+        .filter_map(|(v, s)| Some((v?, s)))
+        .filter(|(v, _)| *v > 0)
+        .fold(None, |best: Option<(u64, RequestSource)>, cur| match best {
+            Some(b) if b.0 >= cur.0 => Some(b),
+            _ => Some(cur),
+        })
+}

@@ -1,0 +1,222 @@
+//! Builds the rules' plain inputs from `State`: NVML devices and processes, and the
+//! companion's allocator state matched to the same physical GPU. Live runs and replays
+//! both go through here, so a replay raises the alerts the live run would have.
+
+use std::collections::BTreeSet;
+
+use crate::model::allocator::{DevAlloc, ProcAlloc};
+use crate::model::sample::GpuInfo;
+use crate::model::series::Series;
+use crate::model::state::State;
+use crate::model::time::Ts;
+
+use super::config::AlertConfig;
+use super::snapshot::{
+    CompanionView, EpochPoint, FragView, GpuView, OomEvent, ProcView, Runtime, Snapshot,
+    WindowPoint,
+};
+
+/// Completed fixed windows of a series (minimum of each), aligned to absolute time,
+/// starting no earlier than `start` (warm-up excluded), at most `keep` of them.
+pub fn fixed_windows(
+    series: &Series,
+    start: Ts,
+    now: Ts,
+    width: i64,
+    keep: usize,
+) -> Vec<WindowPoint> {
+    if width <= 0 || keep == 0 {
+        return Vec::new();
+    }
+    let first_idx = start.div_euclid(width) + i64::from(start.rem_euclid(width) != 0);
+    let last_idx = now.div_euclid(width) - 1;
+    if last_idx < first_idx {
+        return Vec::new();
+    }
+    let from_idx = first_idx.max(last_idx - keep as i64 + 1);
+    let buckets = series.window(from_idx * width, (last_idx + 1) * width - 1);
+    let mut out = Vec::new();
+    for idx in from_idx..=last_idx {
+        let (lo, hi) = (idx * width, (idx + 1) * width);
+        let min = buckets
+            .iter()
+            .filter(|b| !b.is_gap() && b.start >= lo && b.start < hi)
+            .map(|b| b.min)
+            .fold(f64::INFINITY, f64::min);
+        if min.is_finite() && min >= 0.0 {
+            out.push(WindowPoint {
+                index: idx,
+                t: hi,
+                min: min as u64,
+            });
+        }
+    }
+    out
+}
+
+fn runtime(p: &ProcAlloc) -> Runtime {
+    let h = p.hello.as_ref();
+    Runtime {
+        framework: h.and_then(|h| h.framework.clone()).unwrap_or_default(),
+        allocator: h.and_then(|h| h.allocator.clone()),
+    }
+}
+
+fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> CompanionView {
+    let g = &cfg.growth;
+    let epochs = d
+        .epochs
+        .iter()
+        .filter_map(|e| {
+            Some(EpochPoint {
+                epoch: e.epoch,
+                t: e.t.unwrap_or(0),
+                floor: e.floor?,
+                peak: e.peak,
+                reserved: e.reserved,
+            })
+        })
+        .collect();
+    let baseline_from = d
+        .events
+        .iter()
+        .filter(|e| e.kind == "config_change")
+        .filter_map(|e| e.t)
+        .max();
+    let current_epoch = d.last.as_ref().and_then(|s| s.epoch);
+    let keep = g.max_window + g.confirm;
+    let allocated_windows = fixed_windows(
+        &d.allocated,
+        p.first_seen.saturating_add(g.window_warmup_ms),
+        now,
+        g.window_ms,
+        keep,
+    );
+    let frag = d.frag.as_ref().and_then(|f| {
+        Some(FragView {
+            t: f.t,
+            free_total: f.free_total?,
+            largest_free: f.largest_free,
+            largest_block: f.largest_block,
+        })
+    });
+    let ooms = d
+        .ooms()
+        .map(|e| OomEvent {
+            t: e.t.unwrap_or(0),
+            requested: e.requested,
+            free_total: e.free_total,
+            largest_free: e.largest_free,
+            device_free: e.device_free,
+            epoch: current_epoch,
+        })
+        .collect();
+    CompanionView {
+        runtime: runtime(p),
+        epochs,
+        current_epoch,
+        last_epoch: None,
+        baseline_from,
+        allocated_windows,
+        allocated: d.allocated_now(),
+        reserved: d.reserved_now(),
+        limit: d.limit(),
+        frag,
+        largest_alloc: d.largest_alloc,
+        ooms,
+    }
+}
+
+/// The snapshot the rules read, built from the model at `state.now`.
+pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
+    let now = state.now;
+    let g = &cfg.growth;
+    let infos: Vec<GpuInfo> = state.gpus.iter().map(|g| g.info.clone()).collect();
+    let gpus = state
+        .gpus
+        .iter()
+        .map(|gs| GpuView {
+            index: gs.info.index,
+            total: gs.total(),
+            free: if gs.error.is_some() {
+                None
+            } else {
+                gs.last.as_ref().and_then(|s| s.mem).map(|m| m.free)
+            },
+        })
+        .collect();
+    let mut pairs: BTreeSet<(u32, u32)> = state
+        .procs
+        .iter()
+        .flat_map(|(pid, p)| p.gpus.keys().map(move |gpu| (*pid, *gpu)))
+        .collect();
+    for pid in state.companions.by_pid.keys() {
+        for info in &infos {
+            if state.companions.for_gpu_in(*pid, info, &infos).is_some() {
+                pairs.insert((*pid, info.index));
+            }
+        }
+    }
+    let procs = pairs
+        .into_iter()
+        .map(|(pid, gpu)| {
+            let ps = state.procs.get(&pid);
+            let pg = ps.and_then(|p| p.gpus.get(&gpu));
+            let first_seen = ps.map_or(now, |p| p.first_seen);
+            let persist = cfg.grab_all.persist_ms;
+            let nvml_used_min_recent = pg.and_then(|pg| {
+                (first_seen <= now - persist)
+                    .then(|| pg.used.range(now - persist, now))
+                    .flatten()
+                    .map(|(lo, _)| lo.max(0.0) as u64)
+            });
+            let nvml_windows = pg.map_or_else(Vec::new, |pg| {
+                fixed_windows(
+                    &pg.used,
+                    first_seen.saturating_add(g.window_warmup_ms),
+                    now,
+                    g.window_ms,
+                    g.max_window + g.confirm,
+                )
+            });
+            let companion = infos.iter().find(|i| i.index == gpu).and_then(|info| {
+                let p = state.companions.get(pid)?;
+                let d = state.companions.for_gpu_in(pid, info, &infos)?;
+                Some(companion_view(p, d, now, cfg))
+            });
+            ProcView {
+                pid,
+                gpu,
+                nvml_used: pg.and_then(|pg| pg.last_used),
+                nvml_used_min_recent,
+                nvml_windows,
+                companion,
+            }
+        })
+        .collect();
+    Snapshot { now, gpus, procs }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_are_complete_aligned_and_skip_warmup() {
+        let mut s = Series::default();
+        // 35 minutes of samples, one per second, rising one byte per second.
+        for i in 0..(35 * 60) {
+            s.push(i * 1000, Some(i as f64));
+        }
+        let now = 35 * 60_000;
+        let w = fixed_windows(&s, 0, now, 600_000, 20);
+        assert_eq!(w.len(), 3, "the 30–35 min window is not complete");
+        assert_eq!(w[0].min, 0);
+        assert_eq!(w[1].min, 600);
+        assert_eq!(w[2].t, 1_800_000);
+        let w = fixed_windows(&s, 60_000, now, 600_000, 20);
+        assert_eq!(w.len(), 2, "a window that starts inside warm-up is skipped");
+        assert_eq!(fixed_windows(&s, 0, now, 600_000, 1).len(), 1);
+        assert!(fixed_windows(&s, 0, now, 0, 5).is_empty());
+    }
+}

@@ -1,0 +1,712 @@
+//! Steady growth ("leak") rule: a robust trend on one point per epoch (or per fixed
+//! time window when there are no epoch markers), with effect-size gates so that
+//! allocator jitter, eval spikes, step changes and warm-up ramps never fire.
+
+use crate::model::bytes::MIB_U64;
+use crate::model::time::Ts;
+
+use super::config::GrowthConfig;
+use super::format::{
+    compact, fit_summary, p_value, rate, rough_duration, rough_duration_short, steps, who,
+};
+use super::snapshot::{EpochPoint, WindowPoint};
+use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
+use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Forecast, Gate, Point, Severity};
+
+/// One series to test: x (epoch or window index), time, bytes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    pub x: Vec<f64>,
+    pub t: Vec<Ts>,
+    pub y: Vec<u64>,
+}
+
+impl Trace {
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+
+    fn prefix(&self, len: usize) -> Trace {
+        Trace {
+            x: self.x[..len].to_vec(),
+            t: self.t[..len].to_vec(),
+            y: self.y[..len].to_vec(),
+        }
+    }
+
+    fn suffix(&self, k: usize) -> Trace {
+        let s = self.len() - k;
+        Trace {
+            x: self.x[s..].to_vec(),
+            t: self.t[s..].to_vec(),
+            y: self.y[s..].to_vec(),
+        }
+    }
+
+    fn points(&self) -> Vec<Point> {
+        (0..self.len())
+            .map(|i| Point {
+                x: self.x[i] as i64,
+                t: self.t[i],
+                bytes: self.y[i],
+            })
+            .collect()
+    }
+}
+
+/// The outcome of testing one window for an upward trend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrendTest {
+    pub window: Trace,
+    /// Theil–Sen slope, bytes per x unit.
+    pub slope: f64,
+    pub p: f64,
+    pub gates: Vec<Gate>,
+    pub passed: bool,
+}
+
+/// Test one window (all of `w`) against every gate.
+pub fn test_window(w: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendTest> {
+    let n = w.len();
+    if n < 3 {
+        return None;
+    }
+    let q: Vec<i64> = w.y.iter().map(|&b| quantise_mib(b)).collect();
+    let yq: Vec<f64> = q.iter().map(|&v| v as f64 * MIB_U64 as f64).collect();
+    let mk = mann_kendall_up(&q);
+    let slope = theil_sen(&w.x, &yq)?;
+    let span = w.x[n - 1] - w.x[0];
+    let growth = slope * span;
+    let noise = residual_noise(&w.x, &yq, slope);
+    let half = n.div_ceil(2);
+    let first = theil_sen(&w.x[..half], &yq[..half]).unwrap_or(0.0);
+    let second = theil_sen(&w.x[n - half..], &yq[n - half..]).unwrap_or(0.0);
+    let min_slope = cfg.min_slope_bytes as f64;
+    let min_growth = (cfg.min_growth_bytes as f64).max(cfg.min_growth_frac * capacity as f64);
+    let gate = |name: &str, value: f64, threshold: f64, passed: bool| Gate {
+        name: name.into(),
+        value,
+        threshold,
+        passed,
+    };
+    let gates = vec![
+        gate("Mann–Kendall p", mk.p_up, cfg.alpha, mk.p_up < cfg.alpha),
+        gate("slope", slope, min_slope, slope >= min_slope),
+        gate("growth", growth, min_growth, growth >= min_growth),
+        gate(
+            "growth vs noise",
+            growth,
+            cfg.min_signal_to_noise * noise,
+            growth > cfg.min_signal_to_noise * noise,
+        ),
+        gate(
+            "sustained",
+            first.min(second),
+            cfg.sustained_frac * min_slope,
+            first.min(second) >= cfg.sustained_frac * min_slope,
+        ),
+    ];
+    let passed = gates.iter().all(|g| g.passed);
+    Some(TrendTest {
+        window: w.clone(),
+        slope,
+        p: mk.p_up,
+        gates,
+        passed,
+    })
+}
+
+/// Try every trailing window from the longest to the shortest allowed; the longest
+/// passing one wins (best slope estimate). A leak that starts after a flat stretch is
+/// found by the short windows, without waiting for the flat points to slide out.
+pub fn detect(trace: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendTest> {
+    let max = cfg.max_window.min(trace.len());
+    let min = cfg.min_window.max(3);
+    (min..=max)
+        .rev()
+        .filter_map(|k| test_window(&trace.suffix(k), capacity, cfg))
+        .find(|t| t.passed)
+}
+
+/// `detect` on the newest `cfg.confirm` endings of the series. A new alert needs all of
+/// them to pass (one lucky point cannot raise it); an active one (`sticky`) stays while
+/// any passes, so a noisy leak does not flap.
+pub fn detect_confirmed(
+    trace: &Trace,
+    capacity: u64,
+    cfg: &GrowthConfig,
+    sticky: bool,
+) -> Option<TrendTest> {
+    let endings = cfg.confirm.max(1);
+    if trace.len() < cfg.min_window + endings - 1 {
+        return None;
+    }
+    let mut results = (0..endings).map(|e| detect(&trace.prefix(trace.len() - e), capacity, cfg));
+    if sticky {
+        results.find_map(|r| r)
+    } else {
+        let newest = results.next().flatten()?;
+        results.all(|r| r.is_some()).then_some(newest)
+    }
+}
+
+/// Where the forecast's ceiling comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ceiling {
+    pub bytes: u64,
+    /// `allocator limit`, `card memory not held by other processes`.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrowthContext {
+    pub pid: u32,
+    pub gpu: u32,
+    /// Card total (or allocator limit): the scale of the relative growth gate.
+    pub capacity: u64,
+    /// What the growing quantity runs into; `None`: no forecast.
+    pub ceiling: Option<Ceiling>,
+    /// Epoch in progress, for `raised_epoch`.
+    pub current_epoch: Option<u64>,
+    pub last_epoch: Option<u64>,
+    /// Whether a growth / cache-growth alert is active (hysteresis).
+    pub growth_active: bool,
+    pub cache_active: bool,
+}
+
+fn trace_of(points: &[EpochPoint], f: impl Fn(&EpochPoint) -> Option<u64>) -> Trace {
+    let mut tr = Trace::default();
+    for p in points {
+        if let Some(v) = f(p) {
+            tr.x.push(p.epoch as f64);
+            tr.t.push(p.t);
+            tr.y.push(v);
+        }
+    }
+    tr
+}
+
+/// Clean epoch points: warm-up and pre-baseline epochs dropped, sorted, one per epoch.
+pub fn usable_epochs(
+    points: &[EpochPoint],
+    baseline_from: Option<Ts>,
+    cfg: &GrowthConfig,
+) -> Vec<EpochPoint> {
+    let mut v: Vec<EpochPoint> = points
+        .iter()
+        .filter(|p| p.epoch >= cfg.warmup_epochs && baseline_from.is_none_or(|b| p.t >= b))
+        .copied()
+        .collect();
+    v.sort_by_key(|p| p.epoch);
+    // A repeated epoch number (a restarted marker) keeps its latest report.
+    v.reverse();
+    v.dedup_by_key(|p| p.epoch);
+    v.reverse();
+    v
+}
+
+/// Milliseconds per x unit over the window (median, robust to a slow eval epoch).
+fn ms_per_step(w: &Trace) -> Option<f64> {
+    let mut r: Vec<f64> = (1..w.len())
+        .filter_map(|i| {
+            let dx = w.x[i] - w.x[i - 1];
+            (dx > 0.0).then(|| (w.t[i] - w.t[i - 1]) as f64 / dx)
+        })
+        .filter(|v| *v > 0.0)
+        .collect();
+    median(&mut r)
+}
+
+fn forecast(
+    current: u64,
+    rate_per_step: f64,
+    ceiling: &Ceiling,
+    ms_per_step: Option<f64>,
+    last_x: Option<f64>,
+) -> Forecast {
+    let left = ceiling.bytes.saturating_sub(current) as f64;
+    let steps = if rate_per_step > 0.0 {
+        left / rate_per_step
+    } else {
+        f64::INFINITY
+    };
+    let steps = if steps.is_finite() { steps } else { 1e12 };
+    Forecast {
+        ceiling: ceiling.bytes,
+        ceiling_source: ceiling.source.clone(),
+        current,
+        rate: rate_per_step,
+        steps,
+        ms: ms_per_step.map(|m| (m * steps).min(i64::MAX as f64 / 2.0) as i64),
+        at_epoch: last_x.map(|x| x + steps),
+    }
+}
+
+fn severity(f: Option<&Forecast>, cfg: &GrowthConfig, last_epoch: Option<u64>) -> Severity {
+    let Some(f) = f else {
+        return Severity::Warning;
+    };
+    let before_end = match (f.at_epoch, last_epoch) {
+        (Some(at), Some(last)) => at <= last as f64,
+        _ => false,
+    };
+    if f.steps < cfg.critical_epochs || before_end {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    }
+}
+
+fn forecast_sentence(f: &Forecast, unit: &str) -> String {
+    let when = match f.ms {
+        Some(ms) => format!(", {} at the current rate", rough_duration(ms)),
+        None => " at the current rate".into(),
+    };
+    if f.steps < 1.0 && f.current >= f.ceiling {
+        return format!(
+            "It is already at the ceiling of {} ({}).",
+            compact(f.ceiling),
+            f.ceiling_source
+        );
+    }
+    format!(
+        "OOM in {} {unit}s{when} (ceiling {}: {}).",
+        steps(f.steps),
+        compact(f.ceiling),
+        f.ceiling_source
+    )
+}
+
+fn summary_forecast(f: Option<&Forecast>, unit_short: &str) -> String {
+    match f {
+        None => String::new(),
+        Some(f) if f.steps >= 1e6 => String::new(),
+        Some(f) if unit_short == "ep" => {
+            format!(", OOM {:.0}{unit_short}", f.steps.max(0.0).ceil())
+        }
+        Some(f) => match f.ms {
+            Some(ms) => format!(", OOM {}", rough_duration_short(ms)),
+            None => format!(", OOM {:.0}{unit_short}", f.steps.ceil()),
+        },
+    }
+}
+
+fn evidence(
+    test: &TrendTest,
+    basis: Basis,
+    series: &str,
+    unit: &str,
+    fc: Option<Forecast>,
+) -> Evidence {
+    Evidence {
+        basis,
+        series: Some(series.into()),
+        unit: Some(unit.into()),
+        points: test.window.points(),
+        slope: Some(test.slope),
+        p_value: Some(test.p),
+        gates: test.gates.clone(),
+        forecast: fc,
+        values: Vec::new(),
+        count: None,
+    }
+}
+
+/// The growth rule on per-epoch points: a `Growth` finding when the floor or the peak
+/// rises, a `CacheGrowth` finding when only reserved rises.
+pub fn epoch_growth(
+    points: &[EpochPoint],
+    baseline_from: Option<Ts>,
+    ctx: &GrowthContext,
+    cfg: &GrowthConfig,
+) -> Option<Finding> {
+    let pts = usable_epochs(points, baseline_from, cfg);
+    let floor = trace_of(&pts, |p| Some(p.floor));
+    let peak = trace_of(&pts, |p| p.peak);
+    let reserved = trace_of(&pts, |p| p.reserved);
+    let floor_t = detect_confirmed(&floor, ctx.capacity, cfg, ctx.growth_active);
+    let peak_t = detect_confirmed(&peak, ctx.capacity, cfg, ctx.growth_active);
+    let last = pts.last()?;
+    let epoch_now = ctx.current_epoch.or(Some(last.epoch));
+    let who_s = who(Some(ctx.pid), ctx.gpu);
+    let head = format!("PID {} on GPU {}", ctx.pid, ctx.gpu);
+
+    if floor_t.is_some() || peak_t.is_some() {
+        // The peak is what meets the ceiling; a floor leak lifts it just as much.
+        let (main, series) = match (&floor_t, &peak_t) {
+            (Some(f), None) => (f, "floor"),
+            (_, Some(p)) => (p, if floor_t.is_some() { "floor" } else { "peak" }),
+            (None, None) => return None,
+        };
+        let current = last.peak.unwrap_or(last.floor);
+        let fc = ctx.ceiling.as_ref().map(|c| {
+            forecast(
+                current,
+                main.slope,
+                c,
+                ms_per_step(&main.window),
+                Some(last.epoch as f64),
+            )
+        });
+        let sev = severity(fc.as_ref(), cfg, ctx.last_epoch);
+        let shown = floor_t.as_ref().unwrap_or(main);
+        let n = shown.window.len();
+        let (first_e, last_e) = (shown.window.x[0] as i64, shown.window.x[n - 1] as i64);
+        let what = if floor_t.is_some() {
+            format!(
+                "the allocated floor at each epoch end rose {} per epoch over epochs {first_e}–{last_e} (Theil–Sen; Mann–Kendall {}): a steady leak, usually tensors kept alive across epochs (accumulated losses, growing lists or caches).",
+                rate(shown.slope),
+                p_value(shown.p)
+            )
+        } else {
+            format!(
+                "the epoch peak rose {} per epoch over epochs {first_e}–{last_e} (Theil–Sen; Mann–Kendall {}) while the floor stayed flat: each epoch needs more transient memory (growing batches or sequences, or a cache filled during the step).",
+                rate(main.slope),
+                p_value(main.p)
+            )
+        };
+        let fc_s = fc
+            .as_ref()
+            .map(|f| format!(" {}", forecast_sentence(f, "epoch")))
+            .unwrap_or_default();
+        let label = if floor_t.is_some() { "leak" } else { "peak" };
+        let summary = format!(
+            "{who_s} {label} +{}/ep{}",
+            compact(shown.slope.max(0.0) as u64)
+                .replace("MiB", "M")
+                .replace("GiB", "G"),
+            summary_forecast(fc.as_ref(), "ep")
+        );
+        return Some(Finding {
+            key: AlertKey {
+                kind: AlertKind::Growth,
+                pid: Some(ctx.pid),
+                gpu: ctx.gpu,
+            },
+            severity: sev,
+            message: format!("{head}: {what}{fc_s}"),
+            summary: fit_summary(summary),
+            evidence: evidence(shown, Basis::Epochs, series, "epoch", fc),
+            epoch: epoch_now,
+        });
+    }
+
+    let cache_t = detect_confirmed(&reserved, ctx.capacity, cfg, ctx.cache_active)?;
+    let n = cache_t.window.len();
+    let (first_e, last_e) = (cache_t.window.x[0] as i64, cache_t.window.x[n - 1] as i64);
+    let message = format!(
+        "{head}: reserved memory rose {} per epoch over epochs {first_e}–{last_e} (Mann–Kendall {}) while allocated stayed flat: the allocator's cache is growing or fragmenting, not a leak. The fragmentation panel shows whether its holes still fit the largest request.",
+        rate(cache_t.slope),
+        p_value(cache_t.p)
+    );
+    let summary = format!(
+        "{who_s} cache +{}/ep, not a leak",
+        compact(cache_t.slope.max(0.0) as u64)
+            .replace("MiB", "M")
+            .replace("GiB", "G")
+    );
+    Some(Finding {
+        key: AlertKey {
+            kind: AlertKind::CacheGrowth,
+            pid: Some(ctx.pid),
+            gpu: ctx.gpu,
+        },
+        severity: Severity::Info,
+        message,
+        summary: fit_summary(summary),
+        evidence: evidence(&cache_t, Basis::Epochs, "reserved", "epoch", None),
+        epoch: epoch_now,
+    })
+}
+
+/// Which numbers the fixed windows summarise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowSource {
+    /// The companion's `allocated` (no epoch markers).
+    Allocated,
+    /// NVML per-process usage (no companion): includes the allocator's cache.
+    Nvml,
+}
+
+/// Fallback without epoch markers: the same trend machinery on the minimum of each fixed
+/// time window. Coarser, and the message says so.
+pub fn window_growth(
+    points: &[WindowPoint],
+    source: WindowSource,
+    ctx: &GrowthContext,
+    cfg: &GrowthConfig,
+) -> Option<Finding> {
+    let mut tr = Trace::default();
+    for p in points {
+        tr.x.push(p.index as f64);
+        tr.t.push(p.t);
+        tr.y.push(p.min);
+    }
+    let test = detect_confirmed(&tr, ctx.capacity, cfg, ctx.growth_active)?;
+    let last = points.last()?;
+    let minutes = cfg.window_ms / 60_000;
+    let fc = ctx
+        .ceiling
+        .as_ref()
+        .map(|c| forecast(last.min, test.slope, c, Some(cfg.window_ms as f64), None));
+    let sev = severity(fc.as_ref(), cfg, None);
+    let (what, coarse) = match source {
+        WindowSource::Allocated => (
+            "allocated memory (lowest value in each",
+            "This is coarser than per-epoch data: without epoch markers a window's minimum is not taken at a fixed phase of training.",
+        ),
+        WindowSource::Nvml => (
+            "NVML memory usage (lowest value in each",
+            "This is coarser than per-epoch data: NVML counts the allocator's cache and the CUDA context, so cache growth looks the same as a leak; run the companion for epoch-level detail.",
+        ),
+    };
+    let fc_s = fc
+        .as_ref()
+        .map(|f| format!(" {}", forecast_sentence(f, "window")))
+        .unwrap_or_default();
+    let message = format!(
+        "PID {} on GPU {}: {what} {minutes}-minute window) rose {} per window over the last {} windows (Theil–Sen; Mann–Kendall {}). {coarse}{fc_s}",
+        ctx.pid,
+        ctx.gpu,
+        rate(test.slope),
+        test.window.len(),
+        p_value(test.p)
+    );
+    let summary = format!(
+        "{} grows +{}/{minutes}m{}",
+        who(Some(ctx.pid), ctx.gpu),
+        compact(test.slope.max(0.0) as u64)
+            .replace("MiB", "M")
+            .replace("GiB", "G"),
+        summary_forecast(fc.as_ref(), "w")
+    );
+    let series = match source {
+        WindowSource::Allocated => "allocated (window minimum)",
+        WindowSource::Nvml => "NVML usage (window minimum)",
+    };
+    Some(Finding {
+        key: AlertKey {
+            kind: AlertKind::Growth,
+            pid: Some(ctx.pid),
+            gpu: ctx.gpu,
+        },
+        severity: sev,
+        message,
+        summary: fit_summary(summary),
+        evidence: evidence(&test, Basis::TimeWindows, series, "window", fc),
+        epoch: ctx.current_epoch,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::bytes::GIB_U64;
+
+    const M: u64 = MIB_U64;
+
+    fn ctx() -> GrowthContext {
+        GrowthContext {
+            pid: 4242,
+            gpu: 0,
+            capacity: 80 * GIB_U64,
+            ceiling: Some(Ceiling {
+                bytes: 80 * GIB_U64,
+                source: "card memory not held by other processes".into(),
+            }),
+            current_epoch: None,
+            last_epoch: None,
+            growth_active: false,
+            cache_active: false,
+        }
+    }
+
+    fn epochs(floor: impl Fn(u64) -> u64, peak_extra: u64, n: u64) -> Vec<EpochPoint> {
+        (0..n)
+            .map(|e| EpochPoint {
+                epoch: e,
+                t: (e as i64 + 1) * 600_000,
+                floor: floor(e),
+                peak: Some(floor(e) + peak_extra),
+                reserved: Some(floor(e) + peak_extra + 512 * M),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bert_story_leak_is_found_by_epoch_7_with_forecast() {
+        // 100 MiB per epoch from 10 GiB on an 80 GiB card, 10 min per epoch.
+        let pts = epochs(|e| 10 * GIB_U64 + e * 100 * M, 4 * GIB_U64, 8);
+        assert!(
+            epoch_growth(&pts[..6], None, &ctx(), &Default::default()).is_none(),
+            "only 5 usable points"
+        );
+        let f = epoch_growth(&pts, None, &ctx(), &Default::default()).expect("leak detected");
+        assert_eq!(f.key.kind, AlertKind::Growth);
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.evidence.series.as_deref(), Some("floor"));
+        let slope = f.evidence.slope.expect("slope");
+        assert!((slope - 100.0 * M as f64).abs() < 1.0, "{slope}");
+        let fc = f.evidence.forecast.as_ref().expect("forecast");
+        // (80 − 14.68 GiB) / 100 MiB ≈ 669 epochs, 10 min each.
+        assert!((fc.steps - 668.8).abs() < 1.0, "{}", fc.steps);
+        assert!(
+            f.message
+                .contains("OOM in ≈ 669 epochs, ~5 days at the current rate"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("a steady leak"));
+        assert!(f.summary.chars().count() <= crate::model::alerts::SUMMARY_MAX);
+        assert!(
+            f.summary.starts_with("4242@0 leak +100M/ep"),
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn flat_floor_with_jitter_and_eval_spikes_is_silent() {
+        let pts = epochs(
+            |e| 10 * GIB_U64 + (e % 3) * 300 * 1024 + if e % 5 == 0 { 2 * GIB_U64 } else { 0 },
+            GIB_U64,
+            40,
+        );
+        for end in 6..=40 {
+            assert!(
+                epoch_growth(&pts[..end], None, &ctx(), &Default::default()).is_none(),
+                "fired at {end}"
+            );
+        }
+    }
+
+    #[test]
+    fn single_step_change_is_not_a_leak() {
+        let pts = epochs(
+            |e| if e < 9 { 10 * GIB_U64 } else { 12 * GIB_U64 },
+            GIB_U64,
+            30,
+        );
+        for end in 6..=30 {
+            assert!(
+                epoch_growth(&pts[..end], None, &ctx(), &Default::default()).is_none(),
+                "fired at {end}"
+            );
+        }
+    }
+
+    #[test]
+    fn peak_growth_with_flat_floor_is_reported_as_peak() {
+        let pts = epochs(|_| 10 * GIB_U64, 0, 12)
+            .into_iter()
+            .map(|mut p| {
+                p.peak = Some(p.floor + GIB_U64 + p.epoch * 200 * M);
+                p
+            })
+            .collect::<Vec<_>>();
+        let f = epoch_growth(&pts, None, &ctx(), &Default::default()).expect("peak growth");
+        assert_eq!(f.evidence.series.as_deref(), Some("peak"));
+        assert!(f.message.contains("while the floor stayed flat"));
+    }
+
+    #[test]
+    fn reserved_rising_with_flat_allocated_is_cache_growth() {
+        let pts: Vec<EpochPoint> = epochs(|_| 10 * GIB_U64, GIB_U64, 12)
+            .into_iter()
+            .map(|mut p| {
+                p.reserved = Some(12 * GIB_U64 + p.epoch * 300 * M);
+                p
+            })
+            .collect();
+        let f = epoch_growth(&pts, None, &ctx(), &Default::default()).expect("cache growth");
+        assert_eq!(f.key.kind, AlertKind::CacheGrowth);
+        assert_eq!(f.severity, Severity::Info);
+        assert!(f.message.contains("not a leak"));
+    }
+
+    #[test]
+    fn critical_when_close_to_ceiling_or_before_last_epoch() {
+        let pts = epochs(|e| 71 * GIB_U64 + e * GIB_U64 / 2, GIB_U64, 9);
+        let f = epoch_growth(&pts, None, &ctx(), &Default::default()).expect("leak");
+        // peak 76 GiB at epoch 8, 0.5 GiB/epoch → 8 epochs left.
+        assert_eq!(f.severity, Severity::Critical);
+        let pts = epochs(|e| 10 * GIB_U64 + e * GIB_U64 / 2, GIB_U64, 9);
+        let mut c = ctx();
+        c.last_epoch = Some(200);
+        let f = epoch_growth(&pts, None, &c, &Default::default()).expect("leak");
+        assert_eq!(
+            f.severity,
+            Severity::Critical,
+            "dies at ≈ epoch 144 before 200"
+        );
+        c.last_epoch = Some(100);
+        let f = epoch_growth(&pts, None, &c, &Default::default()).expect("leak");
+        assert_eq!(f.severity, Severity::Warning);
+    }
+
+    #[test]
+    fn warmup_epoch_and_pre_baseline_points_are_ignored() {
+        // Epoch 0 jumps by 20 GiB (optimizer state): not part of any trend.
+        let mut pts = epochs(|_| 10 * GIB_U64, GIB_U64, 10);
+        pts[0].floor = GIB_U64;
+        assert!(epoch_growth(&pts, None, &ctx(), &Default::default()).is_none());
+        // A batch-size change at epoch 5 restarts the series.
+        let pts = epochs(|e| 10 * GIB_U64 + e * 100 * M, 0, 12);
+        let baseline = pts[6].t;
+        assert!(epoch_growth(&pts, Some(baseline), &ctx(), &Default::default()).is_none());
+    }
+
+    #[test]
+    fn sticky_alert_survives_one_bad_epoch_but_a_new_one_needs_two() {
+        // Epochs 1..6 rise; epoch 7 drops below all of them (one bad reading).
+        let mut pts = epochs(|e| 10 * GIB_U64 + e * 64 * M, 0, 8);
+        pts[7].floor = 9 * GIB_U64;
+        pts[7].peak = Some(9 * GIB_U64);
+        pts[7].reserved = Some(9 * GIB_U64);
+        let cfg = GrowthConfig::default();
+        assert!(
+            epoch_growth(&pts[..7], None, &ctx(), &cfg).is_none(),
+            "one ending only"
+        );
+        assert!(
+            epoch_growth(&pts, None, &ctx(), &cfg).is_none(),
+            "new alert needs both endings"
+        );
+        let mut c = ctx();
+        c.growth_active = true;
+        assert!(epoch_growth(&pts, None, &c, &cfg).is_some());
+    }
+
+    #[test]
+    fn nvml_window_fallback_says_it_is_coarser() {
+        let w: Vec<WindowPoint> = (0..8)
+            .map(|i| WindowPoint {
+                index: i,
+                t: (i + 1) * 600_000,
+                min: 20 * GIB_U64 + i as u64 * 200 * M,
+            })
+            .collect();
+        let f = window_growth(&w, WindowSource::Nvml, &ctx(), &Default::default()).expect("growth");
+        assert_eq!(f.evidence.basis, Basis::TimeWindows);
+        assert!(f.message.contains("coarser"), "{}", f.message);
+        assert!(f.message.contains("10-minute window"));
+        let fc = f.evidence.forecast.expect("forecast");
+        assert_eq!(fc.ms, Some((fc.steps * 600_000.0) as i64));
+        assert!(
+            f.summary.chars().count() <= crate::model::alerts::SUMMARY_MAX,
+            "{}",
+            f.summary
+        );
+    }
+
+    #[test]
+    fn sixteen_mib_per_epoch_is_caught_within_eight_epochs() {
+        let pts = epochs(|e| 10 * GIB_U64 + e * 16 * M, 0, 9);
+        let f = epoch_growth(&pts, None, &ctx(), &Default::default());
+        assert!(f.is_some(), "epochs 1..8 should suffice");
+    }
+}

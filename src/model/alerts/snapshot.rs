@@ -1,0 +1,128 @@
+//! Plain inputs the rules read: one snapshot of the world at one instant. Built from
+//! `State` by `from_state`, or by hand in tests and synthetic benchmarks.
+
+use crate::model::time::Ts;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    pub now: Ts,
+    pub gpus: Vec<GpuView>,
+    pub procs: Vec<ProcView>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GpuView {
+    pub index: u32,
+    pub total: u64,
+    /// NVML free now; `None` when the last tick failed.
+    pub free: Option<u64>,
+}
+
+/// One process on one GPU.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcView {
+    pub pid: u32,
+    /// NVML index.
+    pub gpu: u32,
+    /// NVML per-process usage now (`None`: not reported).
+    pub nvml_used: Option<u64>,
+    /// Lowest NVML usage over the grab-all persistence period, when the series covers it.
+    pub nvml_used_min_recent: Option<u64>,
+    /// Completed fixed windows of NVML usage (minimum of each), oldest first, warm-up excluded.
+    pub nvml_windows: Vec<WindowPoint>,
+    pub companion: Option<CompanionView>,
+}
+
+/// One fixed time window: its index, end time and minimum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WindowPoint {
+    pub index: i64,
+    pub t: Ts,
+    pub min: u64,
+}
+
+/// One completed epoch as the companion reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct EpochPoint {
+    pub epoch: u64,
+    /// When the epoch ended.
+    pub t: Ts,
+    /// Allocated at the epoch-end marker.
+    pub floor: u64,
+    /// Highest allocated during the epoch.
+    pub peak: Option<u64>,
+    pub reserved: Option<u64>,
+}
+
+/// Framework and allocator, for advice that names the right remedy.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Runtime {
+    /// `torch`, `jax`, `tensorflow`, `cuda-driver`, `none`.
+    pub framework: String,
+    /// `native`, `expandable_segments`, `cudaMallocAsync`, `bfc`, ...
+    pub allocator: Option<String>,
+}
+
+/// Allocator state for a process on one device, from its companion.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompanionView {
+    pub runtime: Runtime,
+    /// Completed epochs, oldest first.
+    pub epochs: Vec<EpochPoint>,
+    /// Epoch in progress (from the latest sample or marker).
+    pub current_epoch: Option<u64>,
+    /// Last epoch of the run, when the framework announced it.
+    pub last_epoch: Option<u64>,
+    /// Points before this time are ignored (config change: batch size, allocator settings).
+    pub baseline_from: Option<Ts>,
+    /// Completed fixed windows of `allocated` (minimum of each) for runs without epoch markers.
+    pub allocated_windows: Vec<WindowPoint>,
+    pub allocated: Option<u64>,
+    pub reserved: Option<u64>,
+    /// Allocator limit (PyTorch memory fraction × total, JAX bytes_limit, TF memory_limit).
+    pub limit: Option<u64>,
+    pub frag: Option<FragView>,
+    /// Largest single allocation the workload makes (allocator counter or block map).
+    pub largest_alloc: Option<u64>,
+    /// OOM events, oldest first (the engine remembers which it has seen).
+    pub ooms: Vec<OomEvent>,
+}
+
+/// Latest free-pool view: T, L and the largest live block.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FragView {
+    pub t: Ts,
+    /// T: free bytes held by the allocator.
+    pub free_total: u64,
+    /// L: largest free block (`None` where the framework cannot tell, e.g. TensorFlow).
+    pub largest_free: Option<u64>,
+    /// Largest live allocation (a lower bound for the workload's largest request).
+    pub largest_block: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OomEvent {
+    pub t: Ts,
+    pub requested: Option<u64>,
+    /// T at the time of the OOM, when the companion knew it.
+    pub free_total: Option<u64>,
+    pub largest_free: Option<u64>,
+    pub device_free: Option<u64>,
+    pub epoch: Option<u64>,
+}
+
+impl ProcView {
+    /// What this process can still get from the card: NVML free, capped by its allocator
+    /// limit minus what it already reserved.
+    pub fn device_avail(&self, gpu_free: Option<u64>) -> Option<u64> {
+        let limit_left = self
+            .companion
+            .as_ref()
+            .and_then(|c| Some(c.limit?.saturating_sub(c.reserved?)));
+        match (gpu_free, limit_left) {
+            (Some(f), Some(l)) => Some(f.min(l)),
+            (Some(f), None) => Some(f),
+            (None, l) => l,
+        }
+    }
+}
