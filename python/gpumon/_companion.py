@@ -1,0 +1,385 @@
+"""The companion: one daemon thread that owns the socket, the history and all
+framework sampling. Program threads (epoch, mark, the OOM observer) only append
+to a deque and poke a pipe, so they never wait on gpumon."""
+
+import collections
+import gc
+import os
+import sys
+import threading
+import time
+
+from . import _paths, _proto, _sources
+from ._server import Server
+
+MAX_EPOCHS = 10000
+MAX_MARKERS = 1000
+MAX_EVENTS = 1000
+SAMPLE_RING_S = 300
+DETECT_EVERY_S = 1.0
+# A snapshot may use at most this share of wall time (adaptive back-off).
+SNAPSHOT_DUTY = 0.002
+
+
+def _env_float(name, default):
+    try:
+        return float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+
+
+class Config(object):
+    def __init__(self, sample_hz=None, snapshot_s=None, epoch_gc=None, detail=None, sock_dir=None):
+        detail = detail or os.environ.get("GPUMON_DETAIL", "default")
+        if detail == "max":
+            hz, snap = 20.0, 1.0
+        else:
+            hz, snap = 4.0, 10.0
+        self.detail = detail
+        self.sample_hz = sample_hz or _env_float("GPUMON_SAMPLE_HZ", hz)
+        self.snapshot_s = snapshot_s or _env_float("GPUMON_SNAPSHOT_S", snap)
+        if epoch_gc is None:
+            epoch_gc = os.environ.get("GPUMON_EPOCH_GC", "1") != "0"
+        self.epoch_gc = epoch_gc
+        self.sock_dir = sock_dir
+
+
+class Companion(object):
+    def __init__(self, config=None):
+        self.cfg = config or Config()
+        self.started = _proto.now_ms()
+        self.pid, self.ns_pid = _paths.host_pid()
+        self.sources = []
+        self._have = set()
+        self.inbox = collections.deque()
+        self.epochs = collections.deque(maxlen=MAX_EPOCHS)
+        self.samples = collections.deque(maxlen=SAMPLE_RING_S * 8)
+        self.markers = collections.deque(maxlen=MAX_MARKERS)
+        self.events = collections.deque(maxlen=MAX_EVENTS)
+        self.last_frag = {}
+        self._ring_t = {}
+        # Per device: highest allocated sampled since the last epoch, and the
+        # allocator's lifetime peak at the last epoch (to see it move).
+        self._lock = threading.Lock()
+        self._detect_lock = threading.Lock()
+        self._epoch_max = {}
+        self._lifetime_at_epoch = {}
+        self.epoch_n = -1
+        self.epoch_start_t = self.started
+        self.step = None
+        self.server = None
+        self.thread = None
+        self._stop = threading.Event()
+        self._wake_r = self._wake_w = None
+        self.problem = None
+        self.live = 0
+        self._next_sample = 0.0
+        self._next_snap = 0.0
+        self._next_detect = 0.0
+        self.cpu_s = 0.0
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self):
+        d = self.cfg.sock_dir or _paths.socket_dir()
+        why = _paths.ensure_dir(d)
+        if why is not None:
+            self.problem = "gpumon companion disabled: %s" % why
+            return False
+        self.path = os.path.join(d, "%d.sock" % self.pid)
+        self.server = Server(self.path, self._hello_lines)
+        why = self.server.open()
+        if why is not None:
+            self.problem = "gpumon companion disabled: %s" % why
+            self.server = None
+            return False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self.server.add_reader(self._wake_r)
+        self.thread = threading.Thread(target=self._run, name="gpumon-companion", daemon=True)
+        self.thread.start()
+        return True
+
+    def stop(self, reason="stop"):
+        if self.thread is None:
+            return
+        self.inbox.append(("bye", reason))
+        self._stop.set()
+        self._poke()
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout=2.0)
+        self.thread = None
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except (OSError, TypeError):
+                pass
+
+    def _poke(self):
+        try:
+            os.write(self._wake_w, b"x")
+        except (OSError, TypeError):
+            pass
+
+    # -- program-thread API (never blocks, never raises) ---------------------
+
+    def epoch(self, n=None, step=None):
+        if n is None:
+            n = self.epoch_n + 1
+        self.epoch_n = int(n)
+        t = _proto.now_ms()
+        records = []
+        if self.cfg.epoch_gc:
+            gc.collect()
+        self._add_sources()
+        for src in list(self.sources):
+            if not src.ready():
+                continue
+            for s in src.sample():
+                dev = s.get("dev", 0)
+                alloc = s.get("allocated")
+                life = s.get("peak_allocated")
+                with self._lock:
+                    sampled = self._epoch_max.pop((src.name, dev), None)
+                    prev_life = self._lifetime_at_epoch.get((src.name, dev))
+                    self._lifetime_at_epoch[(src.name, dev)] = life
+                peak = sampled
+                if life is not None and (prev_life is None or life > prev_life):
+                    # The lifetime peak moved during this epoch, so it is this epoch's peak.
+                    peak = life if peak is None else max(peak, life)
+                if alloc is not None and peak is not None:
+                    peak = max(peak, alloc)
+                rec = {"type": "epoch", "t": t, "epoch": self.epoch_n, "dev": dev,
+                       "floor": alloc, "peak": peak, "reserved": s.get("reserved"),
+                       "start_t": self.epoch_start_t}
+                if step is not None:
+                    rec["steps"] = step
+                if peak is None:
+                    rec["na"] = {"peak": "not sampled during this epoch and the lifetime peak did not move"}
+                records.append(({k: v for k, v in rec.items() if v is not None}, s))
+        self.epoch_start_t = t
+        frags = []
+        if self.live > 0:
+            # The block map at the same phase point as the floor.
+            for src in list(self.sources):
+                if src.ready():
+                    for d in src.devices():
+                        f = src.frag(d["dev"])
+                        if f is not None:
+                            f["t"] = t
+                            frags.append(f)
+        self.inbox.append(("epoch", (records, frags)))
+        self._poke()
+
+    def mark(self, label, kind="mark", epoch=None, step=None):
+        m = {"type": "marker", "t": _proto.now_ms(), "kind": kind, "label": label,
+             "epoch": self.epoch_n if epoch is None and self.epoch_n >= 0 else epoch, "step": step}
+        self.inbox.append(("marker", {k: v for k, v in m.items() if v is not None}))
+        self._poke()
+
+    def _on_oom(self, device, alloc, device_allocated, device_free):
+        # Runs on the allocating thread right before PyTorch raises; the
+        # allocator lock is recursive, so a snapshot here is safe.
+        try:
+            ev = {"type": "event", "t": _proto.now_ms(), "kind": "oom", "dev": int(device),
+                  "requested": int(alloc), "limit": int(device_allocated),
+                  "device_free": int(device_free)}
+            for src in self.sources:
+                if src.name == "torch":
+                    f = src.frag(int(device))
+                    if f and f.get("free_total") is not None:
+                        ev["free_total"] = f["free_total"]
+                        ev["largest_free"] = f.get("largest_free")
+                        f["t"] = ev["t"]
+                        self.inbox.append(("frag", f))
+            self.inbox.append(("event", {k: v for k, v in ev.items() if v is not None}))
+            self._poke()
+        except Exception:
+            pass
+
+    # -- companion thread --------------------------------------------------
+
+    def _hello(self):
+        h = {"type": "hello", "role": "companion", "pid": self.pid, "ns_pid": self.ns_pid,
+             "framework": "none", "settings": _sources.env_settings(), "devices": [],
+             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+             "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
+             "cmdline": _cmdline(), "capabilities": ["epochs"],
+             "sample_hz": self.cfg.sample_hz, "snapshot_s": self.cfg.snapshot_s,
+             "started": self.started}
+        for k, env in (("rank", "RANK"), ("local_rank", "LOCAL_RANK"), ("world_size", "WORLD_SIZE")):
+            try:
+                h[k] = int(os.environ[env])
+            except (KeyError, ValueError):
+                pass
+        for src in self.sources:
+            if not src.ready():
+                continue
+            d = src.describe()
+            h["framework"] = src.name
+            h["framework_version"] = src.version
+            h["allocator"] = d.get("allocator")
+            h["policy"] = d.get("policy")
+            h["capabilities"] = d.get("capabilities", []) + ["epochs"]
+            h["settings"].update(d.get("settings", {}))
+            if d.get("na"):
+                h["na"] = d["na"]
+            h["devices"] = src.devices()
+            break
+        return {k: v for k, v in h.items() if v is not None}
+
+    def _hello_lines(self):
+        lines = [_proto.encode(self._hello())]
+        lines += _proto.history_parts(_proto.now_ms(), list(self.epochs), list(self.samples),
+                                      list(self.markers), list(self.events),
+                                      list(self.last_frag.values()))
+        return [l for l in lines if l]
+
+    def _run(self):
+        t_cpu = time.thread_time()
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                due = self._next_detect
+                if self.live:
+                    due = min(due, self._next_sample, self._next_snap)
+                self.server.poll(max(0.0, min(due - now, 1.0)))
+                self._drain()
+                self._tick(time.monotonic())
+                self.cpu_s = time.thread_time() - t_cpu
+        except Exception as e:  # never into the program; say it once
+            _say("gpumon companion stopped: %r" % (e,))
+        finally:
+            self._drain()
+            bye = _proto.encode({"type": "bye", "t": _proto.now_ms(), "reason": self._bye_reason()})
+            try:
+                self.server.close([bye] if bye else [])
+            except Exception:
+                pass
+
+    def _bye_reason(self):
+        return getattr(self, "_bye", "stop")
+
+    def _tick(self, now):
+        was = self.live
+        self.live = self.server.live_count()
+        if now >= self._next_detect:
+            self._next_detect = now + DETECT_EVERY_S
+            self._detect()
+        if self.live == 0:
+            return
+        if was == 0:
+            self._next_sample = now
+            self._next_snap = now
+        if now >= self._next_sample:
+            self._next_sample = now + 1.0 / max(self.cfg.sample_hz, 0.01)
+            self._sample()
+        if now >= self._next_snap:
+            cost = self._snapshot()
+            # Back off so snapshots never take more than a sliver of the time.
+            self._next_snap = now + max(self.cfg.snapshot_s, cost / SNAPSHOT_DUTY)
+
+    def _add_sources(self):
+        # Called from the companion thread and from epoch(): sys.modules lookups only.
+        with self._detect_lock:
+            for src in _sources.detect(self._have):
+                self._have.add(src.name)
+                self.sources.append(src)
+
+    def _detect(self):
+        changed = False
+        self._add_sources()
+        for src in self.sources:
+            if getattr(src, "_announced", False) or not src.ready():
+                continue
+            src._announced = True
+            changed = True
+            src.install_oom(self._on_oom)
+        if changed and self.server.live_count():
+            # What the monitors know changed (framework now in use): say hello again.
+            self.server.broadcast(self._hello())
+
+    def _sample(self):
+        now_t = _proto.now_ms()
+        for src in self.sources:
+            if not src.ready():
+                continue
+            for s in src.sample():
+                s["t"] = now_t
+                s["epoch"] = self.epoch_n if self.epoch_n >= 0 else None
+                s = {k: v for k, v in s.items() if v is not None}
+                key = (src.name, s.get("dev", 0))
+                alloc = s.get("allocated")
+                if alloc is not None:
+                    with self._lock:
+                        prev = self._epoch_max.get(key)
+                        if prev is None or alloc > prev:
+                            self._epoch_max[key] = alloc
+                if now_t - self._ring_t.get(key, 0) >= 1000:
+                    self._ring_t[key] = now_t
+                    self.samples.append(s)
+                self.server.broadcast(s)
+
+    def _snapshot(self):
+        t0 = time.perf_counter()
+        for src in self.sources:
+            if not src.ready():
+                continue
+            for d in src.devices():
+                f = src.frag(d["dev"])
+                if f is not None:
+                    f["t"] = _proto.now_ms()
+                    self.last_frag[d["dev"]] = f
+                    self.server.broadcast(f)
+        return time.perf_counter() - t0
+
+    def _drain(self):
+        while True:
+            try:
+                kind, val = self.inbox.popleft()
+            except IndexError:
+                return
+            if kind == "epoch":
+                records, frags = val
+                for rec, s in records:
+                    self.epochs.append(rec)
+                    s = dict(s, t=rec["t"], epoch=rec["epoch"])
+                    self.samples.append(s)
+                    self.server.broadcast(s)
+                    self.server.broadcast(rec)
+                for f in frags:
+                    self.last_frag[f.get("dev", 0)] = f
+                    self.server.broadcast(f)
+            elif kind == "marker":
+                self.markers.append(val)
+                self.server.broadcast(val)
+            elif kind == "event":
+                self.events.append(val)
+                self.server.broadcast(val)
+            elif kind == "frag":
+                self.last_frag[val.get("dev", 0)] = val
+                self.server.broadcast(val)
+            elif kind == "bye":
+                self._bye = val
+
+
+def _cmdline():
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return " ".join(sys.argv)
+
+
+_said = set()
+
+
+def _say(text):
+    if text in _said:
+        return
+    _said.add(text)
+    try:
+        sys.stderr.write(text + "\n")
+    except Exception:
+        pass

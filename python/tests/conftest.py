@@ -1,0 +1,203 @@
+import json
+import os
+import socket
+import sys
+import time
+import types
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from gpumon import _companion  # noqa: E402
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+class Mon(object):
+    """A minimal gpumon: connects, says hello, reads lines."""
+
+    def __init__(self, path, hello=True, min_v=1, max_v=1):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+        self.s.settimeout(5)
+        self.buf = b""
+        if hello:
+            self.send({"v": 1, "type": "hello", "role": "monitor", "min_v": min_v, "max_v": max_v,
+                       "client": "test"})
+
+    def send(self, obj):
+        self.s.sendall((json.dumps(obj) + "\n").encode())
+
+    def read(self, timeout=5.0):
+        """Next message, or None at end of stream."""
+        deadline = time.time() + timeout
+        while b"\n" not in self.buf:
+            self.s.settimeout(max(0.01, deadline - time.time()))
+            try:
+                data = self.s.recv(65536)
+            except socket.timeout:
+                raise AssertionError("no message within %.1fs" % timeout)
+            if not data:
+                return None
+            self.buf += data
+        line, _, self.buf = self.buf.partition(b"\n")
+        assert len(line) + 1 <= 65536
+        return json.loads(line)
+
+    def until(self, pred, timeout=5.0):
+        deadline = time.time() + timeout
+        while True:
+            m = self.read(max(0.01, deadline - time.time()))
+            assert m is not None, "closed before the expected message"
+            if pred(m):
+                return m
+
+    def handshake(self):
+        hello = self.read()
+        assert hello["type"] == "hello", hello
+        hist = []
+        while True:
+            m = self.read()
+            assert m["type"] == "history", m
+            hist.append(m)
+            if m.get("done", True):
+                return hello, hist
+
+    def close(self):
+        self.s.close()
+
+
+@pytest.fixture
+def sock_dir(tmp_path):
+    d = tmp_path / "g"
+    d.mkdir(mode=0o700)
+    os.chmod(str(d), 0o700)
+    return str(d)
+
+
+@pytest.fixture
+def companion(sock_dir):
+    made = []
+
+    def make(**kw):
+        kw.setdefault("sample_hz", 50.0)
+        kw.setdefault("snapshot_s", 0.2)
+        kw.setdefault("epoch_gc", False)
+        c = _companion.Companion(_companion.Config(sock_dir=sock_dir, **kw))
+        assert c.start(), c.problem
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        c.stop("test end")
+
+
+# -- fake frameworks -----------------------------------------------------------
+
+class FakeTorch(object):
+    """Just enough of torch for the companion: stats, snapshot, OOM observer."""
+
+    def __init__(self, backend="native", uuid="58f4a8b1-0000-1111-2222-333344445555"):
+        self.calls = 0
+        self.initialized = True
+        self.alloc = 1 * GIB
+        self.reserved = 10 * GIB
+        self.peak = 2 * GIB
+        self.observer = None
+        self.backend = backend
+        self.snapshot_kwargs = None
+        mod = types.ModuleType("torch")
+        mod.__version__ = "2.11.0+fake"
+        cuda = types.SimpleNamespace()
+        ctl = self
+
+        def is_initialized():
+            return ctl.initialized
+
+        def stats(i):
+            ctl.calls += 1
+            def pool(cur, peak):
+                return {"all": {"current": cur, "peak": peak, "allocated": 0, "freed": 0}}
+            return {
+                "allocated_bytes": pool(ctl.alloc, ctl.peak),
+                "reserved_bytes": pool(ctl.reserved, ctl.reserved),
+                "active_bytes": pool(ctl.alloc, ctl.peak),
+                "requested_bytes": pool(ctl.alloc - 100, ctl.peak),
+                "num_alloc_retries": 1, "num_ooms": 0,
+            }
+
+        def snapshot(include_traces=True):
+            ctl.calls += 1
+            ctl.snapshot_kwargs = include_traces
+            # Scenario B of the research note: 500 free 18 MiB holes between live blocks.
+            blocks = []
+            for _ in range(500):
+                blocks.append({"size": 2 * MIB, "state": "active_allocated"})
+                blocks.append({"size": 18 * MIB, "state": "inactive"})
+            return [{"device": 0, "total_size": 10 * GIB, "blocks": blocks},
+                    {"device": 1, "blocks": [{"size": 4 * MIB, "state": "inactive"}]}]
+
+        cuda.is_initialized = is_initialized
+        cuda.device_count = lambda: 1
+        cuda.current_device = lambda: 0
+        cuda.get_allocator_backend = lambda: ctl.backend
+        cuda.get_per_process_memory_fraction = lambda i: 0.5
+        cuda.memory_snapshot = snapshot
+        cuda.get_device_properties = lambda i: types.SimpleNamespace(
+            name="NVIDIA H200", total_memory=140 * GIB, uuid=uuid,
+            pci_bus_id=0x65, pci_device_id=0, pci_domain_id=0)
+        mod.cuda = cuda
+
+        def attach(cb):
+            ctl.observer = cb
+        mod._C = types.SimpleNamespace(_cuda_memoryStats=stats,
+                                       _cuda_attach_out_of_memory_observer=attach)
+        self.mod = mod
+
+
+class FakeJaxDevice(object):
+    platform = "gpu"
+    device_kind = "NVIDIA H200"
+
+    def __init__(self, i, stats):
+        self.id = i
+        self.local_hardware_id = i
+        self._stats = stats
+
+    def memory_stats(self):
+        return dict(self._stats)
+
+
+class FakeJax(object):
+    def __init__(self):
+        self.stats = {"bytes_in_use": 700 * MIB, "peak_bytes_in_use": 900 * MIB,
+                      "pool_bytes": 2000 * MIB, "peak_pool_bytes": 2000 * MIB,
+                      "bytes_limit": 100 * GIB, "largest_free_block_bytes": 130 * MIB,
+                      "largest_alloc_size": 64 * MIB, "bytes_reserved": -1}
+        mod = types.ModuleType("jax")
+        mod.__version__ = "0.11.2"
+        ctl = self
+        mod.local_devices = lambda: [FakeJaxDevice(0, ctl.stats)]
+        xb = types.ModuleType("jax._src.xla_bridge")
+        xb.backends_are_initialized = lambda: True
+        self.mod = mod
+        self.xb = xb
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    ft = FakeTorch()
+    monkeypatch.setitem(sys.modules, "torch", ft.mod)
+    return ft
+
+
+@pytest.fixture
+def fake_jax(monkeypatch):
+    fj = FakeJax()
+    monkeypatch.setitem(sys.modules, "jax", fj.mod)
+    monkeypatch.setitem(sys.modules, "jax._src.xla_bridge", fj.xb)
+    return fj
