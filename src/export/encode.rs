@@ -165,6 +165,10 @@ impl Encoder {
 /// Label values (and OpenMetrics help) escape `\`, `"` and newline; 0.0.4 help
 /// text leaves quotes alone.
 fn escape_into(out: &mut String, s: &str, quotes: bool) {
+    if !s.bytes().any(|b| matches!(b, b'\\' | b'\n' | b'"')) {
+        out.push_str(s);
+        return;
+    }
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
