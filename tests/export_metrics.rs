@@ -239,3 +239,77 @@ fn split_value(s: &str) -> Option<(&str, &str)> {
     }
     None
 }
+
+#[test]
+fn active_alerts_are_gauges_with_kind_severity_and_process() {
+    use gpumon::model::alerts::{Alert, AlertKind, Evidence, Forecast, Severity};
+    let alert = |kind, severity, pid, ms: Option<i64>| Alert {
+        kind,
+        severity,
+        pid,
+        gpu: 0,
+        message: "m".into(),
+        summary: "s".into(),
+        evidence: Evidence {
+            forecast: ms.map(|ms| Forecast {
+                ceiling: 141 * GIB,
+                ceiling_source: "card".into(),
+                current: 45 * GIB,
+                rate: 1.0,
+                steps: 3.0,
+                ms: Some(ms),
+                at_epoch: None,
+            }),
+            ..Evidence::default()
+        },
+        raised_at: T0,
+        raised_epoch: None,
+        updated_at: T0,
+        cleared_at: None,
+        silenced: false,
+    };
+    let ex = Exporter::new("h".into());
+    ex.publish(&state_of(&two_gpu_frames()));
+    let growth = alert(
+        AlertKind::Growth,
+        Severity::Warning,
+        Some(4242),
+        Some(90_500),
+    );
+    let grab = alert(AlertKind::GrabAll, Severity::Info, None, None);
+    ex.publish_alerts(&[&growth, &grab]);
+    let text = ex.render(Format::Prometheus);
+    let lines = sample_lines(&text);
+    let g0 = r#"gpu="0",uuid="GPU-00000000-aaaa-bbbb-cccc-dddddddddddd",pci_bus_id="00000000:18:00.0",hostname="node-a""#;
+    let trainer = r#"pid="4242",user="alice",process="train \"big\" \\ model\nv2""#;
+    assert!(
+        lines.contains(
+            &format!("gpumon_alert{{{g0},{trainer},kind=\"growth\",severity=\"warning\"}} 1")
+                .as_str()
+        ),
+        "{text}"
+    );
+    assert!(
+        lines.contains(
+            &format!("gpumon_alert{{{g0},kind=\"grab_all\",severity=\"info\"}} 1").as_str()
+        ),
+        "{text}"
+    );
+    assert!(lines.contains(&format!("gpumon_alert_exhaustion_seconds{{{g0},{trainer},kind=\"growth\",severity=\"warning\"}} 90.5").as_str()), "{text}");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("gpumon_alert_exhaustion_seconds"))
+            .count(),
+        1
+    );
+    if let Some((ok, msg)) = promtool_check(&text) {
+        assert!(ok, "{msg}");
+    }
+
+    ex.publish_alerts(&[]);
+    assert!(
+        !ex.render(Format::Prometheus).contains("gpumon_alert"),
+        "cleared alerts disappear"
+    );
+}

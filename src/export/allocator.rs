@@ -8,8 +8,8 @@ impl ProcKey for AllocRow {
     fn gpu(&self) -> u32 {
         self.gpu
     }
-    fn pid(&self) -> u32 {
-        self.pid
+    fn pid(&self) -> Option<u32> {
+        Some(self.pid)
     }
     fn user(&self) -> &str {
         &self.user

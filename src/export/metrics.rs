@@ -1,6 +1,7 @@
 //! Metric names, types, units and labels (docs/metrics.md is the reference),
 //! rendered from a `Snapshot` in either exposition format.
 
+use super::alerts::{self, AlertRow};
 use super::allocator;
 use super::encode::{Encoder, Format, Kind, Value};
 use super::snapshot::{GpuRow, ProcRow, Snapshot};
@@ -12,7 +13,7 @@ pub(super) struct GpuLabels<'a> {
     pci_bus_id: &'a str,
 }
 
-pub fn render(s: &Snapshot, format: Format) -> String {
+pub fn render(s: &Snapshot, alerts: &[AlertRow], format: Format) -> String {
     let mut e = Encoder::new(format);
     let host = s.hostname.as_str();
     let gpu_labels: Vec<GpuLabels<'_>> = s
@@ -175,13 +176,15 @@ pub fn render(s: &Snapshot, format: Format) -> String {
         |p| p.peak,
     );
     allocator::render(&mut e, s, &gpu_labels);
+    alerts::render(&mut e, s, &gpu_labels, alerts);
     e.finish()
 }
 
 /// Label values shared by every per-process series on one GPU.
 pub(super) trait ProcKey {
     fn gpu(&self) -> u32;
-    fn pid(&self) -> u32;
+    /// `None` for a GPU-wide row (an alert about no single process).
+    fn pid(&self) -> Option<u32>;
     fn user(&self) -> &str;
     fn process(&self) -> &str;
 }
@@ -190,8 +193,8 @@ impl ProcKey for ProcRow {
     fn gpu(&self) -> u32 {
         self.gpu
     }
-    fn pid(&self) -> u32 {
-        self.pid
+    fn pid(&self) -> Option<u32> {
+        Some(self.pid)
     }
     fn user(&self) -> &str {
         &self.user
@@ -222,7 +225,7 @@ pub(super) fn proc_family<R: ProcKey, V: Into<Value>>(
             ),
             None => (r.gpu().to_string(), "", ""),
         };
-        let pid = r.pid().to_string();
+        let pid = r.pid().map(|p| p.to_string()).unwrap_or_default();
         let base = [
             ("gpu", gpu.as_str()),
             ("uuid", uuid),

@@ -1,6 +1,7 @@
 //! Export to tools people already run: a Prometheus/OpenMetrics endpoint and
 //! flat CSV/JSONL logs. Everything here reads the model; nothing samples.
 
+pub mod alerts;
 pub mod allocator;
 pub mod encode;
 pub mod flat;
@@ -11,8 +12,10 @@ pub mod snapshot;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::model::alerts::Alert;
 use crate::model::state::State;
 
+pub use alerts::AlertRow;
 pub use encode::Format;
 pub use flat::{FlatFormat, FlatLog};
 pub use http::Limits;
@@ -31,6 +34,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 pub struct Exporter {
     hostname: String,
     current: Mutex<Arc<Snapshot>>,
+    alerts: Mutex<Arc<Vec<AlertRow>>>,
 }
 
 impl Exporter {
@@ -42,6 +46,7 @@ impl Exporter {
         Exporter {
             hostname,
             current: Mutex::new(Arc::new(snapshot)),
+            alerts: Mutex::new(Arc::new(Vec::new())),
         }
     }
 
@@ -55,6 +60,17 @@ impl Exporter {
         drop(old);
     }
 
+    /// Replace the active alerts (the engine lives in the event loop, not in
+    /// `State`); call after each evaluation, with `AlertEngine::active()`.
+    pub fn publish_alerts(&self, active: &[&Alert]) {
+        let rows = Arc::new(active.iter().map(|a| AlertRow::from_alert(a)).collect());
+        let old = std::mem::replace(
+            &mut *self.alerts.lock().unwrap_or_else(PoisonError::into_inner),
+            rows,
+        );
+        drop(old);
+    }
+
     /// The latest published snapshot; cheap (an `Arc` clone).
     pub fn snapshot(&self) -> Arc<Snapshot> {
         Arc::clone(&self.current.lock().unwrap_or_else(PoisonError::into_inner))
@@ -62,7 +78,8 @@ impl Exporter {
 
     /// Exposition text of the latest snapshot.
     pub fn render(&self, format: Format) -> String {
-        metrics::render(&self.snapshot(), format)
+        let alerts = Arc::clone(&self.alerts.lock().unwrap_or_else(PoisonError::into_inner));
+        metrics::render(&self.snapshot(), &alerts, format)
     }
 
     /// Serve `/metrics` and `/` on `addr` until the task is dropped.
