@@ -1,0 +1,365 @@
+//! The alert bar (one line, every view) and the alerts panel (list with history, and
+//! the evidence of the selected alert). Pure: reads the engine, draws into a buffer.
+//! Both fit a 40×12 pane: summaries are at most 38 characters by construction.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
+
+use super::theme::Theme;
+use crate::model::alerts::{Alert, AlertEngine, Evidence, Severity};
+use crate::model::bytes::human;
+
+fn mark(s: Severity, theme: &Theme) -> &'static str {
+    match (s, theme.ascii) {
+        (Severity::Critical, false) => "‼",
+        (Severity::Critical, true) => "!!",
+        (Severity::Warning, false) => "⚠",
+        (Severity::Warning, true) => "!",
+        (Severity::Info, false) => "ℹ",
+        (Severity::Info, true) => "i",
+    }
+}
+
+fn style(s: Severity, theme: &Theme) -> Style {
+    match s {
+        Severity::Critical => theme.error(),
+        Severity::Warning => theme.warn(),
+        Severity::Info => theme.normal(),
+    }
+}
+
+/// Rule messages are written in Unicode (en dashes, ≈, ≥); an ASCII terminal gets
+/// plain equivalents, anything else unknown becomes `?`.
+fn fold(s: &str, theme: &Theme) -> String {
+    if !theme.ascii || s.is_ascii() {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '–' | '—' | '−' => out.push('-'),
+            '≈' => out.push('~'),
+            '≥' => out.push_str(">="),
+            '≤' => out.push_str("<="),
+            '→' => out.push_str("->"),
+            '…' => out.push_str("..."),
+            '·' => out.push('-'),
+            '✓' => out.push('+'),
+            '✗' => out.push('-'),
+            c if c.is_ascii() => out.push(c),
+            _ => out.push('?'),
+        }
+    }
+    out
+}
+
+/// Cut to `width` characters, marking the cut (after folding for ASCII terminals).
+fn fit(s: &str, width: usize, theme: &Theme) -> String {
+    let s = &fold(s, theme);
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let cut = if theme.ascii { "~" } else { "…" };
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push_str(cut);
+    out
+}
+
+/// One line: the most severe visible alert's summary and how many others there are.
+/// `alerts` is `AlertEngine::visible()`: most severe first; `silenced` counts acknowledged ones.
+pub fn render_alert_bar(
+    alerts: &[&Alert],
+    silenced: usize,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let w = usize::from(area.width);
+    let line = match alerts.first() {
+        None => {
+            let text = if silenced > 0 {
+                format!(" no new alerts ({silenced} acknowledged)")
+            } else {
+                " no alerts".to_string()
+            };
+            Line::from(Span::styled(fit(&text, w, theme), theme.dim()))
+        }
+        Some(top) => {
+            let m = mark(top.severity, theme);
+            let more = if alerts.len() > 1 {
+                format!(" +{}", alerts.len() - 1)
+            } else {
+                String::new()
+            };
+            let room = w.saturating_sub(m.chars().count() + 1 + more.chars().count());
+            let sev = style(top.severity, theme);
+            Line::from(vec![
+                Span::styled(format!("{m} "), sev),
+                Span::styled(fit(&top.summary, room, theme), sev),
+                Span::styled(more, theme.dim()),
+            ])
+        }
+    };
+    buf.set_line(area.x, area.y, &line, area.width);
+}
+
+/// The alerts the panel lists, in order: active (most severe first), then past ones,
+/// newest first. `selected` in `render_alerts_panel` indexes this list.
+pub fn panel_items(engine: &AlertEngine) -> Vec<&Alert> {
+    let mut v = engine.active();
+    v.extend(engine.history());
+    v
+}
+
+/// Tiny sparkline of the evidence series, scaled between its own min and max so a slow
+/// creep is visible.
+fn spark(ev: &Evidence, width: usize, theme: &Theme) -> String {
+    let pts: Vec<u64> = ev.points.iter().map(|p| p.bytes).collect();
+    let pts = &pts[pts.len().saturating_sub(width)..];
+    let (Some(lo), Some(hi)) = (pts.iter().min(), pts.iter().max()) else {
+        return String::new();
+    };
+    let span = (hi - lo) as f64;
+    pts.iter()
+        .map(|&v| {
+            let f = if span > 0.0 {
+                (v - lo) as f64 / span
+            } else {
+                0.5
+            };
+            // Never blank: a zero-height bar would read as a gap.
+            theme.bar(0.125 + 0.875 * f)
+        })
+        .collect()
+}
+
+fn compact(b: u64) -> String {
+    human(b).replace(' ', "")
+}
+
+fn rate(bytes: f64) -> String {
+    let sign = if bytes < 0.0 { "-" } else { "+" };
+    format!("{sign}{}", compact(bytes.abs().round() as u64))
+}
+
+/// Evidence lines, most useful first (the pane may cut the rest).
+fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    let ev = &a.evidence;
+    let dot = theme.dot();
+    let mut out = Vec::new();
+    let mut raised = format!("raised {}", theme.clock(a.raised_at));
+    if let Some(e) = a.raised_epoch {
+        raised.push_str(&format!(" epoch {e}"));
+    }
+    raised.push_str(&format!(" {dot} {}", a.severity.label()));
+    if let Some(c) = a.cleared_at {
+        raised.push_str(&format!(" {dot} cleared {}", theme.clock(c)));
+    } else if a.silenced {
+        raised.push_str(&format!(" {dot} ack"));
+    }
+    out.push(Line::from(Span::styled(raised, theme.dim())));
+    if !ev.points.is_empty() {
+        let name = ev.series.as_deref().unwrap_or("series");
+        let name: String = name.split(' ').next().unwrap_or("series").to_string();
+        let first = ev.points.first().map_or(0, |p| p.bytes);
+        let last = ev.points.last().map_or(0, |p| p.bytes);
+        let arrow = if theme.ascii { "->" } else { "→" };
+        let tail = format!(" {}{arrow}{}", compact(first), compact(last));
+        let room = width
+            .saturating_sub(name.chars().count() + 1 + tail.chars().count())
+            .max(4);
+        out.push(Line::from(vec![
+            Span::raw(format!("{name} ")),
+            Span::styled(spark(ev, room, theme), theme.used()),
+            Span::styled(tail, theme.dim()),
+        ]));
+    }
+    if let Some(slope) = ev.slope {
+        let unit = match ev.unit.as_deref() {
+            Some("epoch") => "ep",
+            Some("window") => "win",
+            Some(u) => u,
+            None => "step",
+        };
+        let mut s = format!("slope {}/{unit}", rate(slope));
+        if let Some(p) = ev.p_value {
+            s.push_str(&format!(
+                " {dot} p {}",
+                if p < 1e-4 {
+                    format!("{p:.0e}")
+                } else {
+                    format!("{p:.4}")
+                }
+            ));
+        }
+        s.push_str(&format!(" {dot} n {}", ev.points.len()));
+        out.push(Line::from(s));
+    }
+    if let Some(f) = &ev.forecast {
+        let unit = if ev.unit.as_deref() == Some("epoch") {
+            "ep"
+        } else {
+            "win"
+        };
+        let mut s = if f.steps >= 1e6 {
+            "no OOM at this rate".to_string()
+        } else {
+            format!(
+                "OOM in {}{:.0} {unit}",
+                if theme.ascii { "~" } else { "≈" },
+                f.steps
+            )
+        };
+        if let Some(ms) = f.ms.filter(|_| f.steps < 1e6) {
+            s.push_str(&format!(
+                ", {}",
+                crate::model::alerts::format::rough_duration(ms)
+            ));
+        }
+        s.push_str(&format!(" {dot} ceil {}", compact(f.ceiling)));
+        out.push(Line::from(Span::styled(s, style(a.severity, theme))));
+    }
+    if !ev.values.is_empty() {
+        let s: Vec<String> = ev
+            .values
+            .iter()
+            .map(|n| {
+                format!(
+                    "{} {}",
+                    n.name.split(' ').next().unwrap_or(""),
+                    compact(n.bytes)
+                )
+            })
+            .collect();
+        out.push(Line::from(s.join(" ")));
+    }
+    if !ev.gates.is_empty() {
+        let (ok, bad) = if theme.ascii {
+            ("+", "-")
+        } else {
+            ("✓", "✗")
+        };
+        let short = |name: &str| match name {
+            "Mann–Kendall p" => "p".to_string(),
+            "growth vs noise" => "noise".to_string(),
+            n => n.split([' ', '=']).next().unwrap_or("").to_string(),
+        };
+        let names = |passed: bool| -> Vec<String> {
+            ev.gates
+                .iter()
+                .filter(|g| g.passed == passed)
+                .map(|g| short(&g.name))
+                .collect()
+        };
+        let mut spans = vec![Span::styled("gates", theme.dim())];
+        let (good, failed) = (names(true), names(false));
+        if !good.is_empty() {
+            spans.push(Span::styled(
+                format!(" {ok} {}", good.join(" ")),
+                theme.used(),
+            ));
+        }
+        if !failed.is_empty() {
+            spans.push(Span::styled(
+                format!(" {bad} {}", failed.join(" ")),
+                theme.dim(),
+            ));
+        }
+        out.push(Line::from(spans));
+    }
+    out
+}
+
+/// The panel: a list of alerts (active, then history) with the evidence and message of
+/// the `selected` one below it.
+pub fn render_alerts_panel(
+    engine: &AlertEngine,
+    selected: usize,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let items = panel_items(engine);
+    let active = engine.active().len();
+    let w = usize::from(area.width);
+    let title = format!("Alerts {active} active, {} past", items.len() - active);
+    buf.set_line(
+        area.x,
+        area.y,
+        &Line::from(Span::styled(fit(&title, w, theme), theme.title())),
+        area.width,
+    );
+    if items.is_empty() {
+        if area.height > 1 {
+            let msg = "Nothing yet. Growth alerts need 6 epochs after warm-up (or six 10-minute windows).";
+            let r = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
+            Paragraph::new(msg)
+                .style(theme.dim())
+                .wrap(Wrap { trim: true })
+                .render(r, buf);
+        }
+        return;
+    }
+    let selected = selected.min(items.len() - 1);
+    let rows_left = usize::from(area.height - 1);
+    // The list takes up to a third of the pane (at least 1 row), the evidence the rest.
+    let list_rows = items.len().min((rows_left / 3).max(1)).min(rows_left);
+    let top = selected.saturating_sub(list_rows.saturating_sub(1));
+    for (row, (i, a)) in items
+        .iter()
+        .enumerate()
+        .skip(top)
+        .take(list_rows)
+        .enumerate()
+    {
+        let y = area.y + 1 + row as u16;
+        let past = a.cleared_at.is_some();
+        let m = if past {
+            if theme.ascii { "ok" } else { "✓" }
+        } else {
+            mark(a.severity, theme)
+        };
+        let st = if past || a.silenced {
+            theme.dim()
+        } else {
+            style(a.severity, theme)
+        };
+        let text = format!("{m} {}", a.summary);
+        let mut line = Line::from(Span::styled(fit(&text, w, theme), st));
+        if i == selected {
+            line = line.patch_style(theme.selected());
+        }
+        buf.set_line(area.x, y, &line, area.width);
+    }
+    let detail_y = area.y + 1 + list_rows as u16;
+    let detail_h = area.height.saturating_sub(1 + list_rows as u16);
+    if detail_h == 0 {
+        return;
+    }
+    let a = items[selected];
+    let mut lines = evidence_lines(a, w, theme);
+    lines.push(Line::from(a.message.clone()));
+    if theme.ascii {
+        for l in &mut lines {
+            for sp in &mut l.spans {
+                sp.content = fold(&sp.content, theme).into();
+            }
+        }
+    }
+    let r = Rect::new(area.x, detail_y, area.width, detail_h);
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: true })
+        .render(r, buf);
+}
