@@ -68,7 +68,7 @@ pub enum FlatFormat {
 }
 
 enum Sink {
-    Csv(csv::Writer<Box<dyn Write + Send>>),
+    Csv(Box<csv::Writer<Box<dyn Write + Send>>>),
     Jsonl(BufWriter<Box<dyn Write + Send>>),
 }
 
@@ -97,7 +97,7 @@ impl FlatLog {
                     .from_writer(out);
                 w.write_record(COLUMNS)?;
                 w.flush()?;
-                Sink::Csv(w)
+                Sink::Csv(Box::new(w))
             }
             FlatFormat::Jsonl => Sink::Jsonl(BufWriter::new(out)),
         };
