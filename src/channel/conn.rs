@@ -166,11 +166,6 @@ impl Conn<'_> {
                         if let Message::Bye(b) = &*m {
                             bye = Some(b.reason.clone().unwrap_or_else(|| "bye".into()));
                         }
-                        if matches!(&*m, Message::Hello(_)) {
-                            // A second hello mid-stream is a protocol error, not a reset.
-                            reader.stats.rejected += 1;
-                            continue;
-                        }
                         reader.stats.dropped += self.emit(*m).await;
                     }
                     Ok(Decoded::Unknown(_)) | Err(_) => {}
