@@ -29,17 +29,21 @@ fn current_device() -> i32 {
     if rc == CUDA_SUCCESS { dev } else { 0 }
 }
 
-fn push(s: &State, t_us: u64, op: u8, addr: u64, size: u64, stream: u64, dev: u16, kind: Kind) {
+fn push(s: &State, ev: Event) {
     if MONITORS.load(Ordering::Relaxed) > 0 {
-        s.ring.push(Event {
-            t_us,
-            addr,
-            size,
-            stream,
-            dev,
-            op,
-            kind: kind as u8,
-        });
+        s.ring.push(ev);
+    }
+}
+
+fn event(t_us: u64, op: u8, addr: u64, size: u64, stream: u64, dev: u16, kind: Kind) -> Event {
+    Event {
+        t_us,
+        addr,
+        size,
+        stream,
+        dev,
+        op,
+        kind: kind as u8,
     }
 }
 
@@ -71,7 +75,7 @@ pub fn device_alloc(kind: Kind, addr: u64, size: u64, stream: u64, dev: Option<i
         forget(old);
     }
     DEVICES[slot].add(size, kind.pooled());
-    push(s, t_us, b'+', addr, size, stream, dev16, kind);
+    push(s, event(t_us, b'+', addr, size, stream, dev16, kind));
     reporter::ensure_started();
 }
 
@@ -89,7 +93,10 @@ pub fn settle_free(addr: u64, old: Live, stream: u64, ok: bool) {
     let Some(s) = state() else { return };
     if ok {
         if !old.kind.host() {
-            push(s, now_us(), b'-', addr, old.size, stream, old.dev, old.kind);
+            push(
+                s,
+                event(now_us(), b'-', addr, old.size, stream, old.dev, old.kind),
+            );
         }
         return;
     }
@@ -136,13 +143,19 @@ pub fn vmm_create(handle: u64, size: u64, dev: Option<i32>) {
         DEVICES[usize::from(old.dev)].sub(old.size, false);
     }
     DEVICES[slot].add(size, false);
-    push(s, now_us(), b'+', handle, size, 0, slot as u16, Kind::Vmm);
+    push(
+        s,
+        event(now_us(), b'+', handle, size, 0, slot as u16, Kind::Vmm),
+    );
     reporter::ensure_started();
 }
 
 fn vmm_freed(s: &State, f: Freed) {
     DEVICES[usize::from(f.dev)].sub(f.size, false);
-    push(s, now_us(), b'-', f.handle, f.size, 0, f.dev, Kind::Vmm);
+    push(
+        s,
+        event(now_us(), b'-', f.handle, f.size, 0, f.dev, Kind::Vmm),
+    );
 }
 
 pub fn vmm_release(handle: u64) {

@@ -163,8 +163,7 @@ pub fn wrap(entry: Entry, real_ptr: usize) -> usize {
             return hooks::wrapper(entry, s);
         }
     }
-    for s in FIXED..SLOTS {
-        let cell = &REAL[entry as usize][s];
+    for (s, cell) in REAL[entry as usize].iter().enumerate().skip(FIXED) {
         match cell.compare_exchange(0, real_ptr, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return hooks::wrapper(entry, s),
             Err(cur) if cur == real_ptr => return hooks::wrapper(entry, s),

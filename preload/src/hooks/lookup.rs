@@ -6,6 +6,9 @@
 //! our wrappers for covered names, and the `cuGetProcAddress` wrappers wrap
 //! whatever they return in turn.
 
+// Each wrapper's safety contract is exactly that of the driver function it wraps.
+#![allow(clippy::missing_safety_doc)]
+
 use std::ffi::{CStr, c_char, c_int, c_void};
 
 use crate::cuda::*;

@@ -178,9 +178,9 @@ impl Conn {
                 }
             }
         }
-        if self.wants_write() && now.duration_since(self.last_progress) > STALL_TIMEOUT {
-            self.phase = Phase::Closed;
-        } else if !self.wants_write() && self.close_when_flushed {
+        let stalled = self.wants_write() && now.duration_since(self.last_progress) > STALL_TIMEOUT;
+        let done = !self.wants_write() && self.close_when_flushed;
+        if stalled || done {
             self.phase = Phase::Closed;
         }
     }
