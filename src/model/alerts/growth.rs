@@ -2,16 +2,33 @@
 //! time window when there are no epoch markers), with effect-size gates so that
 //! allocator jitter, eval spikes, step changes and warm-up ramps never fire.
 
-use crate::model::bytes::MIB_U64;
+use crate::model::bytes::{MIB_U64, human};
 use crate::model::time::Ts;
 
 use super::config::GrowthConfig;
 use super::format::{
-    compact, fit_summary, p_value, rate, rough_duration, rough_duration_short, steps, who,
+    compact, fit_summary, p_value, rough_duration, rough_duration_short, steps, who,
 };
 use super::snapshot::{EpochPoint, WindowPoint};
 use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
 use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Forecast, Gate, Point, Severity};
+
+/// Rounded to 4 significant digits (whole numbers above 10^4 stay whole).
+fn sig4(v: f64) -> f64 {
+    if !v.is_finite() || v == 0.0 {
+        return if v.is_finite() { v } else { 0.0 };
+    }
+    if v.abs() >= 1e4 {
+        return v.round();
+    }
+    let mag = 10f64.powi(3 - v.abs().log10().floor() as i32);
+    (v * mag).round() / mag
+}
+
+/// A positive rate in words (`100 MiB`); the sentence says "rose by".
+fn per(bytes: f64) -> String {
+    human(bytes.max(0.0).round() as u64)
+}
 
 /// One series to test: x (epoch or window index), time, bytes.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -87,10 +104,12 @@ pub fn test_window(w: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<Trend
     let second = theil_sen(&w.x[n - half..], &yq[n - half..]).unwrap_or(0.0);
     let min_slope = cfg.min_slope_bytes as f64;
     let min_growth = (cfg.min_growth_bytes as f64).max(cfg.min_growth_frac * capacity as f64);
+    // Evidence is stored rounded (4 significant digits, whole bytes) so recordings read
+    // cleanly and survive a JSON round trip unchanged; decisions use the exact values.
     let gate = |name: &str, value: f64, threshold: f64, passed: bool| Gate {
         name: name.into(),
-        value,
-        threshold,
+        value: sig4(value),
+        threshold: sig4(threshold),
         passed,
     };
     let gates = vec![
@@ -113,8 +132,8 @@ pub fn test_window(w: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<Trend
     let passed = gates.iter().all(|g| g.passed);
     Some(TrendTest {
         window: w.clone(),
-        slope,
-        p: mk.p_up,
+        slope: slope.round(),
+        p: sig4(mk.p_up),
         gates,
         passed,
     })
@@ -234,12 +253,16 @@ fn forecast(
     } else {
         f64::INFINITY
     };
-    let steps = if steps.is_finite() { steps } else { 1e12 };
+    let steps = if steps.is_finite() {
+        (steps * 100.0).round() / 100.0
+    } else {
+        1e12
+    };
     Forecast {
         ceiling: ceiling.bytes,
         ceiling_source: ceiling.source.clone(),
         current,
-        rate: rate_per_step,
+        rate: rate_per_step.round(),
         steps,
         ms: ms_per_step.map(|m| (m * steps).min(i64::MAX as f64 / 2.0) as i64),
         at_epoch: last_x.map(|x| x + steps),
@@ -285,12 +308,11 @@ fn summary_forecast(f: Option<&Forecast>, unit_short: &str) -> String {
     match f {
         None => String::new(),
         Some(f) if f.steps >= 1e6 => String::new(),
-        Some(f) if unit_short == "ep" => {
-            format!(", OOM {:.0}{unit_short}", f.steps.max(0.0).ceil())
-        }
+        Some(f) if f.steps < 1.0 => format!(", OOM <1{unit_short}"),
+        Some(f) if unit_short == "ep" => format!(", OOM {:.0}{unit_short}", f.steps),
         Some(f) => match f.ms {
             Some(ms) => format!(", OOM {}", rough_duration_short(ms)),
-            None => format!(", OOM {:.0}{unit_short}", f.steps.ceil()),
+            None => format!(", OOM {:.0}{unit_short}", f.steps),
         },
     }
 }
@@ -358,14 +380,14 @@ pub fn epoch_growth(
         let (first_e, last_e) = (shown.window.x[0] as i64, shown.window.x[n - 1] as i64);
         let what = if floor_t.is_some() {
             format!(
-                "the allocated floor at each epoch end rose {} per epoch over epochs {first_e}–{last_e} (Theil–Sen; Mann–Kendall {}): a steady leak, usually tensors kept alive across epochs (accumulated losses, growing lists or caches).",
-                rate(shown.slope),
+                "the allocated floor at each epoch end rose by {} per epoch over epochs {first_e}–{last_e} (Theil–Sen; Mann–Kendall {}): a steady leak, usually tensors kept alive across epochs (accumulated losses, growing lists or caches).",
+                per(shown.slope),
                 p_value(shown.p)
             )
         } else {
             format!(
-                "the epoch peak rose {} per epoch over epochs {first_e}–{last_e} (Theil–Sen; Mann–Kendall {}) while the floor stayed flat: each epoch needs more transient memory (growing batches or sequences, or a cache filled during the step).",
-                rate(main.slope),
+                "the epoch peak rose by {} per epoch over epochs {first_e}–{last_e} (Theil–Sen; Mann–Kendall {}) while the floor stayed flat: each epoch needs more transient memory (growing batches or sequences, or a cache filled during the step).",
+                per(main.slope),
                 p_value(main.p)
             )
         };
@@ -399,8 +421,8 @@ pub fn epoch_growth(
     let n = cache_t.window.len();
     let (first_e, last_e) = (cache_t.window.x[0] as i64, cache_t.window.x[n - 1] as i64);
     let message = format!(
-        "{head}: reserved memory rose {} per epoch over epochs {first_e}–{last_e} (Mann–Kendall {}) while allocated stayed flat: the allocator's cache is growing or fragmenting, not a leak. The fragmentation panel shows whether its holes still fit the largest request.",
-        rate(cache_t.slope),
+        "{head}: reserved memory rose by {} per epoch over epochs {first_e}–{last_e} (Mann–Kendall {}) while allocated stayed flat: the allocator's cache is growing or fragmenting, not a leak. The fragmentation panel shows whether its holes still fit the largest request.",
+        per(cache_t.slope),
         p_value(cache_t.p)
     );
     let summary = format!(
@@ -469,10 +491,10 @@ pub fn window_growth(
         .map(|f| format!(" {}", forecast_sentence(f, "window")))
         .unwrap_or_default();
     let message = format!(
-        "PID {} on GPU {}: {what} {minutes}-minute window) rose {} per window over the last {} windows (Theil–Sen; Mann–Kendall {}). {coarse}{fc_s}",
+        "PID {} on GPU {}: {what} {minutes}-minute window) rose by {} per window over the last {} windows (Theil–Sen; Mann–Kendall {}). {coarse}{fc_s}",
         ctx.pid,
         ctx.gpu,
-        rate(test.slope),
+        per(test.slope),
         test.window.len(),
         p_value(test.p)
     );
