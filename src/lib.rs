@@ -24,3 +24,4 @@ pub mod source;
 pub mod term;
 pub mod ui;
 pub mod wire;
+pub mod run_cmd;
