@@ -102,6 +102,21 @@ fn value(r: &Value) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+fn collect_exprs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("expr", Value::String(s)) => out.push(s.clone()),
+                    _ => collect_exprs(v, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| collect_exprs(v, out)),
+        _ => {}
+    }
+}
+
 fn only(prom: SocketAddr, expr: &str) -> Value {
     let rs = query(prom, expr);
     assert_eq!(rs.len(), 1, "{expr} -> {rs:?}");
@@ -186,6 +201,46 @@ fn prometheus_scrapes_the_values_of_the_recording() {
         3.0
     );
     assert_eq!(value(&only(prom, "gpumon_allocator_epoch")), 3.0);
+
+    // Every dashboard query is valid PromQL, and the NVML panels have data.
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/assets/grafana-dashboard.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("dashboard readable"),
+    )
+    .expect("dashboard is JSON");
+    let mut exprs = Vec::new();
+    collect_exprs(&dash, &mut exprs);
+    let mut with_data = 0;
+    for e in &exprs {
+        let e = e.replace("$hostname", ".*").replace("$gpu", ".*");
+        let body: Value = ureq::get(&format!("http://{prom}/api/v1/query"))
+            .query("query", &e)
+            .config()
+            .http_status_as_error(false)
+            .build()
+            .call()
+            .expect("query API answers")
+            .into_body()
+            .read_to_string()
+            .ok()
+            .and_then(|b| serde_json::from_str(&b).ok())
+            .unwrap_or(Value::Null);
+        assert_eq!(body["status"], "success", "{e}: {body}");
+        if body["data"]["result"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+        {
+            with_data += 1;
+        }
+    }
+    assert!(
+        with_data * 10 >= exprs.len() * 8,
+        "only {with_data} of {} dashboard queries have data",
+        exprs.len()
+    );
 
     // Prometheus asks for OpenMetrics first; the `info` type proves it got it.
     let meta: Value = ureq::get(&format!("http://{prom}/api/v1/targets/metadata"))
