@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use export_support::*;
 use gpumon::export::{Exporter, Limits, http};
+use gpumon::frame::Frame;
+use gpumon::model::state::State;
+use gpumon::record::{Next, Reader};
 use serde_json::Value;
 
 struct KillOnDrop(Child);
@@ -38,6 +41,17 @@ fn prometheus_available() -> bool {
         eprintln!("skipping: `prometheus` is not installed (apt-get install prometheus)");
     }
     found
+}
+
+fn replay(path: &Path) -> State {
+    let mut reader = Reader::open(path).expect("recording opens");
+    let mut state = State::default();
+    state.apply(&Frame::Header(reader.header.clone()));
+    while let Next::Frame(f) = reader.next().expect("recording reads") {
+        state.apply(&f);
+    }
+    assert_eq!(state.ticks, 3, "the whole recording was read");
+    state
 }
 
 fn free_port() -> u16 {
@@ -133,8 +147,16 @@ fn prometheus_scrapes_the_values_of_the_recording() {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    // Through a recording on disk, as `gpumon serve --replay` reads it.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let recording = dir.path().join("fixture.gpumon.jsonl");
+    let lines: Vec<String> = two_gpu_frames()
+        .iter()
+        .map(|f| serde_json::to_string(f).expect("frames serialise"))
+        .collect();
+    std::fs::write(&recording, lines.join("\n") + "\n").expect("recording written");
     let exporter = Arc::new(Exporter::new("unused".into()));
-    exporter.publish(&state_of(&two_gpu_frames()));
+    exporter.publish(&replay(&recording));
     let listener = rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .expect("bind loopback");
@@ -145,7 +167,6 @@ fn prometheus_scrapes_the_values_of_the_recording() {
         Limits::default(),
     ));
 
-    let dir = tempfile::tempdir().expect("temp dir");
     let (_prom, prom) = start_prometheus(dir.path(), target);
 
     let deadline = Instant::now() + Duration::from_secs(90);
