@@ -398,7 +398,7 @@ async fn python_companion_end_to_end_two_monitors_history_and_death() {
     }
     let d = &state.companions.get(py.pid).expect("pid").devices[&0];
     let fr = d.frag.as_ref().expect("frag");
-    assert_eq!(fr.free_total, Some(500 * 18 << 20));
+    assert_eq!(fr.free_total, Some((500 * 18) << 20));
     assert!((fr.index().expect("F") - (1.0 - 1.0 / 500.0)).abs() < 1e-9);
     assert_eq!(d.epochs.len(), 4);
     assert_eq!(h1.connected(), 1);

@@ -192,7 +192,7 @@ pub fn histogram_lines(
     let label_w = 9 + 7 + 10;
     let bar_w = w.saturating_sub(label_w);
     let mut rows: Vec<&(u32, u64, u64)> = hist.iter().collect();
-    rows.sort_by(|a, b| b.0.cmp(&a.0));
+    rows.sort_by_key(|b| std::cmp::Reverse(b.0));
     let mut out = Vec::new();
     let shown = if rows.len() > max_rows {
         max_rows.saturating_sub(1)
