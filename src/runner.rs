@@ -160,7 +160,8 @@ async fn run_tui(
     spawn_signals(tx.clone())?;
     drop(tx);
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-    terminal.clear()?;
+    // No terminal.clear(): it asks the terminal for the cursor position, which pseudo-terminals
+    // of some harnesses and multiplexers never answer; the alternate screen starts blank anyway.
     let result = event_loop(
         &mut terminal,
         &mut app,
