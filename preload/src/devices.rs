@@ -65,11 +65,10 @@ impl DevStats {
                 self.used_pools.store(true, Ordering::Relaxed);
             }
         }
-        self.peak_live.fetch_max(live, Ordering::Relaxed);
-        self.largest.fetch_max(size, Ordering::Relaxed);
+        raise(&self.peak_live, live);
+        raise(&self.largest, size);
         self.hist.add(size);
-        self.peak_reserved
-            .fetch_max(self.reserved(), Ordering::Relaxed);
+        raise(&self.peak_reserved, self.reserved());
     }
 
     pub fn sub(&self, size: u64, pooled: bool) {
@@ -156,6 +155,14 @@ impl DevStats {
     }
 }
 
+/// `fetch_max` without the locked instruction when the value is no new maximum,
+/// which is the common case on the allocation path.
+fn raise(a: &AtomicU64, v: u64) {
+    if v > a.load(Ordering::Relaxed) {
+        a.fetch_max(v, Ordering::Relaxed);
+    }
+}
+
 /// Pinned host memory, reported apart from device memory.
 pub struct HostStats {
     pub live: AtomicU64,
@@ -175,7 +182,7 @@ impl HostStats {
     pub fn add(&self, size: u64) {
         let live = self.live.fetch_add(size, Ordering::Relaxed) + size;
         self.count.fetch_add(1, Ordering::Relaxed);
-        self.peak.fetch_max(live, Ordering::Relaxed);
+        raise(&self.peak, live);
     }
 
     pub fn sub(&self, size: u64) {

@@ -47,6 +47,14 @@ fn event(t_us: u64, op: u8, addr: u64, size: u64, stream: u64, dev: u16, kind: K
     }
 }
 
+/// Queues an event stamped now; the clock is read only when someone listens.
+fn push_now(s: &State, op: u8, addr: u64, size: u64, stream: u64, dev: u16, kind: Kind) {
+    if MONITORS.load(Ordering::Relaxed) > 0 {
+        s.ring
+            .push(event(now_us(), op, addr, size, stream, dev, kind));
+    }
+}
+
 /// Undoes the counters of an entry whose free was never seen.
 fn forget(old: Live) {
     if old.kind.host() {
@@ -93,10 +101,7 @@ pub fn settle_free(addr: u64, old: Live, stream: u64, ok: bool) {
     let Some(s) = state() else { return };
     if ok {
         if !old.kind.host() {
-            push(
-                s,
-                event(now_us(), b'-', addr, old.size, stream, old.dev, old.kind),
-            );
+            push_now(s, b'-', addr, old.size, stream, old.dev, old.kind);
         }
         return;
     }
@@ -143,19 +148,13 @@ pub fn vmm_create(handle: u64, size: u64, dev: Option<i32>) {
         DEVICES[usize::from(old.dev)].sub(old.size, false);
     }
     DEVICES[slot].add(size, false);
-    push(
-        s,
-        event(now_us(), b'+', handle, size, 0, slot as u16, Kind::Vmm),
-    );
+    push_now(s, b'+', handle, size, 0, slot as u16, Kind::Vmm);
     reporter::ensure_started();
 }
 
 fn vmm_freed(s: &State, f: Freed) {
     DEVICES[usize::from(f.dev)].sub(f.size, false);
-    push(
-        s,
-        event(now_us(), b'-', f.handle, f.size, 0, f.dev, Kind::Vmm),
-    );
+    push_now(s, b'-', f.handle, f.size, 0, f.dev, Kind::Vmm);
 }
 
 pub fn vmm_release(handle: u64) {

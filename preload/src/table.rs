@@ -1,7 +1,7 @@
 //! The live allocation table: every device (and pinned host) allocation the
 //! program holds, keyed by address.
 //!
-//! 64 shards, each a spin-locked hash map created with room for 2,048 entries,
+//! 64 shards, each a spin-locked hash map created with room for 256 entries,
 //! so the allocation path takes one short, almost always uncontended lock and
 //! allocates nothing until a shard outgrows its initial capacity. Unified
 //! addressing makes device and pinned-host addresses unique process-wide, so one
@@ -13,7 +13,9 @@ use std::hash::{BuildHasher, Hasher};
 use crate::spin::SpinLock;
 
 const SHARDS: usize = 64;
-const SHARD_CAPACITY: usize = 2_048;
+/// 16k entries before any shard grows: framework caches hold hundreds to a few
+/// thousand segments; a larger start only spreads the hot path over more cache.
+const SHARD_CAPACITY: usize = 256;
 
 /// What kind of call made an allocation; the name is the protocol's `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
