@@ -6,6 +6,7 @@ use crate::frame::Frame;
 use crate::keys::{Action, action_for};
 use crate::model::state::State;
 use crate::model::time::Ts;
+use crate::pipeline::{Pipeline, Sinks};
 use crate::source::replay::Control;
 
 /// Time windows the memory charts can show, shortest first.
@@ -42,9 +43,9 @@ pub enum Effect {
     Bell,
 }
 
-#[derive(Debug, Clone)]
 pub struct App {
-    pub state: State,
+    /// The model, the alert engine and the outputs: what every mode shares.
+    pub pipe: Pipeline,
     /// Set while the view is frozen: rendering reads this copy, sampling goes on.
     pub frozen: Option<Box<State>>,
     pub source: SourceKind,
@@ -54,15 +55,18 @@ pub struct App {
     pub gpu: usize,
     pub proc_row: usize,
     pub zoom: usize,
+    pub alert_row: usize,
+    /// Ring the terminal bell when an alert is raised or worsens.
+    pub bell: bool,
     /// A note shown once in the status line (e.g. why the demo is playing).
     pub notice: Option<String>,
     pub quit_reason: Option<String>,
 }
 
 impl App {
-    pub fn new(source: SourceKind) -> App {
+    pub fn new(source: SourceKind, sinks: Sinks) -> App {
         App {
-            state: State::default(),
+            pipe: Pipeline::new(sinks),
             frozen: None,
             source,
             replay: None,
@@ -71,6 +75,8 @@ impl App {
             gpu: 0,
             proc_row: 0,
             zoom: 1,
+            alert_row: 0,
+            bell: false,
             notice: None,
             quit_reason: None,
         }
@@ -78,7 +84,7 @@ impl App {
 
     /// The state views render: the frozen copy while frozen.
     pub fn view_state(&self) -> &State {
-        self.frozen.as_deref().unwrap_or(&self.state)
+        self.frozen.as_deref().unwrap_or(&self.pipe.state)
     }
 
     pub fn window_ms(&self) -> i64 {
@@ -100,12 +106,9 @@ impl App {
 
     pub fn update(&mut self, ev: Event) -> Option<Effect> {
         match ev {
-            Event::Frame(f) => {
-                self.apply(&f);
-                None
-            }
+            Event::Frame(f) => self.apply(&f),
             Event::Reset => {
-                self.state = State::default();
+                self.pipe.reset();
                 None
             }
             Event::Replay(s) => {
@@ -121,12 +124,17 @@ impl App {
         }
     }
 
-    pub fn apply(&mut self, f: &Frame) {
-        self.state.apply(f);
-        let n = self.state.gpus.len();
+    pub fn apply(&mut self, f: &Frame) -> Option<Effect> {
+        self.pipe.apply(f);
+        let n = self.pipe.state.gpus.len();
         if n > 0 && self.gpu >= n {
             self.gpu = n - 1;
         }
+        let ring = std::mem::take(&mut self.pipe.ring);
+        if self.pipe.tripped.is_some() {
+            return Some(Effect::Quit);
+        }
+        (ring && self.bell).then_some(Effect::Bell)
     }
 
     fn act(&mut self, a: Action) -> Option<Effect> {
@@ -152,6 +160,13 @@ impl App {
                 self.gpu = (self.gpu + gpus - 1) % gpus;
                 self.proc_row = 0;
             }
+            Action::Up if self.view == View::Alerts => {
+                self.alert_row = self.alert_row.saturating_sub(1)
+            }
+            Action::Down if self.view == View::Alerts => {
+                let n = self.pipe.alerts.active().len() + self.pipe.alerts.history().count();
+                self.alert_row = (self.alert_row + 1).min(n.saturating_sub(1));
+            }
             Action::Up => self.proc_row = self.proc_row.saturating_sub(1),
             Action::Down => {
                 let n = self.visible_procs();
@@ -167,14 +182,16 @@ impl App {
                     View::Alerts
                 }
             }
-            Action::Ack => {}
+            Action::Ack => {
+                self.pipe.alerts.ack_all();
+            }
             Action::Freeze => {
                 if self.is_replay() {
                     return Some(Effect::Replay(Control::TogglePause));
                 }
                 self.frozen = match self.frozen.take() {
                     Some(_) => None,
-                    None => Some(Box::new(self.state.clone())),
+                    None => Some(Box::new(self.pipe.state.clone())),
                 };
             }
             Action::ZoomIn => self.zoom = self.zoom.saturating_sub(1),

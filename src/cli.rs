@@ -29,6 +29,14 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Play the bundled recording of a real H200 run.
     Demo(DisplayArgs),
+    /// Serve Prometheus/OpenMetrics metrics headless (live, or from a recording).
+    Serve(ServeArgs),
+    /// Run a program with the gpumon companion loaded (Python) and report to gpumon.
+    Run {
+        /// The command to run, after `--`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        cmd: Vec<std::ffi::OsString>,
+    },
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -53,7 +61,54 @@ pub struct WatchArgs {
     #[arg(long, value_name = "DIR")]
     pub socket_dir: Option<PathBuf>,
     #[command(flatten)]
+    pub out: OutputArgs,
+    #[command(flatten)]
     pub display: DisplayArgs,
+}
+
+/// Outputs every mode can feed: metrics endpoint, flat logs, alerts.
+#[derive(Debug, Args, Clone, Default)]
+pub struct OutputArgs {
+    /// Also serve Prometheus metrics on this address (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    pub serve: Option<SocketAddr>,
+    /// Write one CSV row per GPU and per process per sample.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write one JSON line per GPU and per process per sample.
+    #[arg(long, value_name = "FILE")]
+    pub jsonl: Option<PathBuf>,
+    /// No terminal UI: sample (or replay) and write the outputs only.
+    #[arg(long)]
+    pub headless: bool,
+    /// Write every alert change as a JSON line to FILE (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub alerts_jsonl: Option<PathBuf>,
+    /// Exit with status 3 as soon as an alert of this severity (info, warning, critical) fires.
+    #[arg(long, value_name = "SEVERITY", value_parser = parse_severity)]
+    pub exit_on_alert: Option<crate::model::alerts::Severity>,
+    /// Ring the terminal bell when an alert is raised or worsens.
+    #[arg(long)]
+    pub bell: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on; loopback unless told otherwise.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr, default_value = crate::export::DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Serve a recording instead of live GPUs (played at --speed, then held at its end).
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// Replay speed for --replay.
+    #[arg(long, value_parser = Speed::parse, default_value = "max")]
+    pub speed: Speed,
+    /// Sampling interval when live.
+    #[arg(long, short = 'i', value_parser = parse_interval, default_value = "1s")]
+    pub interval: Duration,
+    /// Directory of companion sockets.
+    #[arg(long, value_name = "DIR")]
+    pub socket_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -66,6 +121,8 @@ pub struct ReplayArgs {
     /// Keep reading as the file grows (attach to a running `gpumon record`).
     #[arg(long)]
     pub follow: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
     #[command(flatten)]
     pub display: DisplayArgs,
 }
@@ -114,6 +171,11 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
         return Err(format!("interval '{s}' is above one hour"));
     }
     Ok(Duration::from_micros((ms * 1000.0) as u64))
+}
+
+pub fn parse_severity(s: &str) -> Result<crate::model::alerts::Severity, String> {
+    crate::model::alerts::Severity::parse(s)
+        .ok_or_else(|| format!("invalid severity '{s}': use info, warning or critical"))
 }
 
 /// `--listen` style address check shared by serve flags.

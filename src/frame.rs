@@ -56,6 +56,8 @@ pub enum Frame {
         level: Level,
         text: String,
     },
+    /// An alert raised, worsened, eased or cleared (written so a recording tells its own story).
+    Alert(Box<crate::model::alerts::engine::AlertChange>),
 }
 
 impl Frame {
@@ -66,6 +68,7 @@ impl Frame {
             Frame::Tick(t) => t.t,
             Frame::Procs { t, .. } | Frame::Status { t, .. } => *t,
             Frame::Companion(c) => c.t,
+            Frame::Alert(a) => a.at,
         }
     }
 

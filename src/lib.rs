@@ -25,3 +25,4 @@ pub mod term;
 pub mod ui;
 pub mod wire;
 pub mod run_cmd;
+pub mod pipeline;

@@ -18,11 +18,8 @@ pub const MAX_LINE: usize = 4 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
-    #[error("cannot open recording {path}: {source}")]
-    Open {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot open recording {path}: {err}")]
+    Open { path: PathBuf, err: std::io::Error },
     #[error("{path}:{line}: {msg}")]
     Corrupt {
         path: PathBuf,
@@ -35,11 +32,8 @@ pub enum RecordingError {
         "{path}: recording format v{found} is newer than this gpumon (reads v{FORMAT_VERSION})"
     )]
     TooNew { path: PathBuf, found: u32 },
-    #[error("cannot write recording {path}: {source}")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot write recording {path}: {err}")]
+    Write { path: PathBuf, err: std::io::Error },
 }
 
 /// Handle to the writer thread. Dropping it flushes and closes the file.
@@ -53,12 +47,12 @@ impl Recorder {
     pub fn create(path: &Path, header: &Header) -> Result<Recorder, RecordingError> {
         let file = File::create(path).map_err(|source| RecordingError::Write {
             path: path.into(),
-            source,
+            err: source,
         })?;
         let mut out = BufWriter::new(file);
         let werr = |source| RecordingError::Write {
             path: path.into(),
-            source,
+            err: source,
         };
         write_frame(&mut out, &Frame::Header(header.clone())).map_err(werr)?;
         out.flush().map_err(werr)?;
@@ -161,7 +155,7 @@ impl Reader {
     pub fn open(path: &Path) -> Result<Reader, RecordingError> {
         let file = File::open(path).map_err(|source| RecordingError::Open {
             path: path.into(),
-            source,
+            err: source,
         })?;
         let mut r = Reader {
             path: path.into(),
@@ -215,7 +209,7 @@ impl Reader {
                 .read_until(b'\n', &mut self.buf)
                 .map_err(|source| RecordingError::Open {
                     path: self.path.clone(),
-                    source,
+                    err: source,
                 })?;
             if self.buf.last() != Some(&b'\n') {
                 if self.buf.len() > MAX_LINE {

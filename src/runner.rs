@@ -9,10 +9,21 @@ use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
 use tokio::sync::mpsc::{self, Receiver, Sender};
 
+use std::net::SocketAddr;
+use std::sync::Arc;
+
 use crate::app::{App, Effect, SourceKind};
-use crate::cli::{Cli, Command, DisplayArgs, RecordArgs, ReplayArgs, WatchArgs};
+use crate::channel::ChannelHandle;
+use crate::cli::{
+    Cli, Command, DisplayArgs, OutputArgs, RecordArgs, ReplayArgs, ServeArgs, WatchArgs,
+};
 use crate::event::{Event, Speed};
+use crate::export::Exporter;
+use crate::export::flat::{FlatFormat, FlatLog};
+use crate::export::http::{Limits, serve_on};
 use crate::frame::Frame;
+use crate::model::time::now_ms;
+use crate::pipeline::{Pipeline, Sinks};
 use crate::record::{Recorder, validate};
 use crate::source::{nvml, replay};
 use crate::term::TerminalGuard;
@@ -45,56 +56,138 @@ pub fn demo_path() -> Option<PathBuf> {
 }
 
 pub fn main_entry(cli: Cli) -> Result<i32> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    if let Some(Command::Run { cmd }) = &cli.command {
+        return crate::run_cmd::run(cmd);
+    }
+    if let Some(Command::Snapshot(_)) = &cli.command {
+        return snapshot();
+    }
+    // One thread runs the loop and the channel/HTTP tasks; samplers have their own threads.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .thread_name("gpumon-rt")
         .build()
         .context("cannot start the async runtime")?;
-    match cli.command {
-        None => rt.block_on(watch(cli.watch)),
-        Some(Command::Watch(w)) => rt.block_on(watch(w)),
-        Some(Command::Replay(r)) => rt.block_on(replay_tui(r, false)),
-        Some(Command::Demo(d)) => {
-            let file =
-                demo_path().context("the bundled recording assets/demo.gpumon.jsonl is missing")?;
-            rt.block_on(replay_tui(
-                ReplayArgs {
+    rt.block_on(async move {
+        match cli.command {
+            None => watch(cli.watch).await,
+            Some(Command::Watch(w)) => watch(w).await,
+            Some(Command::Replay(r)) if r.out.headless => replay_headless(r).await,
+            Some(Command::Replay(r)) => replay_tui(r, false, None).await,
+            Some(Command::Demo(d)) => {
+                let file = demo_path()
+                    .context("the bundled recording assets/demo.gpumon.jsonl is missing")?;
+                let args = ReplayArgs {
                     file,
                     speed: Speed::Times(1.0),
                     follow: false,
+                    out: OutputArgs::default(),
                     display: d,
-                },
-                true,
-            ))
+                };
+                replay_tui(args, true, None).await
+            }
+            Some(Command::Record(r)) => record(r).await,
+            Some(Command::Serve(s)) => serve(s).await,
+            Some(Command::Snapshot(_)) | Some(Command::Run { .. }) => Ok(0),
         }
-        Some(Command::Record(r)) => rt.block_on(record(r)),
-        Some(Command::Snapshot(_)) => snapshot(),
-    }
+    })
 }
 
 fn theme(d: &DisplayArgs) -> Theme {
     Theme::detect(d.ascii, d.no_color)
 }
 
+/// Build the outputs named on the command line. The HTTP listener is bound here so a
+/// busy port is an immediate, clear error.
+async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Result<Sinks> {
+    let host = nvml::hostname();
+    let mut s = Sinks {
+        recorder,
+        ..Sinks::default()
+    };
+    if let Some(addr) = out.serve {
+        s.exporter = Some(start_exporter(addr, &host).await?);
+    }
+    if let Some(p) = &out.csv {
+        let log = FlatLog::create(p, FlatFormat::Csv, host.clone())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        s.flat.push(log);
+    }
+    if let Some(p) = &out.jsonl {
+        let log = FlatLog::create(p, FlatFormat::Jsonl, host.clone())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        s.flat.push(log);
+    }
+    if let Some(p) = &out.alerts_jsonl {
+        s.alerts_out = Some(if p.as_os_str() == "-" {
+            Box::new(io::stdout())
+        } else {
+            Box::new(
+                std::fs::File::create(p)
+                    .with_context(|| format!("cannot write {}", p.display()))?,
+            )
+        });
+    }
+    Ok(s)
+}
+
+async fn start_exporter(addr: SocketAddr, host: &str) -> Result<Arc<Exporter>> {
+    let exporter = Arc::new(Exporter::new(host.to_string()));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let e = Arc::clone(&exporter);
+    tokio::spawn(async move {
+        if let Err(err) = serve_on(e, listener, Limits::default()).await {
+            eprintln!("gpumon: metrics endpoint stopped: {err}");
+        }
+    });
+    Ok(exporter)
+}
+
+/// Live sources: NVML (when there is a driver) and the companion channel (always).
+/// Returns the header, or why NVML is unavailable, plus the channel handle to keep alive.
+fn start_live(
+    interval: Duration,
+    socket_dir: Option<PathBuf>,
+    tx: &Sender<Event>,
+) -> (
+    Result<crate::frame::Header, nvml::NvmlUnavailable>,
+    ChannelHandle,
+) {
+    let (ftx, frx) = mpsc::channel::<Frame>(QUEUE);
+    let header = nvml::spawn(interval, ftx.clone());
+    let channel = crate::channel::spawn(socket_dir, ftx);
+    forward(frx, tx.clone());
+    (header, channel)
+}
+
+/// A header for runs without NVML: companions are still served and recorded.
+fn header_without_gpus(interval: Duration) -> crate::frame::Header {
+    crate::frame::Header {
+        v: crate::frame::FORMAT_VERSION,
+        format: "gpumon".into(),
+        host: nvml::hostname(),
+        driver_version: None,
+        nvml_version: None,
+        cuda_version: None,
+        started: now_ms(),
+        interval_ms: interval.as_millis() as u64,
+        gpus: vec![],
+        gpumon_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
 async fn watch(w: WatchArgs) -> Result<i32> {
     let (tx, rx) = mpsc::channel(QUEUE);
-    let (ftx, frx) = mpsc::channel::<Frame>(QUEUE);
-    match nvml::spawn(w.interval, ftx) {
-        Ok(header) => {
-            forward(frx, tx.clone());
-            let mut app = App::new(SourceKind::Live {
-                interval_ms: w.interval.as_millis() as u64,
-            });
-            let first = Frame::Header(header.clone());
-            let recorder = match &w.record {
-                Some(p) => Some(Recorder::create(p, &header)?),
-                None => None,
-            };
-            app.apply(&first);
-            run_tui(app, tx, rx, theme(&w.display), recorder, None).await
+    let (header, channel) = start_live(w.interval, w.socket_dir.clone(), &tx);
+    let header = match header {
+        Ok(h) => h,
+        Err(e) if w.out.headless => {
+            eprintln!("gpumon: {e}; watching companions only");
+            header_without_gpus(w.interval)
         }
         Err(e) => {
+            drop(channel);
             let Some(file) = demo_path() else {
                 anyhow::bail!("{e}; and the bundled demo recording is missing");
             };
@@ -104,14 +197,41 @@ async fn watch(w: WatchArgs) -> Result<i32> {
                 file,
                 speed: Speed::Times(1.0),
                 follow: false,
+                out: w.out,
                 display: w.display,
             };
-            replay_tui_with(args, true, Some(notice)).await
+            return replay_tui(args, true, Some(notice)).await;
         }
+    };
+    let recorder = match &w.record {
+        Some(p) => Some(Recorder::create(p, &header)?),
+        None => None,
+    };
+    let mut pipe = Pipeline::new(sinks(&w.out, recorder).await?);
+    pipe.exit_on = w.out.exit_on_alert;
+    if w.out.headless {
+        pipe.apply(&Frame::Header(header));
+        spawn_signals(tx.clone())?;
+        drop(tx);
+        let code = headless(rx, pipe, None, false).await;
+        drop(channel);
+        return Ok(code);
     }
+    let mut app = App::new(
+        SourceKind::Live {
+            interval_ms: w.interval.as_millis() as u64,
+        },
+        pipe.sinks,
+    );
+    app.pipe.exit_on = w.out.exit_on_alert;
+    app.bell = w.out.bell;
+    app.apply(&Frame::Header(header));
+    let code = run_tui(app, tx, rx, theme(&w.display), None).await;
+    drop(channel);
+    code
 }
 
-/// NVML frames are plain frames; wrap them into loop events.
+/// NVML and channel frames are plain frames; wrap them into loop events.
 fn forward(mut frx: Receiver<Frame>, tx: Sender<Event>) {
     tokio::spawn(async move {
         while let Some(f) = frx.recv().await {
@@ -122,11 +242,7 @@ fn forward(mut frx: Receiver<Frame>, tx: Sender<Event>) {
     });
 }
 
-async fn replay_tui(r: ReplayArgs, demo: bool) -> Result<i32> {
-    replay_tui_with(r, demo, None).await
-}
-
-async fn replay_tui_with(r: ReplayArgs, demo: bool, notice: Option<String>) -> Result<i32> {
+async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>) -> Result<i32> {
     if !r.follow {
         validate(&r.file)?;
     }
@@ -139,12 +255,121 @@ async fn replay_tui_with(r: ReplayArgs, demo: bool, notice: Option<String>) -> R
         },
         tx.clone(),
     )?;
-    let mut app = App::new(SourceKind::Replay {
-        file: r.file.display().to_string(),
-        demo,
-    });
+    let mut app = App::new(
+        SourceKind::Replay {
+            file: r.file.display().to_string(),
+            demo,
+        },
+        sinks(&r.out, None).await?,
+    );
+    app.pipe.exit_on = r.out.exit_on_alert;
+    app.bell = r.out.bell;
     app.notice = notice;
-    run_tui(app, tx, rx, theme(&r.display), None, Some(handle)).await
+    run_tui(app, tx, rx, theme(&r.display), Some(handle)).await
+}
+
+/// Evaluate a recording offline as fast as it can be read: `--alerts-jsonl -` prints
+/// the alerts it would have raised, with their time and epoch.
+async fn replay_headless(r: ReplayArgs) -> Result<i32> {
+    if !r.follow {
+        validate(&r.file)?;
+    }
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let speed = if r.follow { r.speed } else { Speed::Max };
+    let _handle = replay::spawn(
+        replay::Options {
+            path: r.file.clone(),
+            speed,
+            follow: r.follow,
+        },
+        tx.clone(),
+    )?;
+    let mut pipe = Pipeline::new(sinks(&r.out, None).await?);
+    pipe.exit_on = r.out.exit_on_alert;
+    spawn_signals(tx.clone())?;
+    drop(tx);
+    Ok(headless(rx, pipe, None, !r.follow).await)
+}
+
+async fn serve(s: ServeArgs) -> Result<i32> {
+    let out = OutputArgs {
+        serve: Some(s.listen),
+        ..OutputArgs::default()
+    };
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let mut pipe = Pipeline::new(sinks(&out, None).await?);
+    let _keep: Box<dyn std::any::Any> = match &s.replay {
+        Some(file) => {
+            validate(file)?;
+            let opts = replay::Options {
+                path: file.clone(),
+                speed: s.speed,
+                follow: false,
+            };
+            Box::new(replay::spawn(opts, tx.clone())?)
+        }
+        None => {
+            let (header, channel) = start_live(s.interval, s.socket_dir.clone(), &tx);
+            let header = header.unwrap_or_else(|e| {
+                eprintln!("gpumon: {e}; serving companion metrics only");
+                header_without_gpus(s.interval)
+            });
+            pipe.apply(&Frame::Header(header));
+            Box::new(channel)
+        }
+    };
+    eprintln!("gpumon: serving metrics on http://{}/metrics", s.listen);
+    spawn_signals(tx.clone())?;
+    drop(tx);
+    Ok(headless(rx, pipe, None, false).await)
+}
+
+/// Loop without a terminal. Returns the exit status: 3 when `--exit-on-alert` fired.
+async fn headless(
+    mut rx: Receiver<Event>,
+    mut pipe: Pipeline,
+    deadline: Option<tokio::time::Instant>,
+    stop_at_replay_end: bool,
+) -> i32 {
+    loop {
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let ev = tokio::select! {
+            ev = rx.recv() => ev,
+            () = sleep => None,
+        };
+        let mut next = ev;
+        let mut stop = next.is_none();
+        while let Some(ev) = next.take() {
+            match ev {
+                Event::Frame(f) => pipe.apply(&f),
+                Event::Reset => pipe.reset(),
+                Event::Replay(s) if stop_at_replay_end && s.ended => stop = true,
+                Event::Quit(reason) => {
+                    eprintln!("gpumon: {reason}");
+                    stop = true;
+                }
+                _ => {}
+            }
+            next = rx.try_recv().ok();
+        }
+        pipe.publish();
+        if let Some(a) = &pipe.tripped {
+            eprintln!(
+                "gpumon: alert fired ({}): {}",
+                a.severity.label(),
+                a.message
+            );
+            return 3;
+        }
+        if stop {
+            return 0;
+        }
+    }
 }
 
 async fn run_tui(
@@ -152,7 +377,6 @@ async fn run_tui(
     tx: Sender<Event>,
     mut rx: Receiver<Event>,
     theme: Theme,
-    recorder: Option<Recorder>,
     replay: Option<replay::ReplayHandle>,
 ) -> Result<i32> {
     let guard = TerminalGuard::enter().context("cannot set up the terminal")?;
@@ -162,18 +386,18 @@ async fn run_tui(
     let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
     // No terminal.clear(): it asks the terminal for the cursor position, which pseudo-terminals
     // of some harnesses and multiplexers never answer; the alternate screen starts blank anyway.
-    let result = event_loop(
-        &mut terminal,
-        &mut app,
-        &mut rx,
-        &theme,
-        recorder.as_ref(),
-        replay.as_ref(),
-    )
-    .await;
+    let result = event_loop(&mut terminal, &mut app, &mut rx, &theme, replay.as_ref()).await;
     drop(guard);
     if let Some(reason) = &app.quit_reason {
         eprintln!("gpumon: {reason}");
+    }
+    if let Some(a) = &app.pipe.tripped {
+        eprintln!(
+            "gpumon: alert fired ({}): {}",
+            a.severity.label(),
+            a.message
+        );
+        return result.map(|()| 3);
     }
     result.map(|()| 0)
 }
@@ -184,7 +408,6 @@ pub async fn event_loop<B: Backend>(
     app: &mut App,
     rx: &mut Receiver<Event>,
     theme: &Theme,
-    recorder: Option<&Recorder>,
     replay: Option<&replay::ReplayHandle>,
 ) -> Result<()>
 where
@@ -210,9 +433,6 @@ where
         let Some(first) = first else { return Ok(()) };
         let mut next = Some(first);
         while let Some(ev) = next {
-            if let (Event::Frame(f), Some(r)) = (&ev, recorder) {
-                r.write(f);
-            }
             dirty = true;
             match app.update(ev) {
                 Some(Effect::Quit) => return Ok(()),
@@ -221,11 +441,15 @@ where
                         let _ = h.control.send(c);
                     }
                 }
-                Some(Effect::Bell) => {}
+                Some(Effect::Bell) => {
+                    use std::io::Write;
+                    let _ = io::stdout().write_all(b"\x07");
+                }
                 None => {}
             }
             next = rx.try_recv().ok();
         }
+        app.pipe.publish();
     }
 }
 
@@ -283,14 +507,18 @@ fn spawn_signals(tx: Sender<Event>) -> Result<()> {
 }
 
 async fn record(r: RecordArgs) -> Result<i32> {
-    let (ftx, mut frx) = mpsc::channel::<Frame>(QUEUE);
-    let header = nvml::spawn(r.interval, ftx).map_err(|e| anyhow::anyhow!("cannot record: {e}"))?;
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let (header, channel) = start_live(r.interval, r.socket_dir.clone(), &tx);
+    let header = header.unwrap_or_else(|e| {
+        eprintln!("gpumon: {e}; recording companions only");
+        header_without_gpus(r.interval)
+    });
     let recorder = Recorder::create(&r.output, &header)?;
-    let (stx, mut srx) = mpsc::channel(4);
-    spawn_signals(stx)?;
-    let deadline = r
-        .duration
-        .map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let mut pipe = Pipeline::new(Sinks {
+        recorder: Some(recorder),
+        ..Sinks::default()
+    });
+    pipe.apply(&Frame::Header(header.clone()));
     eprintln!(
         "gpumon: recording {} GPU(s) every {} ms to {}{}",
         header.gpus.len(),
@@ -300,24 +528,14 @@ async fn record(r: RecordArgs) -> Result<i32> {
             .map(|s| format!(" for {s} s"))
             .unwrap_or_else(|| " until interrupted".into())
     );
-    loop {
-        let sleep = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            f = frx.recv() => match f {
-                Some(f) => recorder.write(&f),
-                None => break,
-            },
-            _ = srx.recv() => break,
-            () = sleep => break,
-        }
-    }
-    drop(recorder);
-    Ok(0)
+    spawn_signals(tx.clone())?;
+    drop(tx);
+    let deadline = r
+        .duration
+        .map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let code = headless(rx, pipe, deadline, false).await;
+    drop(channel);
+    Ok(code)
 }
 
 fn snapshot() -> Result<i32> {

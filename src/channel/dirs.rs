@@ -57,7 +57,12 @@ pub fn scan_dirs() -> Vec<PathBuf> {
             for e in rd.flatten() {
                 let name = e.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if !name.starts_with(prefix) {
+                // Only per-uid directories (`gpumon-1000`, `/run/user/1000`): other
+                // names are not ours to judge, so they are skipped, not refused.
+                let Some(rest) = name.strip_prefix(prefix) else {
+                    continue;
+                };
+                if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit()) {
                     continue;
                 }
                 let p = if suffix.is_empty() {

@@ -109,6 +109,24 @@ impl State {
                 }
             }
             Frame::Companion(c) => self.companions.apply(c),
+            Frame::Alert(a) => {
+                use crate::model::alerts::engine::ChangeKind;
+                // The alert bar shows alerts; the message log keeps when they happened.
+                let what = match a.change {
+                    ChangeKind::Raised => "raised",
+                    ChangeKind::Worsened => "worsened",
+                    ChangeKind::Eased => "eased",
+                    ChangeKind::Cleared => "cleared",
+                };
+                let text = format!("{what}: {}", a.alert.summary);
+                let m = Message {
+                    t: a.at,
+                    source: "alert".into(),
+                    level: Level::Info,
+                    text,
+                };
+                self.push_message(m);
+            }
             Frame::Status {
                 t,
                 source,

@@ -52,7 +52,7 @@ pub fn spawn(opts: Options, tx: Sender<Event>) -> Result<ReplayHandle, Recording
         })
         .map_err(|source| RecordingError::Open {
             path: PathBuf::new(),
-            source,
+            err: source,
         })?;
     Ok(ReplayHandle { control: ctl_tx })
 }

@@ -1,5 +1,6 @@
 //! Rendering: pure functions of `App`, no I/O, no mutation.
 
+pub mod alerts;
 pub mod allocator;
 pub mod chart;
 pub mod detail;
@@ -10,7 +11,7 @@ pub mod status;
 pub mod theme;
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Layout};
 
 use crate::app::{App, View};
 use theme::Theme;
@@ -26,9 +27,11 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
         buf.set_stringn(area.x, area.y, msg, usize::from(area.width), theme.warn());
         return;
     }
-    let [header, body, footer] = Layout::vertical([
+    // The alert bar has its own line on every screen, even in a 40x12 pane.
+    let [header, body, bar, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(1),
+        Constraint::Length(1),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -36,14 +39,15 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
     match app.view {
         View::Overview => overview::render_overview(app, body, buf, theme),
         View::Detail => detail::render_detail(app, body, buf, theme),
-        View::Alerts => overview::render_overview(app, body, buf, theme),
+        View::Alerts => {
+            alerts::render_alerts_panel(&app.pipe.alerts, app.alert_row, body, buf, theme)
+        }
     }
+    let visible = app.pipe.alerts.visible();
+    let silenced = app.pipe.alerts.active().len() - visible.len();
+    alerts::render_alert_bar(&visible, silenced, bar, buf, theme);
     status::render_footer(app, footer, buf, theme);
     if app.help {
-        help::render_help(body_with_margin(body), buf, theme);
+        help::render_help(body, buf, theme);
     }
-}
-
-fn body_with_margin(r: Rect) -> Rect {
-    r
 }
