@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use export_support::{state_of, synthetic_frames};
-use gpumon::export::{Exporter, Format, Limits, http};
+use gpumon::export::snapshot::{AllocRow, ProcRow};
+use gpumon::export::{Exporter, Format, Limits, http, metrics};
 
 fn cpu_time() -> Duration {
     // SAFETY: getrusage only writes the struct we pass it.
@@ -88,6 +89,62 @@ fn main() {
         "render OpenMetrics 1.0",
         timed(500, || {
             std::hint::black_box(exporter.render(Format::OpenMetrics));
+        }),
+    );
+
+    // The model tracks at most 256 processes, so the full 8 x 50 is rendered from a
+    // hand-made snapshot: every process listed by NVML, and a companion on one
+    // training rank per GPU with 16 free-block size classes each.
+    let mut worst = (*exporter.snapshot()).clone();
+    worst.procs = (0..8u32)
+        .flat_map(|g| {
+            (0..50u32).map(move |p| ProcRow {
+                gpu: g,
+                pid: 10_000 + g * 1_000 + p,
+                user: format!("user{}", p % 7),
+                process: format!("python3 worker-{p}"),
+                used: Some(u64::from(p + 1) << 28),
+                peak: Some(u64::from(p + 2) << 28),
+            })
+        })
+        .collect();
+    worst.allocs = worst
+        .procs
+        .iter()
+        .filter(|p| p.pid % 1_000 == 0)
+        .map(|p| AllocRow {
+            gpu: p.gpu,
+            pid: p.pid,
+            user: p.user.clone(),
+            process: p.process.clone(),
+            allocated: p.used,
+            reserved: p.peak,
+            cached: Some(1 << 28),
+            peak_allocated: p.peak,
+            peak_reserved: p.peak,
+            limit: Some(140 << 30),
+            free_total: Some(1 << 28),
+            largest_free: Some(1 << 26),
+            frag_index: Some(0.75),
+            free_blocks: Some(100),
+            free_hist: (12..28).map(|k| (k, 3, 3 << k)).collect(),
+            epoch: Some(7),
+            last_epoch: Some(6),
+            epoch_floor: Some(1 << 30),
+            epoch_peak: Some(2 << 30),
+            ooms: Some(0),
+            alloc_retries: Some(2),
+        })
+        .collect();
+    let worst_text = metrics::render(&worst, &[], Format::OpenMetrics);
+    report(
+        &format!(
+            "render 8x50, 8 companions ({} lines, {} KiB)",
+            worst_text.lines().count(),
+            worst_text.len() / 1024
+        ),
+        timed(200, || {
+            std::hint::black_box(metrics::render(&worst, &[], Format::OpenMetrics));
         }),
     );
 

@@ -217,17 +217,21 @@ pub(super) fn proc_family<R: ProcKey, V: Into<Value>>(
     let (name, kind, unit, help) = family;
     e.family(name, kind, unit, help);
     for r in rows {
+        let unlisted;
         let (gpu, uuid, pci) = match s.gpus.iter().position(|g| g.index == r.gpu()) {
             Some(i) => (
-                gpu_labels[i].gpu.clone(),
+                gpu_labels[i].gpu.as_str(),
                 gpu_labels[i].uuid,
                 gpu_labels[i].pci_bus_id,
             ),
-            None => (r.gpu().to_string(), "", ""),
+            None => {
+                unlisted = r.gpu().to_string();
+                (unlisted.as_str(), "", "")
+            }
         };
         let pid = r.pid().map(|p| p.to_string()).unwrap_or_default();
         let base = [
-            ("gpu", gpu.as_str()),
+            ("gpu", gpu),
             ("uuid", uuid),
             ("pci_bus_id", pci),
             ("hostname", s.hostname.as_str()),
