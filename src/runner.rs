@@ -31,8 +31,9 @@ use crate::ui::theme::Theme;
 
 /// Events queued between sources and the loop; sources wait (NVML, replay) when it is full.
 const QUEUE: usize = 1024;
-/// Frame-rate cap: at most one draw per this interval.
-const MIN_FRAME: Duration = Duration::from_millis(33);
+/// Redraw caps: after a key, and after new data only.
+const INPUT_FRAME: Duration = Duration::from_millis(16);
+const DATA_FRAME: Duration = Duration::from_millis(250);
 
 /// Where the bundled recording of a real H200 run lives.
 pub fn demo_path() -> Option<PathBuf> {
@@ -252,6 +253,7 @@ async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>) -> Result
             path: r.file.clone(),
             speed: r.speed,
             follow: r.follow,
+            skip_ms: if demo { 40_000 } else { 0 },
         },
         tx.clone(),
     )?;
@@ -281,6 +283,7 @@ async fn replay_headless(r: ReplayArgs) -> Result<i32> {
             path: r.file.clone(),
             speed,
             follow: r.follow,
+            skip_ms: 0,
         },
         tx.clone(),
     )?;
@@ -305,6 +308,7 @@ async fn serve(s: ServeArgs) -> Result<i32> {
                 path: file.clone(),
                 speed: s.speed,
                 follow: false,
+                skip_ms: 0,
             };
             Box::new(replay::spawn(opts, tx.clone())?)
         }
@@ -402,7 +406,9 @@ async fn run_tui(
     result.map(|()| 0)
 }
 
-/// The one loop: apply every queued event, then draw at most once per `MIN_FRAME`, only when dirty.
+/// The one loop: apply every queued event, then draw only when something changed. Keys are
+/// answered within one `INPUT_FRAME`; data alone redraws at most every `DATA_FRAME`, so fast
+/// sampling or a fast replay does not turn into a redraw storm.
 pub async fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
@@ -413,18 +419,20 @@ pub async fn event_loop<B: Backend>(
 where
     B::Error: Send + Sync + 'static,
 {
-    let mut dirty = true;
-    let mut last_draw = Instant::now() - MIN_FRAME;
+    let mut dirty: Option<Duration> = Some(Duration::ZERO);
+    let mut last_draw = Instant::now();
     loop {
-        if dirty && last_draw.elapsed() >= MIN_FRAME {
-            terminal.draw(|f| crate::ui::draw(f, app, theme))?;
-            last_draw = Instant::now();
-            dirty = false;
+        if let Some(cap) = dirty {
+            let wait = cap.saturating_sub(last_draw.elapsed());
+            if wait.is_zero() {
+                terminal.draw(|f| crate::ui::draw(f, app, theme))?;
+                last_draw = Instant::now();
+                dirty = None;
+            }
         }
-        let wait = if dirty {
-            MIN_FRAME.saturating_sub(last_draw.elapsed())
-        } else {
-            Duration::from_secs(3600)
+        let wait = match dirty {
+            Some(cap) => cap.saturating_sub(last_draw.elapsed()),
+            None => Duration::from_secs(3600),
         };
         let first = tokio::select! {
             ev = rx.recv() => ev,
@@ -433,7 +441,11 @@ where
         let Some(first) = first else { return Ok(()) };
         let mut next = Some(first);
         while let Some(ev) = next {
-            dirty = true;
+            let cap = match ev {
+                Event::Key(_) | Event::Resize => INPUT_FRAME,
+                _ => DATA_FRAME,
+            };
+            dirty = Some(dirty.map_or(cap, |d| d.min(cap)));
             match app.update(ev) {
                 Some(Effect::Quit) => return Ok(()),
                 Some(Effect::Replay(c)) => {

@@ -55,7 +55,7 @@ pub fn spawn(interval: Duration, tx: Sender<Frame>) -> Result<Header, NvmlUnavai
 pub fn snapshot() -> Result<(Header, Tick, Vec<crate::model::sample::ProcInfo>), NvmlUnavailable> {
     let (nvml, header) = Sampler::init(Duration::from_secs(1))?;
     let devices = handles(&nvml, &header);
-    let tick = sample_all(&devices, &header);
+    let tick = sample_all(&devices);
     let mut pids: Vec<u32> = tick
         .gpus
         .iter()
@@ -142,29 +142,51 @@ fn handles<'a>(nvml: &'a Nvml, header: &Header) -> Vec<(u32, Option<nvml_wrapper
         .collect()
 }
 
+/// Process lists, utilisation, temperature and power change slowly and cost more than the
+/// memory query; at short intervals they are refreshed at most this often and carried over.
+const SLOW_REFRESH: Duration = Duration::from_millis(200);
+
 fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
     let devices = handles(nvml, header);
     // pid -> start time, so a reused pid gets its /proc facts read again.
     let mut known: HashMap<u32, Option<u64>> = HashMap::new();
+    let slow_every = (SLOW_REFRESH.as_micros() / interval.as_micros().max(1)).max(1) as u64;
+    let mut prev: Vec<GpuSample> = Vec::new();
+    let mut n: u64 = 0;
     let mut next = Instant::now();
     loop {
-        let tick = sample_all(&devices, header);
+        let full = n % slow_every == 0;
+        n += 1;
+        let t = now_ms();
+        let gpus: Vec<GpuSample> = devices
+            .iter()
+            .map(|(index, dev)| {
+                let carried = prev.iter().find(|p| p.index == *index && p.error.is_none());
+                match (dev, carried) {
+                    (Some(d), Some(c)) if !full => sample_fast(*index, d, c),
+                    (Some(d), _) => sample_one(*index, d),
+                    (None, _) => failed(*index, "device handle unavailable".into()),
+                }
+            })
+            .collect();
         let mut fresh = Vec::new();
-        let mut live: Vec<u32> = Vec::new();
-        for p in tick.gpus.iter().flat_map(|g| &g.procs) {
-            live.push(p.pid);
-            let start = procfs::start_ticks(p.pid);
-            if known.get(&p.pid) != Some(&start) {
-                known.insert(p.pid, start);
-                fresh.push(procfs::read(p.pid));
+        if full {
+            let mut live: Vec<u32> = Vec::new();
+            for p in gpus.iter().flat_map(|g| &g.procs) {
+                live.push(p.pid);
+                let start = procfs::start_ticks(p.pid);
+                if known.get(&p.pid) != Some(&start) {
+                    known.insert(p.pid, start);
+                    fresh.push(procfs::read(p.pid));
+                }
             }
+            known.retain(|pid, _| live.contains(pid));
         }
-        known.retain(|pid, _| live.contains(pid));
-        let t = tick.t;
+        prev.clone_from(&gpus);
         if !fresh.is_empty() && tx.blocking_send(Frame::Procs { t, procs: fresh }).is_err() {
             return;
         }
-        if tx.blocking_send(Frame::Tick(tick)).is_err() {
+        if tx.blocking_send(Frame::Tick(Tick { t, gpus })).is_err() {
             return;
         }
         next += interval;
@@ -178,7 +200,7 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
     }
 }
 
-fn sample_all(devices: &[(u32, Option<nvml_wrapper::Device<'_>>)], header: &Header) -> Tick {
+fn sample_all(devices: &[(u32, Option<nvml_wrapper::Device<'_>>)]) -> Tick {
     let t = now_ms();
     let gpus = devices
         .iter()
@@ -187,7 +209,6 @@ fn sample_all(devices: &[(u32, Option<nvml_wrapper::Device<'_>>)], header: &Head
             None => failed(*index, "device handle unavailable".into()),
         })
         .collect();
-    let _ = header;
     Tick { t, gpus }
 }
 
@@ -203,16 +224,34 @@ fn failed(index: u32, error: String) -> GpuSample {
     }
 }
 
-fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>) -> GpuSample {
-    let mem = match d.memory_info() {
-        Ok(m) => MemInfo {
+fn read_mem(d: &nvml_wrapper::Device<'_>) -> Result<MemInfo, String> {
+    match d.memory_info() {
+        Ok(m) => Ok(MemInfo {
             total: m.total,
             used: m.used,
             free: m.free,
             reserved: m.reserved,
+        }),
+        Err(NvmlError::GpuLost) => Err("GPU has fallen off the bus".into()),
+        Err(e) => Err(format!("memory query failed: {e}")),
+    }
+}
+
+/// Memory only; everything else carried from the last full sample.
+fn sample_fast(index: u32, d: &nvml_wrapper::Device<'_>, carried: &GpuSample) -> GpuSample {
+    match read_mem(d) {
+        Ok(mem) => GpuSample {
+            mem: Some(mem),
+            ..carried.clone()
         },
-        Err(NvmlError::GpuLost) => return failed(index, "GPU has fallen off the bus".into()),
-        Err(e) => return failed(index, format!("memory query failed: {e}")),
+        Err(e) => failed(index, e),
+    }
+}
+
+fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>) -> GpuSample {
+    let mem = match read_mem(d) {
+        Ok(m) => m,
+        Err(e) => return failed(index, e),
     };
     let mut procs: Vec<ProcSample> = Vec::new();
     let mut merge = |list: Result<Vec<ProcessInfo>, NvmlError>, kind: ProcKind| {

@@ -31,6 +31,8 @@ pub struct Options {
     pub path: PathBuf,
     pub speed: Speed,
     pub follow: bool,
+    /// Start this far into the recording (the demo opens with history already on screen).
+    pub skip_ms: i64,
 }
 
 /// Start the replay thread. The file is opened (and its header checked) before returning.
@@ -81,7 +83,7 @@ impl Replay {
             speed: opts.speed,
             follow: opts.follow,
             paused: false,
-            pos: start,
+            pos: start + opts.skip_ms.max(0),
             start,
             pending: None,
             ended: false,

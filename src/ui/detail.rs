@@ -5,12 +5,15 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::widgets::{Block, Borders, Widget};
 
+use super::allocator::{AllocView, render_process_alloc};
 use super::chart::{AreaChart, columns};
 use super::overview::{short_name, usage_line};
 use super::procs::{mapping_note, render_table};
 use super::theme::Theme;
 use crate::app::App;
+use crate::model::allocator::ProcAlloc;
 use crate::model::bytes::human;
+use crate::model::time::Ts;
 
 pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let s = app.view_state();
@@ -38,15 +41,38 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         return;
     }
     let procs = s.procs_on(g.info.index);
-    let table_h = (procs.len() as u16 + 1).clamp(2, inner.height / 2);
-    let note_h = u16::from(inner.height >= 14);
-    let [usage, chart, table, note] = Layout::vertical([
+    let sel = procs
+        .get(app.proc_row.min(procs.len().saturating_sub(1)))
+        .copied();
+    let all: Vec<_> = s.gpus.iter().map(|g| g.info.clone()).collect();
+    let companion = sel.and_then(|(p, _)| s.companions.get(p.info.pid));
+    let dev = sel.and_then(|(p, _)| s.companions.for_gpu_in(p.info.pid, &g.info, &all));
+    let side = companion.is_some() && inner.width >= 110;
+    let below = companion.is_some() && !side && inner.height >= 16;
+    let table_h = (procs.len() as u16 + 1)
+        .clamp(2, inner.height / 3)
+        .max(if side { 9 } else { 2 });
+    let panel_h = if below { 8.min(inner.height / 3) } else { 0 };
+    let note_h = u16::from(inner.height >= 14 && !below);
+    let [usage, chart, bottom, panel, note] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(3),
         Constraint::Length(table_h),
+        Constraint::Length(panel_h),
         Constraint::Length(note_h),
     ])
     .areas(inner);
+    let (table, side_panel) = if side {
+        let [t, _, p] = Layout::horizontal([
+            Constraint::Percentage(55),
+            Constraint::Length(1),
+            Constraint::Min(30),
+        ])
+        .areas(bottom);
+        (t, Some(p))
+    } else {
+        (bottom, None)
+    };
     usage_line(g, usage.width, theme, false).render(usage, buf);
     let now = s.now;
     let from = now - app.window_ms();
@@ -69,12 +95,30 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         cols: &cols,
         y_max: g.total() as f64,
         lines,
-        marks: Vec::new(),
+        marks: epoch_marks(
+            companion,
+            from,
+            now,
+            chart.width.saturating_sub(super::chart::Y_AXIS),
+        ),
         style: theme.used(),
         x_labels: (format!("-{}", app.window_label()), "now".into()),
     }
     .render(buf, chart, theme);
     render_table(&procs, app.proc_row, table, buf, theme);
+    if let (Some(proc_alloc), Some((_, pg))) = (companion, sel) {
+        let view = AllocView {
+            nvml_used: pg.last_used,
+            nvml_peak: Some(pg.peak.value),
+            proc: proc_alloc,
+            dev,
+        };
+        if let Some(area) = side_panel {
+            render_process_alloc(area, buf, &view, theme);
+        } else if panel.height > 0 {
+            render_process_alloc(panel, buf, &view, theme);
+        }
+    }
     if note.height > 0 {
         if let Some((p, pg)) = procs.get(app.proc_row) {
             buf.set_stringn(
@@ -86,4 +130,20 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             );
         }
     }
+}
+
+/// Epoch ends inside the window as chart columns, labelled `e12`.
+fn epoch_marks(p: Option<&ProcAlloc>, from: Ts, to: Ts, width: u16) -> Vec<(usize, String)> {
+    let Some(p) = p else { return Vec::new() };
+    if to <= from || width == 0 {
+        return Vec::new();
+    }
+    p.epoch_times()
+        .into_iter()
+        .filter(|(t, _)| *t >= from && *t <= to)
+        .map(|(t, e)| {
+            let col = ((t - from) as f64 / (to - from) as f64 * f64::from(width)) as usize;
+            (col.min(usize::from(width) - 1), format!("e{e}"))
+        })
+        .collect()
 }

@@ -104,7 +104,7 @@ pub fn render_overview(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     }
     let per = usize::from(area.height) / n;
     if per >= 4 {
-        let h = (per as u16).min(4 + 3);
+        let h = (per as u16).min(12);
         for (i, g) in s.gpus.iter().enumerate() {
             let r = Rect {
                 x: area.x,
@@ -211,23 +211,34 @@ fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme:
     buf.set_string(inner.x + spark_w, inner.y + 1, label, theme.dim());
     let procs = s.procs_on(g.info.index);
     let rows = usize::from(inner.height.saturating_sub(2));
-    for (i, (p, pg)) in procs.iter().take(rows).enumerate() {
-        let y = inner.y + 2 + i as u16;
-        let more = procs.len().saturating_sub(rows);
-        if i + 1 == rows && procs.len() > rows {
-            let text = format!("+{} more processes: Enter for the detail view", more + 1);
+    let all: Vec<_> = s.gpus.iter().map(|g| g.info.clone()).collect();
+    let mut y = inner.y + 2;
+    let end = inner.y + inner.height;
+    for (i, (p, pg)) in procs.iter().enumerate() {
+        if y >= end {
+            break;
+        }
+        let left = procs.len() - i;
+        if y + 1 == end && left > 1 {
+            let text = format!("+{left} more processes: Enter for the detail view");
             buf.set_stringn(inner.x, y, text, usize::from(inner.width), theme.dim());
             break;
         }
-        proc_line(p, pg, inner.width, theme).render(
-            Rect {
-                x: inner.x,
-                y,
-                width: inner.width,
-                height: 1,
-            },
-            buf,
-        );
+        let row = Rect {
+            x: inner.x,
+            y,
+            width: inner.width,
+            height: 1,
+        };
+        proc_line(p, pg, inner.width, theme).render(row, buf);
+        y += 1;
+        let dev = s.companions.for_gpu_in(p.info.pid, &g.info, &all);
+        if let (Some(d), Some(pa)) = (dev, s.companions.get(p.info.pid)) {
+            if y < end && (left == 1 || y + 1 < end) {
+                alloc_summary(pa, d, theme).render(Rect { y, ..row }, buf);
+                y += 1;
+            }
+        }
     }
     if procs.is_empty() && rows > 0 && g.error.is_none() {
         buf.set_string(inner.x, inner.y + 2, "no processes", theme.dim());
@@ -273,4 +284,24 @@ fn compact(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, the
             theme.used(),
         );
     }
+}
+
+/// Second line under a process with a companion: allocator split, fragmentation, epoch.
+fn alloc_summary(
+    pa: &crate::model::allocator::ProcAlloc,
+    d: &crate::model::allocator::DevAlloc,
+    theme: &Theme,
+) -> Line<'static> {
+    let opt = |v: Option<u64>| v.map_or_else(|| "n/a".into(), human);
+    let arrow = if theme.ascii { "  `-" } else { "  ↳" };
+    let mut spans = vec![
+        Span::styled(format!("{arrow} {} ", pa.framework_label()), theme.dim()),
+        Span::styled(format!("alloc {}", opt(d.allocated_now())), theme.used()),
+        Span::raw(format!(" cached {} ", opt(d.cached_now()))),
+    ];
+    spans.extend(super::allocator::frag_text(d.frag.as_ref(), theme).spans);
+    if let Some(e) = d.epochs.back() {
+        spans.push(Span::styled(format!("  epoch {}", e.epoch), theme.dim()));
+    }
+    Line::from(spans)
 }
