@@ -231,6 +231,14 @@ fn every_path_is_seen_and_passed_through_unchanged() {
     std::io::Read::read_to_string(&mut stdout, &mut seen).expect("stdout");
     let out = child.wait_with_output().expect("wait");
     assert!(out.status.success());
+    // gpumon's own decoder accepts every message as a known type.
+    for m in first.iter().chain(&rest) {
+        let decoded = gpumon::wire::decode_line(m.to_string().as_bytes());
+        assert!(
+            matches!(decoded, Ok(gpumon::wire::Decoded::Msg(_))),
+            "{decoded:?}: {m}"
+        );
+    }
     assert_eq!(seen, plain, "output changed under the interposer");
     assert!(
         out.stderr.is_empty(),

@@ -46,11 +46,16 @@ for r in rows:
     for k in ("allocated", "reserved", "peak_allocated", "peak_reserved"):
         if k not in own:
             continue
-        # cudaMallocAsync pools: the framework's "reserved" is the pool's; compare with pool_reserved
         d = drv.get(k)
+        # cudaMallocAsync: the framework's "reserved" is the driver pool's reserve.
         if r["workload"] == "torch_async" and k == "reserved":
             d = drv.get("pool_reserved")
-        ok = "yes" if own[k] is not None and d == own[k] else ("n/a" if own[k] is None else "NO")
+        # Caching allocators: the driver sees segments, so only reserved can match.
+        segments = r["workload"] in ("torch_native", "torch_expandable", "jax")
+        if own[k] is None or (segments and k in ("allocated", "peak_allocated")):
+            ok = "n/a"
+        else:
+            ok = "yes" if d == own[k] else f"NO ({(d or 0) - own[k]:+d} B)"
         print(f"{r['workload']:<17}{r['phase']:<24}{k:<15}{f(own[k]):>11}{f(d):>12}  {ok}")
 PY
 echo "fixtures: $out/fixtures" >&2
