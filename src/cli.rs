@@ -141,6 +141,12 @@ pub struct RecordArgs {
     /// Directory of companion sockets.
     #[arg(long, value_name = "DIR")]
     pub socket_dir: Option<PathBuf>,
+    /// Also write one CSV row per GPU and per process per sample.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write one JSON line per GPU and per process per sample.
+    #[arg(long, value_name = "FILE")]
+    pub jsonl: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

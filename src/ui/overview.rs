@@ -104,7 +104,7 @@ pub fn render_overview(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     }
     let per = usize::from(area.height) / n;
     if per >= 4 {
-        let h = (per as u16).min(12);
+        let h = per as u16;
         for (i, g) in s.gpus.iter().enumerate() {
             let r = Rect {
                 x: area.x,

@@ -10,12 +10,20 @@ use crate::model::bytes::human;
 use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState};
 
+/// The command line with paths shortened to their last component, so the part that tells
+/// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column.
 fn command(p: &ProcState) -> String {
-    p.info
-        .cmdline
-        .clone()
-        .or_else(|| p.info.name.clone())
-        .unwrap_or_else(|| "(not readable)".into())
+    match &p.info.cmdline {
+        Some(c) => c
+            .split(' ')
+            .map(|arg| match arg.rsplit_once('/') {
+                Some((_, base)) if !base.is_empty() && !arg.starts_with('-') => base,
+                _ => arg,
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => p.info.name.clone().unwrap_or_else(|| "(not readable)".into()),
+    }
 }
 
 fn mapping_style(m: &Mapping, theme: &Theme) -> ratatui::style::Style {

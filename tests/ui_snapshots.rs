@@ -1,0 +1,67 @@
+//! Whole-screen snapshots of real H200 recordings at the sizes people use:
+//! a full terminal (80x24) and a small tmux pane (40x12), Unicode and ASCII.
+
+mod support;
+
+use gpumon::app::View;
+use support::{app_from, render, theme, with_view};
+
+const GROW: &str = "h200_torch_grow_shrink.jsonl";
+
+#[test]
+fn overview_80x24_while_three_processes_share_the_card() {
+    let app = app_from(GROW, Some(35_000));
+    insta::assert_snapshot!(render(&app, 80, 24, &theme(false)));
+}
+
+#[test]
+fn overview_40x12_small_pane() {
+    let app = app_from(GROW, Some(35_000));
+    insta::assert_snapshot!(render(&app, 40, 12, &theme(false)));
+}
+
+#[test]
+fn detail_80x24_whole_run() {
+    let app = with_view(app_from(GROW, None), View::Detail);
+    insta::assert_snapshot!(render(&app, 80, 24, &theme(false)));
+}
+
+#[test]
+fn detail_40x12_ascii() {
+    let app = with_view(app_from(GROW, Some(35_000)), View::Detail);
+    let screen = render(&app, 40, 12, &theme(true));
+    assert!(screen.is_ascii(), "ASCII mode drew non-ASCII:\n{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn idle_card_overview_ascii_80x24() {
+    let app = app_from("h200_idle.jsonl", None);
+    let screen = render(&app, 80, 24, &theme(true));
+    assert!(screen.is_ascii());
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn help_is_generated_from_key_table() {
+    let mut app = app_from(GROW, Some(10_000));
+    app.help = true;
+    let screen = render(&app, 80, 24, &theme(false));
+    for b in gpumon::keys::BINDINGS.iter().take(15) {
+        assert!(screen.contains(b.desc), "help lacks {:?}", b.desc);
+    }
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn every_view_survives_tiny_and_odd_sizes() {
+    let base = app_from(GROW, None);
+    for view in [View::Overview, View::Detail, View::Alerts] {
+        let app = with_view(app_from(GROW, None), view);
+        for (w, h) in [(1, 1), (19, 4), (20, 5), (33, 7), (40, 12), (41, 13), (200, 60)] {
+            let _ = render(&app, w, h, &theme(false));
+            let _ = render(&app, w, h, &theme(true));
+        }
+    }
+    drop(base);
+}
