@@ -1,17 +1,28 @@
-"""Hold a known amount of GPU memory for a while (for mapping and accuracy checks).
+"""Hold a known, distinct amount of memory on every GPU the process sees.
 
-usage: python3 hold.py GIB SECONDS [TAG]
-Prints the physical card's UUID for each logical device the process sees.
+usage: python3 hold.py GIB SECONDS [TAG] [--step GIB] [--companion]
+cuda:i gets GIB + i*STEP GiB. Prints, per logical device, the physical card's UUID and the
+bytes allocated, as JSON lines (ground truth for the CUDA_VISIBLE_DEVICES mapping checks).
 """
-import sys, time
+import json, os, sys, time
 import torch
 
-gib, secs = float(sys.argv[1]), float(sys.argv[2])
-tag = sys.argv[3] if len(sys.argv) > 3 else ""
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+flags = sys.argv[1:]
+gib, secs = float(args[0]), float(args[1])
+tag = args[2] if len(args) > 2 else ""
+step = float(flags[flags.index("--step") + 1]) if "--step" in flags else 0.0
+if "--companion" in flags:
+    import gpumon
+    gpumon.start()
+held = []
 for i in range(torch.cuda.device_count()):
     p = torch.cuda.get_device_properties(i)
-    print(f"{tag} pid {__import__('os').getpid()} cuda:{i} uuid GPU-{p.uuid}", flush=True)
-x = torch.empty(int(gib * 2**30), dtype=torch.uint8, device="cuda:0").fill_(1)
-torch.cuda.synchronize()
-print(f"{tag} holding {torch.cuda.memory_reserved()/2**20:.0f} MiB reserved", flush=True)
+    n = int((gib + i * step) * 2**30)
+    held.append(torch.empty(n, dtype=torch.uint8, device=f"cuda:{i}").fill_(1))
+    torch.cuda.synchronize(i)
+    print(json.dumps({"tag": tag, "pid": os.getpid(), "logical": i, "uuid": f"GPU-{p.uuid}",
+                      "bytes": n, "reserved": torch.cuda.memory_reserved(i),
+                      "cvd": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                      "order": os.environ.get("CUDA_DEVICE_ORDER")}), flush=True)
 time.sleep(secs)
