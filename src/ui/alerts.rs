@@ -251,6 +251,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         let short = |name: &str| match name {
             "Mann–Kendall p" => "p".to_string(),
             "growth vs noise" => "noise".to_string(),
+            "not a jump" => "spread".to_string(),
             n => n.split([' ', '=']).next().unwrap_or("").to_string(),
         };
         let names = |passed: bool| -> Vec<String> {

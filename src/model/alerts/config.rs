@@ -32,11 +32,13 @@ pub struct GrowthConfig {
     /// Growth over the window b·(n−1) must reach max(min_growth_bytes, min_growth_frac·capacity).
     pub min_growth_bytes: u64,
     pub min_growth_frac: f64,
-    /// Growth over the window must exceed this multiple of the series' own noise
-    /// (robust scale of first differences), so noisy floors need a clearer trend.
+    /// Growth over the window must exceed this many standard errors of growth under
+    /// pure noise, the noise being a robust scale (MAD of residuals around the Theil–Sen
+    /// line) of the window and of up to twice the longest window before it.
     pub min_signal_to_noise: f64,
-    /// Each half of the window must grow at least this share of `min_slope_bytes` per
-    /// epoch: a single step change or a warm-up ramp that flattened out is not a leak.
+    /// Each half of the window, and the window with its two largest single jumps taken out,
+    /// must grow at least this share of `min_slope_bytes` per epoch: a step change or a
+    /// warm-up ramp that flattened out is not a leak.
     pub sustained_frac: f64,
     /// The rule must pass on this many consecutive endings of the series (the newest
     /// point and the ones before), so one lucky point cannot raise it.
@@ -59,7 +61,7 @@ impl Default for GrowthConfig {
             min_slope_bytes: 8 * MIB_U64,
             min_growth_bytes: 64 * MIB_U64,
             min_growth_frac: 0.0005,
-            min_signal_to_noise: 4.0,
+            min_signal_to_noise: 5.0,
             sustained_frac: 0.5,
             confirm: 2,
             critical_epochs: 10.0,

@@ -88,20 +88,64 @@ pub struct TrendTest {
 
 /// Test one window (all of `w`) against every gate.
 pub fn test_window(w: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendTest> {
+    full_test(w, &|| 0.0, capacity, cfg, false)
+}
+
+fn quantised(ys: &[u64]) -> Vec<f64> {
+    ys.iter()
+        .map(|&b| quantise_mib(b) as f64 * MIB_U64 as f64)
+        .collect()
+}
+
+/// `quick`: stop at the first failed gate (cheap ones first) and return `None`; used
+/// while searching windows, since most windows of a clean run fail the trend test.
+/// `history_noise`: noise of the longer history before and including the window.
+fn full_test(
+    w: &Trace,
+    history_noise: &dyn Fn() -> f64,
+    capacity: u64,
+    cfg: &GrowthConfig,
+    quick: bool,
+) -> Option<TrendTest> {
     let n = w.len();
     if n < 3 {
         return None;
     }
     let q: Vec<i64> = w.y.iter().map(|&b| quantise_mib(b)).collect();
-    let yq: Vec<f64> = q.iter().map(|&v| v as f64 * MIB_U64 as f64).collect();
     let mk = mann_kendall_up(&q);
+    if quick && mk.p_up >= cfg.alpha {
+        return None;
+    }
+    let yq: Vec<f64> = q.iter().map(|&v| v as f64 * MIB_U64 as f64).collect();
     let slope = theil_sen(&w.x, &yq)?;
     let span = w.x[n - 1] - w.x[0];
     let growth = slope * span;
-    let noise = residual_noise(&w.x, &yq, slope);
+    let noise = residual_noise(&w.x, &yq, slope).max(history_noise());
     let half = n.div_ceil(2);
     let first = theil_sen(&w.x[..half], &yq[..half]).unwrap_or(0.0);
     let second = theil_sen(&w.x[n - half..], &yq[n - half..]).unwrap_or(0.0);
+    // Standard error of the growth b·(n−1) under pure noise of scale σ (least-squares
+    // slope SE times n−1): growth must exceed it `min_signal_to_noise` times over, so a
+    // short window needs a clearer trend than a long one.
+    let nf = n as f64;
+    let se_growth = noise * (12.0 * (nf - 1.0) / (nf * (nf + 1.0))).sqrt();
+    let noise_floor = cfg.min_signal_to_noise * se_growth;
+    // Growth left once the two largest single jumps are taken out: a step change (even
+    // with a spike next to it) leaves nothing, a leak loses two epochs' worth.
+    let without_jumps = {
+        let mut ups: Vec<(f64, usize)> = (1..n)
+            .map(|i| (yq[i] - yq[i - 1], i))
+            .filter(|(d, _)| *d > 0.0)
+            .collect();
+        ups.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut flat = yq.clone();
+        for &(d, at) in ups.iter().take(2) {
+            for v in &mut flat[at..] {
+                *v -= d;
+            }
+        }
+        theil_sen(&w.x, &flat).unwrap_or(0.0)
+    };
     let min_slope = cfg.min_slope_bytes as f64;
     let min_growth = (cfg.min_growth_bytes as f64).max(cfg.min_growth_frac * capacity as f64);
     // Evidence is stored rounded (4 significant digits, whole bytes) so recordings read
@@ -116,20 +160,24 @@ pub fn test_window(w: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<Trend
         gate("Mann–Kendall p", mk.p_up, cfg.alpha, mk.p_up < cfg.alpha),
         gate("slope", slope, min_slope, slope >= min_slope),
         gate("growth", growth, min_growth, growth >= min_growth),
-        gate(
-            "growth vs noise",
-            growth,
-            cfg.min_signal_to_noise * noise,
-            growth > cfg.min_signal_to_noise * noise,
-        ),
+        gate("growth vs noise", growth, noise_floor, growth > noise_floor),
         gate(
             "sustained",
             first.min(second),
             cfg.sustained_frac * min_slope,
             first.min(second) >= cfg.sustained_frac * min_slope,
         ),
+        gate(
+            "not a jump",
+            without_jumps,
+            cfg.sustained_frac * min_slope,
+            without_jumps >= cfg.sustained_frac * min_slope,
+        ),
     ];
     let passed = gates.iter().all(|g| g.passed);
+    if quick && !passed {
+        return None;
+    }
     Some(TrendTest {
         window: w.clone(),
         slope: slope.round(),
@@ -145,10 +193,20 @@ pub fn test_window(w: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<Trend
 pub fn detect(trace: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendTest> {
     let max = cfg.max_window.min(trace.len());
     let min = cfg.min_window.max(3);
+    // Noise from up to twice the longest window: a lucky, nearly sorted stretch of noise
+    // looks clean inside its own window but not against the longer history.
+    // Computed only once some window passes the cheap trend test (rare on clean runs).
+    let history_noise = std::cell::OnceCell::new();
+    let noise = || {
+        *history_noise.get_or_init(|| {
+            let hist = trace.suffix(trace.len().min(2 * cfg.max_window.max(cfg.min_window)));
+            let hy = quantised(&hist.y);
+            theil_sen(&hist.x, &hy).map_or(0.0, |b| residual_noise(&hist.x, &hy, b))
+        })
+    };
     (min..=max)
         .rev()
-        .filter_map(|k| test_window(&trace.suffix(k), capacity, cfg))
-        .find(|t| t.passed)
+        .find_map(|k| full_test(&trace.suffix(k), &noise, capacity, cfg, true))
 }
 
 /// `detect` on the newest `cfg.confirm` endings of the series. A new alert needs all of
@@ -351,6 +409,7 @@ pub fn epoch_growth(
     let peak = trace_of(&pts, |p| p.peak);
     let reserved = trace_of(&pts, |p| p.reserved);
     let floor_t = detect_confirmed(&floor, ctx.capacity, cfg, ctx.growth_active);
+    // The peak decides the forecast when it trends too; the floor alone otherwise.
     let peak_t = detect_confirmed(&peak, ctx.capacity, cfg, ctx.growth_active);
     let last = pts.last()?;
     let epoch_now = ctx.current_epoch.or(Some(last.epoch));

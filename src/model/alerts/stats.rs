@@ -147,32 +147,49 @@ fn tie_group_sizes(ys: &[i64]) -> Vec<usize> {
 /// Exact P(S ≥ s) for n untied values: S = N − 2·inversions with N = n(n−1)/2, and the
 /// number of permutations with k inversions is the Mahonian number M(n, k).
 fn exact_p_up(n: usize, s: i64) -> f64 {
-    let pairs = n * (n - 1) / 2;
-    let mut counts = vec![0f64; pairs + 1];
-    counts[0] = 1.0;
-    // Insert elements one at a time: the m-th adds 0..m-1 inversions.
-    for m in 2..=n {
-        let mut next = vec![0f64; pairs + 1];
-        for (k, &c) in counts.iter().enumerate() {
-            if c == 0.0 {
-                continue;
-            }
-            for add in 0..m {
-                if k + add <= pairs {
-                    next[k + add] += c;
-                }
-            }
-        }
-        counts = next;
-    }
-    let total: f64 = counts.iter().sum();
+    let Some(cdf) = mahonian_cdfs().get(n) else {
+        return 1.0;
+    };
+    let pairs = n * (n.saturating_sub(1)) / 2;
     // S ≥ s  ⇔  inversions ≤ (N − s)/2.
     let max_inv = (pairs as i64 - s).div_euclid(2);
     if max_inv < 0 {
         return 0.0;
     }
     let max_inv = usize::try_from(max_inv).unwrap_or(usize::MAX).min(pairs);
-    counts[..=max_inv].iter().sum::<f64>() / total
+    cdf.get(max_inv).copied().unwrap_or(1.0)
+}
+
+/// For each n ≤ `EXACT_MAX_N`: P(inversions ≤ k) for k = 0..=n(n−1)/2, computed once.
+fn mahonian_cdfs() -> &'static Vec<Vec<f64>> {
+    static CDFS: std::sync::OnceLock<Vec<Vec<f64>>> = std::sync::OnceLock::new();
+    CDFS.get_or_init(|| {
+        let mut out = vec![vec![1.0], vec![1.0]];
+        let mut counts = vec![1f64];
+        for m in 2..=EXACT_MAX_N {
+            // Inserting the m-th element adds 0..m-1 inversions.
+            let pairs = m * (m - 1) / 2;
+            let mut next = vec![0f64; pairs + 1];
+            for (k, &c) in counts.iter().enumerate() {
+                for add in 0..m {
+                    next[k + add] += c;
+                }
+            }
+            counts = next;
+            let total: f64 = counts.iter().sum();
+            let mut acc = 0.0;
+            out.push(
+                counts
+                    .iter()
+                    .map(|c| {
+                        acc += c;
+                        acc / total
+                    })
+                    .collect(),
+            );
+        }
+        out
+    })
 }
 
 /// Upper tail of the standard normal, P(Z ≥ z).
@@ -195,6 +212,19 @@ fn erfc(x: f64) -> f64 {
                                 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     let r = t * poly.exp();
     if x >= 0.0 { r } else { 2.0 - r }
+}
+
+/// Robust noise scale from first differences: 1.4826·MAD(Δy)/√2. A steady trend shifts
+/// every difference equally and a step changes only one, so neither inflates it; it
+/// looks further back than one window, where a lucky, nearly sorted run of noise would
+/// fool a residual-based estimate.
+pub fn diff_noise(ys: &[f64]) -> f64 {
+    let mut d: Vec<f64> = ys.windows(2).map(|w| w[1] - w[0]).collect();
+    let Some(med) = median(&mut d) else {
+        return 0.0;
+    };
+    let mut dev: Vec<f64> = d.iter().map(|v| (v - med).abs()).collect();
+    median(&mut dev).map_or(0.0, |mad| 1.4826 * mad / std::f64::consts::SQRT_2)
 }
 
 /// Robust noise scale around a Theil–Sen line: 1.4826·MAD of the residuals (the
@@ -299,6 +329,17 @@ mod tests {
         assert_eq!(quantise_mib(MIB_U64 / 2), 1);
         assert_eq!(quantise_mib(3 * MIB_U64 + 100), 3);
         assert!(quantise_mib(u64::MAX) > 0);
+    }
+
+    #[test]
+    fn diff_noise_ignores_trend_and_single_step() {
+        let ramp: Vec<f64> = (0..10).map(|i| 5.0 * f64::from(i)).collect();
+        assert_eq!(diff_noise(&ramp), 0.0);
+        let step = [0.0, 0.0, 0.0, 9.0, 9.0, 9.0];
+        assert_eq!(diff_noise(&step), 0.0);
+        let noisy = [0.0, 3.0, -2.0, 4.0, -1.0, 2.0, -3.0, 1.0];
+        assert!(diff_noise(&noisy) > 1.0);
+        assert_eq!(diff_noise(&[1.0]), 0.0);
     }
 
     #[test]
