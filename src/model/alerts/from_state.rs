@@ -64,9 +64,13 @@ fn runtime(p: &ProcAlloc) -> Runtime {
 
 fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> CompanionView {
     let g = &cfg.growth;
+    // The rules look at most twice the longest window back (noise history) plus the
+    // confirmation endings; the companion may hold 10,000 epochs.
+    let keep_epochs = 2 * g.max_window + g.confirm + 2;
     let epochs = d
         .epochs
         .iter()
+        .skip(d.epochs.len().saturating_sub(keep_epochs))
         .filter_map(|e| {
             Some(EpochPoint {
                 epoch: e.epoch,
