@@ -2,17 +2,7 @@
 
 mod alerts_support;
 
-// Until the UI module list names it, compile the widget file against the library here:
-// its `super::theme` and `crate::model` resolve to these re-exports.
-mod model {
-    pub use gpumon::model::*;
-}
-pub use gpumon::ui::theme;
-#[path = "../src/ui/alerts.rs"]
-pub mod alerts_widget;
-mod ui {
-    pub use super::alerts_widget as alerts;
-}
+use gpumon::ui;
 
 use alerts_support::*;
 use gpumon::model::alerts::{AlertConfig, AlertEngine};
