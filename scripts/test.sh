@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite: Rust (workspace: gpumon + the LD_PRELOAD interposer) and the Python
+# companion. Needs cargo and python3; tmux- and Prometheus-based tests skip when those are
+# missing unless GPUMON_REQUIRE_TMUX / GPUMON_REQUIRE_PROMETHEUS are set (CI sets both).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! python3 -c "import pytest" 2>/dev/null; then
+    python3 -m pip install -q --user pytest 2>/dev/null || python3 -m pip install -q pytest
+fi
+cargo test --workspace --locked
+python3 -m pytest -q python/tests
