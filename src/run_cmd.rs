@@ -144,7 +144,36 @@ pub fn python_path(pkg: &Path, existing: Option<&OsStr>) -> OsString {
 /// Environment for the native interposer. The LD_PRELOAD engineer extends
 /// this (add `libgpumon_preload.so` to `LD_PRELOAD`, keeping existing entries);
 /// it is applied to every `gpumon run` child after the Python settings.
-pub fn preload_env(_cmd: &mut Command) {}
+pub fn preload_env(cmd: &mut Command) {
+    let Some(lib) = preload_library() else {
+        eprintln!(
+            "gpumon run: libgpumon_preload.so not found (set GPUMON_PRELOAD or build the \
+             workspace); driver-level allocations will not be reported"
+        );
+        return;
+    };
+    let mut value = lib.into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        value.push(":");
+        value.push(old);
+    }
+    cmd.env("LD_PRELOAD", value);
+}
+
+/// `$GPUMON_PRELOAD`, else next to the gpumon binary, else `../lib` beside it.
+fn preload_library() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("GPUMON_PRELOAD") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [
+        dir.join("libgpumon_preload.so"),
+        dir.join("../lib/libgpumon_preload.so"),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
 
 /// SIGINT from the terminal reaches the child directly (same foreground
 /// process group); forwarding it too would interrupt the program twice.

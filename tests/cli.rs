@@ -20,7 +20,11 @@ fn no_panic() -> impl Predicate<str> {
 
 #[test]
 fn bad_flags_are_usage_errors() {
-    gpumon().arg("--bogus").assert().code(2).stderr(predicate::str::contains("--bogus"));
+    gpumon()
+        .arg("--bogus")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--bogus"));
     gpumon()
         .args(["record", "-o", "/tmp/x", "--interval", "5ms"])
         .assert()
@@ -44,7 +48,9 @@ fn missing_recording_is_a_clear_error() {
         .args(["replay", "/nonexistent/rec.jsonl"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("cannot open recording /nonexistent/rec.jsonl"))
+        .stderr(predicate::str::contains(
+            "cannot open recording /nonexistent/rec.jsonl",
+        ))
         .stderr(no_panic());
 }
 
@@ -74,13 +80,19 @@ fn corrupt_recording_names_the_line() {
         .stderr(no_panic());
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "").expect("write");
-    gpumon().arg("replay").arg(&empty).assert().code(1).stderr(predicate::str::contains("empty file"));
+    gpumon()
+        .arg("replay")
+        .arg(&empty)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("empty file"));
 }
 
 #[test]
 fn truncated_last_line_is_tolerated() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut src = std::fs::read_to_string(fixture("h200_torch_grow_shrink.jsonl")).expect("fixture");
+    let mut src =
+        std::fs::read_to_string(fixture("h200_torch_grow_shrink.jsonl")).expect("fixture");
     src.truncate(src.len() - 40);
     let path = dir.path().join("cut.jsonl");
     std::fs::write(&path, src).expect("write");
@@ -143,5 +155,9 @@ fn record_without_nvml_still_writes_a_valid_recording() {
         .assert()
         .success()
         .stderr(predicate::str::contains("recording companions only"));
-    gpumon().args(["replay", "--headless"]).arg(&rec).assert().success();
+    gpumon()
+        .args(["replay", "--headless"])
+        .arg(&rec)
+        .assert()
+        .success();
 }

@@ -22,7 +22,10 @@ fn tmux(args: &[&str]) -> String {
 }
 
 fn have_tmux() -> bool {
-    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok && std::env::var_os("GPUMON_REQUIRE_TMUX").is_some() {
         panic!("tmux is required (GPUMON_REQUIRE_TMUX is set) but not installed");
     }
@@ -65,16 +68,32 @@ fn replay_in_tmux_shows_gpu_and_process_and_q_restores_the_terminal() {
         bin.display(),
         fixture.display()
     );
-    tmux(&["new-session", "-d", "-s", &name, "-x", "80", "-y", "24", &cmd]);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &cmd,
+    ]);
     let s = Session(name);
     let p = wait_for(&s, "grow_shrink.py", 15);
     assert!(p.contains("H200"), "GPU name missing:\n{p}");
     assert!(p.contains("grow_shrink.py"), "process row missing:\n{p}");
-    assert!(p.contains("RECORDING"), "a recording must be labelled as such:\n{p}");
+    assert!(
+        p.contains("RECORDING"),
+        "a recording must be labelled as such:\n{p}"
+    );
 
     keys(&s, &["Enter"]);
     let p = pane(&s);
-    assert!(p.contains("GPU-49ba6da8"), "detail view shows the UUID:\n{p}");
+    assert!(
+        p.contains("GPU-49ba6da8"),
+        "detail view shows the UUID:\n{p}"
+    );
     assert!(p.contains("-5m"), "chart axis at the default window:\n{p}");
     keys(&s, &["-"]);
     assert!(pane(&s).contains("-15m"), "zoom out widens the window");
@@ -82,14 +101,23 @@ fn replay_in_tmux_shows_gpu_and_process_and_q_restores_the_terminal() {
     assert!(pane(&s).contains("-1m"), "zoom in narrows it");
     keys(&s, &["Tab"]);
     keys(&s, &["Space"]);
-    assert!(wait_for(&s, "paused", 3).contains("paused"), "space pauses a replay");
+    assert!(
+        wait_for(&s, "paused", 3).contains("paused"),
+        "space pauses a replay"
+    );
     keys(&s, &["?"]);
     assert!(pane(&s).contains("toggle this help"));
     keys(&s, &["Escape"]);
     keys(&s, &["q"]);
     let p = wait_for(&s, "EXIT=", 5);
-    assert!(p.contains("EXIT=0"), "q must end gpumon with status 0:\n{p}");
-    assert!(!p.contains("RECORDING"), "alternate screen must be left:\n{p}");
+    assert!(
+        p.contains("EXIT=0"),
+        "q must end gpumon with status 0:\n{p}"
+    );
+    assert!(
+        !p.contains("RECORDING"),
+        "alternate screen must be left:\n{p}"
+    );
     // Cursor visible and cooked mode again: the shell's echo works.
     keys(&s, &["echo", "Space", "cooked-ok", "Enter"]);
     let _ = tmux(&["send-keys", "-t", &s.0, "C-c"]);
@@ -108,7 +136,17 @@ fn sighup_restores_the_terminal() {
         bin.display(),
         fixture.display()
     );
-    tmux(&["new-session", "-d", "-s", &name, "-x", "80", "-y", "24", &cmd]);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &cmd,
+    ]);
     let s = Session(name);
     let p = wait_for(&s, "CANON-OK", 10);
     assert!(p.contains("EXIT=0"), "SIGHUP ends gpumon cleanly:\n{p}");

@@ -58,7 +58,15 @@ fn every_view_survives_tiny_and_odd_sizes() {
     let base = app_from(GROW, None);
     for view in [View::Overview, View::Detail, View::Alerts] {
         let app = with_view(app_from(GROW, None), view);
-        for (w, h) in [(1, 1), (19, 4), (20, 5), (33, 7), (40, 12), (41, 13), (200, 60)] {
+        for (w, h) in [
+            (1, 1),
+            (19, 4),
+            (20, 5),
+            (33, 7),
+            (40, 12),
+            (41, 13),
+            (200, 60),
+        ] {
             let _ = render(&app, w, h, &theme(false));
             let _ = render(&app, w, h, &theme(true));
         }

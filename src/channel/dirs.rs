@@ -104,9 +104,10 @@ pub fn check_dir(path: &Path, own: u32) -> Result<u32, String> {
     Ok(md.uid())
 }
 
-/// `1234.sock` → 1234.
+/// `1234.sock` (companion) or `1234.driver.sock` (interposer) → 1234.
 pub fn sock_pid(name: &OsStr) -> Option<u32> {
     let s = name.to_str()?.strip_suffix(".sock")?;
+    let s = s.strip_suffix(".driver").unwrap_or(s);
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -158,6 +159,8 @@ mod tests {
     #[test]
     fn socket_names() {
         assert_eq!(sock_pid(OsStr::new("123.sock")), Some(123));
+        assert_eq!(sock_pid(OsStr::new("123.driver.sock")), Some(123));
+        assert_eq!(sock_pid(OsStr::new("123.other.sock")), None);
         assert_eq!(sock_pid(OsStr::new("0.sock")), None);
         assert_eq!(sock_pid(OsStr::new("-1.sock")), None);
         assert_eq!(sock_pid(OsStr::new("12a.sock")), None);

@@ -208,6 +208,15 @@ impl Scanner {
                     continue;
                 };
                 let path = entry.path();
+                // A process with both the Python companion and the interposer reports one
+                // model per pid: the framework's view is the richer one, so it wins.
+                let is_driver = entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| n.ends_with(".driver.sock"));
+                if is_driver && dir.join(format!("{pid}.sock")).exists() {
+                    continue;
+                }
                 if !self.due(&path) {
                     continue;
                 }

@@ -565,14 +565,6 @@ impl Companions {
             return Some(d);
         }
         let p = self.get(pid)?;
-        let identified = p.devices.values().any(|d| {
-            d.info
-                .as_ref()
-                .is_some_and(|i| i.uuid.is_some() || i.pci_bus_id.is_some())
-        });
-        if identified {
-            return None;
-        }
         let h = p.hello.as_ref()?;
         match logical_index(
             all,
@@ -581,7 +573,14 @@ impl Companions {
             h.cuda_visible_devices.as_deref(),
             h.cuda_device_order.as_deref(),
         ) {
-            Mapping::Logical { index, .. } => p.devices.get(&index),
+            // Only a device the companion could not name falls back to the variable: a
+            // device it named is on the card it named (a device initialised after the
+            // hello has no name yet).
+            Mapping::Logical { index, .. } => p.devices.get(&index).filter(|d| {
+                d.info
+                    .as_ref()
+                    .is_none_or(|i| i.uuid.is_none() && i.pci_bus_id.is_none())
+            }),
             _ => None,
         }
     }

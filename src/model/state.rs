@@ -197,7 +197,9 @@ impl State {
                 }
             }
         }
-        self.gpus.sort_by_key(|g| g.info.index);
+        if !self.gpus.is_sorted_by_key(|g| g.info.index) {
+            self.gpus.sort_by_key(|g| g.info.index);
+        }
         // Processes not listed this tick get a gap so their line breaks instead of flat-lining.
         for p in self.procs.values_mut() {
             for pg in p.gpus.values_mut() {
@@ -211,7 +213,6 @@ impl State {
     }
 
     fn observe_proc(&mut self, t: Ts, gpu: u32, pid: u32, kind: ProcKind, used: Option<u64>) {
-        let gpus_info: Vec<GpuInfo> = self.gpus.iter().map(|g| g.info.clone()).collect();
         let proc_state = self.procs.entry(pid).or_insert_with(|| ProcState {
             info: ProcInfo {
                 pid,
@@ -223,20 +224,24 @@ impl State {
         });
         proc_state.last_seen = t;
         let info = &proc_state.info;
-        let pg = proc_state.gpus.entry(gpu).or_insert_with(|| ProcGpu {
-            gpu,
-            kind,
-            used: Series::default(),
-            last_used: None,
-            peak: Peak::default(),
-            last_seen: t,
-            mapping: logical_index(
-                &gpus_info,
+        // The mapping is computed once per (process, GPU); /proc updates recompute it.
+        let pg = proc_state.gpus.entry(gpu).or_insert_with(|| {
+            let all: Vec<GpuInfo> = self.gpus.iter().map(|g| g.info.clone()).collect();
+            ProcGpu {
                 gpu,
-                info.env_readable,
-                info.cuda_visible_devices.as_deref(),
-                info.cuda_device_order.as_deref(),
-            ),
+                kind,
+                used: Series::default(),
+                last_used: None,
+                peak: Peak::default(),
+                last_seen: t,
+                mapping: logical_index(
+                    &all,
+                    gpu,
+                    info.env_readable,
+                    info.cuda_visible_devices.as_deref(),
+                    info.cuda_device_order.as_deref(),
+                ),
+            }
         });
         pg.kind = kind;
         pg.last_seen = t;

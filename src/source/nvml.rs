@@ -145,6 +145,7 @@ fn handles<'a>(nvml: &'a Nvml, header: &Header) -> Vec<(u32, Option<nvml_wrapper
 /// Process lists, utilisation, temperature and power change slowly and cost more than the
 /// memory query; at short intervals they are refreshed at most this often and carried over.
 const SLOW_REFRESH: Duration = Duration::from_millis(200);
+const BATCH: Duration = Duration::from_millis(100);
 
 fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
     let devices = handles(nvml, header);
@@ -153,6 +154,8 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
     let slow_every = (SLOW_REFRESH.as_micros() / interval.as_micros().max(1)).max(1) as u64;
     let mut prev: Vec<GpuSample> = Vec::new();
     let mut n: u64 = 0;
+    let mut pending: Vec<Frame> = Vec::new();
+    let mut last_flush = Instant::now() - BATCH;
     let mut next = Instant::now();
     loop {
         let full = n % slow_every == 0;
@@ -183,11 +186,19 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
             known.retain(|pid, _| live.contains(pid));
         }
         prev.clone_from(&gpus);
-        if !fresh.is_empty() && tx.blocking_send(Frame::Procs { t, procs: fresh }).is_err() {
-            return;
+        if !fresh.is_empty() {
+            pending.push(Frame::Procs { t, procs: fresh });
         }
-        if tx.blocking_send(Frame::Tick(Tick { t, gpus })).is_err() {
-            return;
+        pending.push(Frame::Tick(Tick { t, gpus }));
+        // At short intervals ticks travel in bursts: every sample reaches the model, but
+        // the event loop wakes at most ~10 times a second for them.
+        if last_flush.elapsed() >= BATCH {
+            for f in pending.drain(..) {
+                if tx.blocking_send(f).is_err() {
+                    return;
+                }
+            }
+            last_flush = Instant::now();
         }
         next += interval;
         let now = Instant::now();

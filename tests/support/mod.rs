@@ -12,7 +12,9 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 pub fn frames(path: &Path) -> Vec<Frame> {
@@ -30,22 +32,33 @@ pub fn app_from(name: &str, until: Option<i64>) -> App {
     let all = frames(&path);
     let start = all.first().map(|f| f.time()).unwrap_or(0);
     let mut app = App::new(
-        SourceKind::Replay { file: path.display().to_string(), demo: false },
+        SourceKind::Replay {
+            file: path.display().to_string(),
+            demo: false,
+        },
         Sinks::default(),
     );
-    for f in all.iter().filter(|f| until.is_none_or(|u| f.time() <= start + u)) {
+    for f in all
+        .iter()
+        .filter(|f| until.is_none_or(|u| f.time() <= start + u))
+    {
         app.apply(f);
     }
     app
 }
 
 pub fn theme(ascii: bool) -> Theme {
-    Theme { ascii, color: false, utc: true }
+    Theme {
+        ascii,
+        color: false,
+        utc: true,
+    }
 }
 
 pub fn render(app: &App, w: u16, h: u16, theme: &Theme) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("test backend");
-    term.draw(|f| gpumon::ui::draw(f, app, theme)).expect("draw");
+    term.draw(|f| gpumon::ui::draw(f, app, theme))
+        .expect("draw");
     let buf = term.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
