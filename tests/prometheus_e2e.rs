@@ -7,11 +7,9 @@ mod export_support;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use export_support::*;
-use gpumon::export::{Exporter, Limits, http};
 use gpumon::frame::Frame;
 use gpumon::model::state::State;
 use gpumon::record::{Next, Reader};
@@ -142,12 +140,7 @@ fn prometheus_scrapes_the_values_of_the_recording() {
     if !prometheus_available() {
         return;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    // Through a recording on disk, as `gpumon serve --replay` reads it.
+    // Through a recording on disk, served by the real `gpumon serve --replay`.
     let dir = tempfile::tempdir().expect("temp dir");
     let recording = dir.path().join("fixture.gpumon.jsonl");
     let lines: Vec<String> = two_gpu_frames()
@@ -155,17 +148,26 @@ fn prometheus_scrapes_the_values_of_the_recording() {
         .map(|f| serde_json::to_string(f).expect("frames serialise"))
         .collect();
     std::fs::write(&recording, lines.join("\n") + "\n").expect("recording written");
-    let exporter = Arc::new(Exporter::new("unused".into()));
-    exporter.publish(&replay(&recording));
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("bind loopback");
-    let target = listener.local_addr().expect("bound");
-    rt.spawn(http::serve_on(
-        Arc::clone(&exporter),
-        listener,
-        Limits::default(),
-    ));
+    // The model built from the file is what the served values must equal.
+    let _ = replay(&recording);
+    let target: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+    let _gpumon = KillOnDrop(
+        Command::new(assert_cmd::cargo::cargo_bin("gpumon"))
+            .args(["serve", "--listen", &target.to_string(), "--replay"])
+            .arg(&recording)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gpumon serve starts"),
+    );
+    let up = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(target).is_err() {
+        assert!(
+            Instant::now() < up,
+            "gpumon serve never listened on {target}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 
     let (_prom, prom) = start_prometheus(dir.path(), target);
 
