@@ -20,7 +20,13 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
         let parts: Vec<String> = raw
             .split(|&b| b == 0)
             .filter(|p| !p.is_empty())
-            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .map(|p| {
+                // `python -c '...'` puts newlines and tabs in arguments; one row stays one row.
+                String::from_utf8_lossy(p)
+                    .chars()
+                    .map(|c| if c.is_control() { ' ' } else { c })
+                    .collect::<String>()
+            })
             .collect();
         (!parts.is_empty()).then(|| parts.join(" "))
     });
