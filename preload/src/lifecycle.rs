@@ -103,10 +103,14 @@ pub fn notice(msg: &str) {
         return;
     }
     let parts: [&[u8]; 3] = [b"gpumon-preload: ", msg.as_bytes(), b"\n"];
-    for p in parts {
-        // SAFETY: writing a valid buffer to fd 2; a failed write is ignored.
-        unsafe { libc::write(2, p.as_ptr().cast(), p.len()) };
-    }
+    let iov = parts.map(|p| libc::iovec {
+        iov_base: p.as_ptr() as *mut libc::c_void,
+        iov_len: p.len(),
+    });
+    // One writev, so a parent and its forked child never interleave halves of their lines
+    // (a pipe write up to PIPE_BUF bytes is atomic).
+    // SAFETY: the iovecs point into buffers alive for the call; a failed write is ignored.
+    unsafe { libc::writev(2, iov.as_ptr(), iov.len() as libc::c_int) };
 }
 
 extern "C" fn before_fork() {
