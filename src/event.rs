@@ -5,6 +5,9 @@ use crossterm::event::KeyEvent;
 use crate::frame::Frame;
 use crate::model::time::Ts;
 
+// Events are moved one at a time through a bounded channel, never stored in bulk, so the
+// size of the frame variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Event {
     /// Data from any source (NVML, companion channel, replay).

@@ -142,6 +142,7 @@ pub struct Reader {
 }
 
 /// What the reader found at the current end of the file.
+#[allow(clippy::large_enum_variant)] // returned one at a time, never stored
 #[derive(Debug)]
 pub enum Next {
     Frame(Frame),

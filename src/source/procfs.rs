@@ -109,7 +109,7 @@ mod tests {
         let p = dir.path().join("42");
         fs::create_dir(&p).expect("mkdir");
         fs::write(p.join("comm"), "python\n").expect("write");
-        fs::write(p.join("cmdline"), b"python\0train.py\0--lr\0003\0").expect("write");
+        fs::write(p.join("cmdline"), b"python\x00train.py\x00--lr\x00003\x00").expect("write");
         fs::write(p.join("status"), "Name:\tpython\nUid:\t0\t0\t0\t0\n").expect("write");
         fs::write(
             p.join("environ"),

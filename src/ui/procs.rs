@@ -22,7 +22,11 @@ fn command(p: &ProcState) -> String {
             })
             .collect::<Vec<_>>()
             .join(" "),
-        None => p.info.name.clone().unwrap_or_else(|| "(not readable)".into()),
+        None => p
+            .info
+            .name
+            .clone()
+            .unwrap_or_else(|| "(not readable)".into()),
     }
 }
 

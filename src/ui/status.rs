@@ -78,7 +78,10 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     ));
     let help = if narrow { "?" } else { "? help" };
     let help_w = help.len() as u16 + 1;
-    let left_area = Rect { width: area.width.saturating_sub(help_w + 1), ..area };
+    let left_area = Rect {
+        width: area.width.saturating_sub(help_w + 1),
+        ..area
+    };
     Line::from(left).render(left_area, buf);
     let x = area.x + area.width.saturating_sub(help_w);
     buf.set_string(x, area.y, help, theme.dim());
