@@ -92,6 +92,8 @@ pub fn oom(t: i64, requested: u64, free_total: u64) -> OomEvent {
         free_total: Some(free_total),
         largest_free: Some(18 * M),
         device_free: Some(0),
+        limit: None,
+        reserved: None,
         epoch: Some(4),
     }
 }

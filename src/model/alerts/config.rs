@@ -79,6 +79,12 @@ pub struct FragConfig {
     pub persist_ms: i64,
     /// An OOM alert stays active this long after the event, then moves to history.
     pub oom_hold_ms: i64,
+    /// An OOM is a fragmentation OOM when the allocator held at least this many times the
+    /// request free. Just over 1× is the normal slack of a caching allocator in partly
+    /// used segments (19–22 % of reserved at the card-full OOMs of the H200 corpus, with
+    /// T = 1.0–1.5 × the request): compacting it would serve the failing request and not
+    /// the next one, so the process was out of memory, not fragmented.
+    pub oom_free_multiple: f64,
 }
 
 impl Default for FragConfig {
@@ -86,6 +92,7 @@ impl Default for FragConfig {
         FragConfig {
             persist_ms: 15_000,
             oom_hold_ms: 10 * 60_000,
+            oom_free_multiple: 2.0,
         }
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::time::Ts;
 
 use super::config::AlertConfig;
-use super::fragmentation::{self, FragInput, RequestSource};
+use super::fragmentation::{self, FragInput, LeakNote, OomContext, RequestSource};
 use super::from_state;
 use super::grab_all::{self, GrabInput};
 use super::growth::{self, Ceiling, GrowthContext, WindowSource};
@@ -121,13 +121,13 @@ impl AlertEngine {
         let mut conditions = Vec::new();
         for p in &s.procs {
             let g = s.gpus.iter().find(|g| g.index == p.gpu);
-            if let Some(f) = self.growth(p, g) {
-                findings.push(f);
-            }
+            let growth = self.growth(p, g);
             conditions.extend(self.conditions(p, g));
             if let Some(c) = &p.companion {
-                self.take_ooms(p, c, now);
+                let ctx = self.oom_context(s, p, g, growth.as_ref());
+                self.take_ooms(p, c, now, &ctx);
             }
+            findings.extend(growth);
         }
         // Persistence: a condition must hold at every evaluation for its period.
         let true_now: BTreeSet<AlertKey> = conditions.iter().map(|(f, _)| f.key).collect();
@@ -252,7 +252,46 @@ impl AlertEngine {
         out
     }
 
-    fn take_ooms(&mut self, p: &ProcView, c: &CompanionView, now: Ts) {
+    /// What an OOM alert needs besides the event: an active (or just found) leak on the
+    /// process, and who else holds the card.
+    fn oom_context(
+        &self,
+        s: &Snapshot,
+        p: &ProcView,
+        g: Option<&GpuView>,
+        growth: Option<&Finding>,
+    ) -> OomContext {
+        let key = AlertKey {
+            kind: AlertKind::Growth,
+            pid: Some(p.pid),
+            gpu: p.gpu,
+        };
+        let leak = match (self.active.get(&key), growth) {
+            (Some(tr), _) => Some((tr.alert.raised_epoch, &tr.alert.evidence)),
+            (None, Some(f)) if f.key == key => Some((f.epoch, &f.evidence)),
+            _ => None,
+        }
+        .map(|(since_epoch, ev)| LeakNote {
+            since_epoch,
+            rate: ev.slope.unwrap_or(0.0),
+            unit: ev.unit.clone().unwrap_or_else(|| "epoch".into()),
+        });
+        let others: Vec<(u32, u64)> = s
+            .procs
+            .iter()
+            .filter(|o| o.gpu == p.gpu && o.pid != p.pid)
+            .filter_map(|o| Some((o.pid, o.nvml_used?)))
+            .collect();
+        OomContext {
+            leak,
+            others_held: (!others.is_empty()).then(|| others.iter().map(|o| o.1).sum()),
+            largest_other: others.iter().copied().max_by_key(|o| o.1),
+            card_total: g.map(|g| g.total).filter(|t| *t > 0),
+            free_multiple: self.cfg.fragmentation.oom_free_multiple,
+        }
+    }
+
+    fn take_ooms(&mut self, p: &ProcView, c: &CompanionView, now: Ts, ctx: &OomContext) {
         let (mut last_t, mut count) = self
             .ooms_seen
             .get(&(p.pid, p.gpu))
@@ -262,7 +301,7 @@ impl AlertEngine {
         for ev in c.ooms.iter().filter(|e| e.t > seen_until) {
             count += 1;
             last_t = ev.t;
-            let f = fragmentation::oom(p.pid, p.gpu, ev, &c.runtime, count);
+            let f = fragmentation::oom(p.pid, p.gpu, ev, &c.runtime, count, ctx);
             // Both kinds share one slot per process so a later plain OOM replaces a
             // fragmentation OOM instead of showing two.
             for kind in [AlertKind::FragmentationOom, AlertKind::Oom] {

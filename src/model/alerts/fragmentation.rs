@@ -1,6 +1,8 @@
 //! Fragmentation risk (T ≥ R > max(L, D)) and OOM events, with advice that names the
 //! framework's own remedy. See instrumentation research §8.4 and docs/alerts.md.
 
+use crate::model::bytes::human;
+
 use super::format::{compact, fit_summary, who};
 use super::snapshot::{OomEvent, Runtime};
 use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, Named, Severity};
@@ -132,11 +134,133 @@ pub fn risk(
     })
 }
 
-/// An OOM event: a fragmentation OOM when the allocator held at least the request in
-/// total, a plain OOM otherwise (or when T is unknown). `count` OOMs so far.
-pub fn oom(pid: u32, gpu: u32, ev: &OomEvent, rt: &Runtime, count: u32) -> Finding {
+/// A growth alert active on the process when its OOM arrived.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeakNote {
+    /// Epoch the growth alert was raised in.
+    pub since_epoch: Option<u64>,
+    /// Bytes per step and the step (`epoch`, `window`).
+    pub rate: f64,
+    pub unit: String,
+}
+
+/// What the engine knows besides the event, so an OOM alert can name its cause.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OomContext {
+    pub leak: Option<LeakNote>,
+    /// NVML usage of the other processes on the card, and the largest of them (pid, bytes).
+    pub others_held: Option<u64>,
+    pub largest_other: Option<(u32, u64)>,
+    pub card_total: Option<u64>,
+    /// `fragmentation.oom_free_multiple`.
+    pub free_multiple: f64,
+}
+
+impl Default for OomContext {
+    fn default() -> Self {
+        OomContext {
+            leak: None,
+            others_held: None,
+            largest_other: None,
+            card_total: None,
+            free_multiple: 2.0,
+        }
+    }
+}
+
+/// Why an OOM happened, in the order the alert reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OomCause {
+    /// A growth alert was active: the leak ran the process into its ceiling.
+    Leak,
+    /// The allocator held several times the request free, in pieces.
+    Fragmentation,
+    /// The allocator limit left less than the request.
+    Limit,
+    /// The card had less free than the request while the limit had room.
+    CardFull,
+    /// Not enough is known to say which ceiling it was.
+    Unknown,
+}
+
+/// Which ceiling the failing request met: its own limit, or the card.
+fn ceiling_met(ev: &OomEvent) -> OomCause {
+    let Some(r) = ev.requested else {
+        return OomCause::Unknown;
+    };
+    let limit_left = match (ev.limit, ev.reserved) {
+        (Some(l), Some(res)) => Some(l.saturating_sub(res)),
+        _ => None,
+    };
+    match (limit_left, ev.device_free) {
+        (Some(left), _) if left < r => OomCause::Limit,
+        (_, Some(d)) if d < r => OomCause::CardFull,
+        _ => OomCause::Unknown,
+    }
+}
+
+/// The cause of an OOM. A leak comes first: its OOM is the leak's, whatever the cache
+/// held. Then fragmentation, when the cache held `free_multiple` × the request free.
+pub fn oom_cause(ev: &OomEvent, ctx: &OomContext) -> OomCause {
+    if ctx.leak.is_some() {
+        return OomCause::Leak;
+    }
+    let fragmented = matches!(
+        (ev.free_total, ev.requested),
+        (Some(t), Some(r)) if t >= r && t as f64 >= ctx.free_multiple * r as f64
+    );
+    if fragmented {
+        OomCause::Fragmentation
+    } else {
+        ceiling_met(ev)
+    }
+}
+
+fn ceiling_words(ev: &OomEvent, ctx: &OomContext) -> String {
+    match ceiling_met(ev) {
+        OomCause::Limit => format!(
+            "it reached its allocator limit of {}{}",
+            compact(ev.limit.unwrap_or(0)),
+            ev.reserved
+                .map_or_else(String::new, |r| format!(" (reserved {})", compact(r)))
+        ),
+        OomCause::CardFull => {
+            let total = ctx
+                .card_total
+                .map_or_else(String::new, |t| format!(" of {}", compact(t)));
+            let others = match (ctx.others_held, ctx.largest_other) {
+                (Some(h), Some((p, b))) if h > 0 => format!(
+                    ", other processes held {} (the largest, PID {p}, {})",
+                    compact(h),
+                    compact(b)
+                ),
+                _ => String::new(),
+            };
+            let own = ev.limit.map_or_else(String::new, |l| {
+                format!(", while its own limit of {} had room", compact(l))
+            });
+            format!(
+                "the card was full: {} free{total}{others}{own}",
+                compact(ev.device_free.unwrap_or(0))
+            )
+        }
+        _ => "it ran out of memory".into(),
+    }
+}
+
+/// An OOM event, reported with its cause (`oom_cause`): `FragmentationOom` when the cache
+/// held several times the request in pieces, `Oom` otherwise, saying which ceiling it met
+/// and whether an active leak drove it there. `count` OOMs so far.
+pub fn oom(
+    pid: u32,
+    gpu: u32,
+    ev: &OomEvent,
+    rt: &Runtime,
+    count: u32,
+    ctx: &OomContext,
+) -> Finding {
     let req = ev.requested;
-    let frag = matches!((ev.free_total, req), (Some(t), Some(r)) if t >= r);
+    let cause = oom_cause(ev, ctx);
     let req_s = req.map_or_else(
         || "an allocation".to_string(),
         |r| format!("a {} request", compact(r)),
@@ -154,16 +278,37 @@ pub fn oom(pid: u32, gpu: u32, ev: &OomEvent, rt: &Runtime, count: u32) -> Findi
     if let Some(d) = ev.device_free {
         values.push(named("card free", d));
     }
+    if let Some(res) = ev.reserved {
+        values.push(named("reserved", res));
+    }
+    if let Some(l) = ev.limit {
+        values.push(named("allocator limit", l));
+    }
+    if let Some(h) = ctx.others_held {
+        values.push(named("other processes", h));
+    }
     let again = if count > 1 {
         format!(" (OOM number {count})")
     } else {
         String::new()
     };
-    let (kind, message, summary) = if frag {
-        let hole = ev
-            .largest_free
-            .map_or_else(String::new, |l| format!(", largest hole {}", compact(l)));
-        (
+    let hole = ev
+        .largest_free
+        .map_or_else(String::new, |l| format!(", largest hole {}", compact(l)));
+    // What the cache held, for the causes other than fragmentation.
+    let pieces = match (ev.free_total, req) {
+        (Some(t), Some(r)) if t >= r => format!(
+            " Its allocator held {} free in pieces{hole}: less than {} × the request, the usual slack of a caching allocator, so compacting it would have served this request and not the next.",
+            compact(t),
+            ctx.free_multiple
+        ),
+        (Some(t), _) => format!(" Its allocator held only {} free.", compact(t)),
+        (None, _) => String::new(),
+    };
+    let who_s = who(Some(pid), gpu);
+    let asked = req.map_or_else(String::new, |r| format!(" asking {}", compact(r)));
+    let (kind, message, summary) = match cause {
+        OomCause::Fragmentation => (
             AlertKind::FragmentationOom,
             format!(
                 "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s} while its allocator held {} free{hole}: a fragmentation OOM, the memory was there but in pieces. {}",
@@ -171,33 +316,62 @@ pub fn oom(pid: u32, gpu: u32, ev: &OomEvent, rt: &Runtime, count: u32) -> Findi
                 advice(rt)
             ),
             format!(
-                "{} frag OOM: {} in pieces",
-                who(Some(pid), gpu),
+                "{who_s} frag OOM: {} in pieces",
                 compact(ev.free_total.unwrap_or(0))
             ),
-        )
-    } else {
-        let free = match (ev.free_total, ev.device_free) {
-            (Some(t), Some(d)) => format!(
-                "; the allocator held only {} free and the card {}",
-                compact(t),
-                compact(d)
-            ),
-            (Some(t), None) => format!("; the allocator held only {} free", compact(t)),
-            (None, Some(d)) => format!("; the card had {} free", compact(d)),
-            (None, None) => String::new(),
-        };
-        (
+        ),
+        OomCause::Leak => {
+            let leak = ctx.leak.as_ref();
+            let since = leak
+                .and_then(|l| l.since_epoch)
+                .map_or_else(String::new, |e| format!(" since epoch {e}"));
+            let rate = leak.map_or_else(String::new, |l| {
+                format!(" (+{} per {})", human(l.rate.max(0.0) as u64), l.unit)
+            });
+            (
+                AlertKind::Oom,
+                format!(
+                    "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}: the leak reported{since}{rate} ran it into its ceiling; {}. A leak OOM, not fragmentation.{pieces} Find what keeps tensors alive across epochs (accumulated losses, growing lists or caches), then restart from a checkpoint.",
+                    ceiling_words(ev, ctx)
+                ),
+                format!("{who_s} leak OOM{asked}"),
+            )
+        }
+        OomCause::CardFull => (
             AlertKind::Oom,
             format!(
-                "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}{free}. The run needs a smaller peak (batch size, activation checkpointing) or a larger share of the card."
+                "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}: {}.{pieces} Give the run a card of its own, or have the other processes cap their memory (a grab-all allocator: memory growth or a memory limit).",
+                ceiling_words(ev, ctx)
             ),
+            format!("{who_s} OOM: card full{asked}"),
+        ),
+        OomCause::Limit => (
+            AlertKind::Oom,
             format!(
-                "{} OOM{}",
-                who(Some(pid), gpu),
-                req.map_or_else(String::new, |r| format!(" asking {}", compact(r)))
+                "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}: {}.{pieces} The run needs a smaller peak (batch size, activation checkpointing) or a larger limit.",
+                ceiling_words(ev, ctx)
             ),
-        )
+            format!("{who_s} OOM at its limit{asked}"),
+        ),
+        OomCause::Unknown => {
+            let free = match (ev.free_total, ev.device_free) {
+                (Some(t), Some(d)) => format!(
+                    "; the allocator held {} free and the card {}",
+                    compact(t),
+                    compact(d)
+                ),
+                (Some(t), None) => format!("; the allocator held {} free", compact(t)),
+                (None, Some(d)) => format!("; the card had {} free", compact(d)),
+                (None, None) => String::new(),
+            };
+            (
+                AlertKind::Oom,
+                format!(
+                    "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}{free}. The run needs a smaller peak (batch size, activation checkpointing) or a larger share of the card."
+                ),
+                format!("{who_s} OOM{asked}"),
+            )
+        }
     };
     Finding {
         key: AlertKey {
@@ -306,8 +480,10 @@ mod tests {
             largest_free: Some(18 * MIB_U64),
             device_free: Some(0),
             epoch: Some(5),
+            ..OomEvent::default()
         };
-        let f = oom(7, 0, &ev, &torch(), 1);
+        let ctx = OomContext::default();
+        let f = oom(7, 0, &ev, &torch(), 1, &ctx);
         assert_eq!(f.key.kind, AlertKind::FragmentationOom);
         assert_eq!(f.severity, Severity::Critical);
         assert!(f.message.contains("fragmentation OOM"));
@@ -315,13 +491,102 @@ mod tests {
             free_total: Some(10 * MIB_U64),
             ..ev
         };
-        let f = oom(7, 0, &plain, &torch(), 2);
+        let f = oom(7, 0, &plain, &torch(), 2, &ctx);
         assert_eq!(f.key.kind, AlertKind::Oom);
         assert!(f.message.contains("OOM number 2"));
         let unknown = OomEvent {
             free_total: None,
             ..ev
         };
-        assert_eq!(oom(7, 0, &unknown, &torch(), 1).key.kind, AlertKind::Oom);
+        assert_eq!(
+            oom(7, 0, &unknown, &torch(), 1, &ctx).key.kind,
+            AlertKind::Oom
+        );
+    }
+
+    /// The clean_unfreeze OOM of the H200 corpus: 256 MiB asked, 328 MiB free in the
+    /// cache (largest hole 176 MiB), 187 MiB free on a card other processes had filled,
+    /// 1.3 GiB left under its own 3 GiB limit.
+    fn card_full() -> OomEvent {
+        OomEvent {
+            t: 1,
+            requested: Some(256 * MIB_U64),
+            free_total: Some(328 * MIB_U64),
+            largest_free: Some(176 * MIB_U64),
+            device_free: Some(187 * MIB_U64),
+            limit: Some(3 * GIB_U64),
+            reserved: Some(1734 * MIB_U64),
+            epoch: Some(19),
+        }
+    }
+
+    #[test]
+    fn normal_cache_slack_at_a_full_card_is_a_card_oom_not_fragmentation() {
+        let ctx = OomContext {
+            others_held: Some(137 * GIB_U64),
+            largest_other: Some((600, 113 * GIB_U64)),
+            card_total: Some(140 * GIB_U64),
+            ..OomContext::default()
+        };
+        let ev = card_full();
+        assert_eq!(oom_cause(&ev, &ctx), OomCause::CardFull);
+        let f = oom(784, 1, &ev, &torch(), 1, &ctx);
+        assert_eq!(f.key.kind, AlertKind::Oom);
+        assert!(
+            f.message
+                .contains("the card was full: 187MiB free of 140GiB"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("PID 600"), "{}", f.message);
+        assert!(f.message.contains("328MiB free in pieces"), "{}", f.message);
+        assert!(!f.message.contains("expandable_segments"), "{}", f.message);
+        assert!(f.summary.contains("card full"), "{}", f.summary);
+        // The same cache holding twice the request is fragmentation, whatever the card.
+        let frag = OomEvent {
+            free_total: Some(512 * MIB_U64),
+            ..ev
+        };
+        assert_eq!(oom_cause(&frag, &ctx), OomCause::Fragmentation);
+    }
+
+    #[test]
+    fn an_active_leak_makes_it_a_leak_oom_and_a_spent_limit_is_named() {
+        let ctx = OomContext {
+            leak: Some(LeakNote {
+                since_epoch: Some(13),
+                rate: 32.0 * MIB_U64 as f64,
+                unit: "epoch".into(),
+            }),
+            ..OomContext::default()
+        };
+        let frag = OomEvent {
+            free_total: Some(2 * GIB_U64),
+            ..card_full()
+        };
+        assert_eq!(oom_cause(&frag, &ctx), OomCause::Leak);
+        let f = oom(789, 1, &frag, &torch(), 1, &ctx);
+        assert_eq!(f.key.kind, AlertKind::Oom);
+        assert!(
+            f.message
+                .contains("leak reported since epoch 13 (+32.0 MiB per epoch)"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("not fragmentation"));
+        assert!(f.summary.contains("leak OOM"), "{}", f.summary);
+        let at_limit = OomEvent {
+            reserved: Some(2900 * MIB_U64),
+            device_free: Some(10 * GIB_U64),
+            ..card_full()
+        };
+        let ctx = OomContext::default();
+        assert_eq!(oom_cause(&at_limit, &ctx), OomCause::Limit);
+        let f = oom(784, 1, &at_limit, &torch(), 1, &ctx);
+        assert!(
+            f.message.contains("allocator limit of 3.00GiB"),
+            "{}",
+            f.message
+        );
     }
 }

@@ -112,6 +112,15 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
             free_total: e.free_total,
             largest_free: e.largest_free,
             device_free: e.device_free,
+            limit: e.limit.or(d.limit()),
+            reserved: e.t.and_then(|t| {
+                // The highest value of the second before: PyTorch releases its unused
+                // segments before it gives up, so the newest sample can be lower than what
+                // it held when the request failed.
+                d.reserved
+                    .range(t.saturating_sub(1_000), t)
+                    .map(|(_, hi)| hi.max(0.0) as u64)
+            }),
             epoch: current_epoch,
         })
         .collect();

@@ -108,6 +108,10 @@ pub struct OomEvent {
     pub free_total: Option<u64>,
     pub largest_free: Option<u64>,
     pub device_free: Option<u64>,
+    /// The allocator limit the event reported (PyTorch memory fraction × total, ...).
+    pub limit: Option<u64>,
+    /// What the allocator had reserved as it made the failing request.
+    pub reserved: Option<u64>,
     pub epoch: Option<u64>,
 }
 
