@@ -227,6 +227,9 @@ class Companion(object):
                 h["na"] = d["na"]
             h["devices"] = src.devices()
             break
+        # Devices a monitor can place on a card; one that starts being used later (a
+        # second GPU touched after start) triggers a new hello from _sample.
+        self._announced_devs = {d.get("dev") for d in h["devices"]}
         return {k: v for k, v in h.items() if v is not None}
 
     def _hello_lines(self):
@@ -302,6 +305,7 @@ class Companion(object):
 
     def _sample(self):
         now_t = _proto.now_ms()
+        unannounced = False
         for src in self.sources:
             if not src.ready():
                 continue
@@ -319,7 +323,11 @@ class Companion(object):
                 if now_t - self._ring_t.get(key, 0) >= 1000:
                     self._ring_t[key] = now_t
                     self.samples.append(s)
+                if s.get("dev", 0) not in getattr(self, "_announced_devs", ()):
+                    unannounced = True
                 self.server.broadcast(s)
+        if unannounced and self.server.live_count():
+            self.server.broadcast(self._hello())
 
     def _snapshot(self):
         t0 = time.perf_counter()
