@@ -130,6 +130,10 @@ impl App {
         if n > 0 && self.gpu >= n {
             self.gpu = n - 1;
         }
+        let rows = self.visible_procs();
+        if self.proc_row >= rows {
+            self.proc_row = rows.saturating_sub(1);
+        }
         let ring = std::mem::take(&mut self.pipe.ring);
         if self.pipe.tripped.is_some() {
             return Some(Effect::Quit);

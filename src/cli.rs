@@ -133,7 +133,7 @@ pub struct RecordArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
     /// Stop after this many seconds (default: until interrupted).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = parse_duration_s)]
     pub duration: Option<f64>,
     /// Sampling interval: 1s, 250ms, 10ms (a bare number is milliseconds).
     #[arg(long, short = 'i', value_parser = parse_interval, default_value = "1s")]
@@ -177,6 +177,19 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
         return Err(format!("interval '{s}' is above one hour"));
     }
     Ok(Duration::from_micros((ms * 1000.0) as u64))
+}
+
+pub fn parse_duration_s(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid duration '{s}': seconds, e.g. 60 or 0.5"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 366.0 * 86_400.0) {
+        return Err(format!(
+            "duration '{s}' must be between 0 and one year of seconds"
+        ));
+    }
+    Ok(v)
 }
 
 pub fn parse_severity(s: &str) -> Result<crate::model::alerts::Severity, String> {

@@ -69,6 +69,10 @@ impl Pipeline {
         }
         if let Some(r) = &self.sinks.recorder {
             r.write(f);
+            if let Some(e) = r.error() {
+                self.sinks.recorder = None;
+                self.sink_failed(format!("recording stopped: {e}"));
+            }
         }
         if let Frame::Tick(t) = f {
             let mut failed = None;

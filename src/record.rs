@@ -40,6 +40,8 @@ pub enum RecordingError {
 pub struct Recorder {
     tx: Option<mpsc::SyncSender<Frame>>,
     dropped: Arc<AtomicU64>,
+    /// Why the writer stopped (disk full, file removed...), for the status line.
+    error: Arc<std::sync::Mutex<Option<String>>>,
     thread: Option<thread::JoinHandle<()>>,
 }
 
@@ -58,13 +60,24 @@ impl Recorder {
         out.flush().map_err(werr)?;
         let (tx, rx) = mpsc::sync_channel::<Frame>(4096);
         let dropped = Arc::new(AtomicU64::new(0));
+        let error = Arc::new(std::sync::Mutex::new(None));
         let thread = thread::Builder::new()
             .name("recorder".into())
-            .spawn(move || writer_loop(out, rx))
+            .spawn({
+                let error = Arc::clone(&error);
+                move || {
+                    if let Err(e) = writer_loop(out, rx) {
+                        if let Ok(mut slot) = error.lock() {
+                            *slot = Some(e.to_string());
+                        }
+                    }
+                }
+            })
             .map_err(werr)?;
         Ok(Recorder {
             tx: Some(tx),
             dropped,
+            error,
             thread: Some(thread),
         })
     }
@@ -95,6 +108,13 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    /// Set once the writer has stopped on an I/O error; later frames are lost.
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().ok().and_then(|e| e.clone())
+    }
+}
+
 impl Drop for Recorder {
     fn drop(&mut self) {
         self.tx.take();
@@ -104,23 +124,16 @@ impl Drop for Recorder {
     }
 }
 
-fn writer_loop(mut out: BufWriter<File>, rx: mpsc::Receiver<Frame>) {
+fn writer_loop(mut out: BufWriter<File>, rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
     let mut last_flush = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(f) => {
-                if write_frame(&mut out, &f).is_err() {
-                    return;
-                }
-            }
+            Ok(f) => write_frame(&mut out, &f)?,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let _ = out.flush();
-                return;
-            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return out.flush(),
         }
-        if last_flush.elapsed() >= Duration::from_millis(900) {
-            let _ = out.flush();
+        if last_flush.elapsed() >= Duration::from_millis(500) {
+            out.flush()?;
             last_flush = Instant::now();
         }
     }
@@ -206,7 +219,7 @@ impl Reader {
         loop {
             let start = self.buf.len();
             let limit = (MAX_LINE + 1 - start.min(MAX_LINE)) as u64;
-            let n = std::io::Read::take(&mut self.inner, limit)
+            std::io::Read::take(&mut self.inner, limit)
                 .read_until(b'\n', &mut self.buf)
                 .map_err(|source| RecordingError::Open {
                     path: self.path.clone(),
@@ -218,7 +231,6 @@ impl Reader {
                         self.corrupt(self.line + 1, format!("line longer than {MAX_LINE} bytes"))
                     );
                 }
-                let _ = n;
                 return Ok(Next::End {
                     partial: !self.buf.is_empty(),
                 });
@@ -234,10 +246,6 @@ impl Reader {
                 Err(e) => Err(self.corrupt(self.line, format!("invalid frame: {e}"))),
             };
         }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 

@@ -189,6 +189,12 @@ async fn watch(w: WatchArgs) -> Result<i32> {
         }
         Err(e) => {
             drop(channel);
+            if let Some(p) = &w.record {
+                anyhow::bail!(
+                    "{e}; nothing to record to {} (use `gpumon record` to record companions)",
+                    p.display()
+                );
+            }
             let Some(file) = demo_path() else {
                 anyhow::bail!("{e}; and the bundled demo recording is missing");
             };
@@ -440,6 +446,7 @@ where
         };
         let Some(first) = first else { return Ok(()) };
         let mut next = Some(first);
+        let batch = Instant::now();
         while let Some(ev) = next {
             let cap = match ev {
                 Event::Key(_) | Event::Resize => INPUT_FRAME,
@@ -459,7 +466,12 @@ where
                 }
                 None => {}
             }
-            next = rx.try_recv().ok();
+            // A fast replay can keep the queue full; still draw now and then.
+            next = if batch.elapsed() < INPUT_FRAME {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
         }
         app.pipe.publish();
     }
@@ -505,13 +517,21 @@ fn spawn_signals(tx: Sender<Event>) -> Result<()> {
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
+            let mut asked = false;
+            for sig in signals.forever() {
+                if asked {
+                    // The loop did not stop after the first signal (stuck writing to a dead
+                    // terminal?): restore what can be restored and leave now.
+                    crate::term::restore();
+                    std::process::exit(128 + sig);
+                }
+                asked = true;
                 let name = match sig {
                     SIGHUP => "SIGHUP (terminal hung up)",
                     SIGTERM => "SIGTERM",
                     _ => "SIGINT",
                 };
-                let _ = tx.blocking_send(Event::Quit(format!("stopped by {name}")));
+                let _ = tx.try_send(Event::Quit(format!("stopped by {name}")));
             }
         })
         .context("cannot start the signal thread")?;
@@ -526,10 +546,12 @@ async fn record(r: RecordArgs) -> Result<i32> {
         header_without_gpus(r.interval)
     });
     let recorder = Recorder::create(&r.output, &header)?;
-    let mut pipe = Pipeline::new(Sinks {
-        recorder: Some(recorder),
-        ..Sinks::default()
-    });
+    let out = OutputArgs {
+        csv: r.csv.clone(),
+        jsonl: r.jsonl.clone(),
+        ..OutputArgs::default()
+    };
+    let mut pipe = Pipeline::new(sinks(&out, Some(recorder)).await?);
     pipe.apply(&Frame::Header(header.clone()));
     eprintln!(
         "gpumon: recording {} GPU(s) every {} ms to {}{}",

@@ -26,6 +26,9 @@ impl TerminalGuard {
             std::panic::set_hook(Box::new(move |info| {
                 restore();
                 previous(info);
+                // A panic on any thread (sampler, replay) leaves the UI without data and the
+                // terminal already restored: drawing on would garble the shell, so stop here.
+                std::process::exit(101);
             }));
         });
         terminal::enable_raw_mode()?;

@@ -55,21 +55,25 @@ fn help_is_generated_from_key_table() {
 
 #[test]
 fn every_view_survives_tiny_and_odd_sizes() {
-    let base = app_from(GROW, None);
-    for view in [View::Overview, View::Detail, View::Alerts] {
-        let app = with_view(app_from(GROW, None), view);
-        for (w, h) in [
-            (1, 1),
-            (19, 4),
-            (20, 5),
-            (33, 7),
-            (40, 12),
-            (41, 13),
-            (200, 60),
-        ] {
-            let _ = render(&app, w, h, &theme(false));
-            let _ = render(&app, w, h, &theme(true));
+    // Single GPU, two GPUs, and a companion run (allocator panel below or beside the table).
+    for (fixture, until) in [
+        (GROW, None),
+        ("h200x2_cvd.jsonl", Some(20_000)),
+        ("h200_torch_companion.jsonl", Some(1_500)),
+    ] {
+        for view in [View::Overview, View::Detail, View::Alerts] {
+            let mut app = with_view(app_from(fixture, until), view);
+            app.proc_row = 1;
+            let mut sizes = vec![(1, 1), (19, 4), (200, 60), (130, 16), (110, 20)];
+            for w in [20, 33, 40, 41, 60, 80, 120] {
+                for h in 5..=16 {
+                    sizes.push((w, h));
+                }
+            }
+            for (w, h) in sizes {
+                let _ = render(&app, w, h, &theme(false));
+                let _ = render(&app, w, h, &theme(true));
+            }
         }
     }
-    drop(base);
 }

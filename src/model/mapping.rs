@@ -62,7 +62,13 @@ pub fn logical_index(
     }
     let pci_order = order.is_some_and(|o| o.trim() == "PCI_BUS_ID");
     let mut pci: Vec<&GpuInfo> = gpus.iter().collect();
-    pci.sort_by(|a, b| a.pci_bus_id.cmp(&b.pci_bus_id));
+    // CUDA's PCI order. NVML enumerates in that order too, so a card whose bus id could not
+    // be read falls back to its NVML index instead of sorting first and shifting the rest.
+    if pci.iter().any(|g| g.pci_bus_id.is_empty()) {
+        pci.sort_by_key(|g| g.index);
+    } else {
+        pci.sort_by(|a, b| a.pci_bus_id.cmp(&b.pci_bus_id));
+    }
     let mixed_models = pci.windows(2).any(|w| w[0].name != w[1].name);
     let order_doubt = (!pci_order && mixed_models).then(|| {
         "CUDA_DEVICE_ORDER is not PCI_BUS_ID and the cards differ: CUDA orders them fastest-first"
@@ -278,6 +284,14 @@ mod tests {
             idx(logical_index(&g, 3, true, Some("3"), Some("PCI_BUS_ID"))),
             Some(0)
         );
+    }
+
+    #[test]
+    fn unreadable_bus_id_does_not_shift_the_others() {
+        let mut g = four();
+        g[0].pci_bus_id.clear();
+        assert_eq!(idx(logical_index(&g, 2, true, Some("2"), None)), Some(0));
+        assert_eq!(idx(logical_index(&g, 0, true, None, None)), Some(0));
     }
 
     #[test]

@@ -70,13 +70,6 @@ pub struct ProcState {
     pub gpus: BTreeMap<u32, ProcGpu>,
 }
 
-impl ProcState {
-    /// True once NVML no longer lists the process.
-    pub fn gone(&self, now: Ts) -> bool {
-        now - self.last_seen > 0 && self.gpus.values().all(|g| g.last_seen < now)
-    }
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     pub t: Ts,

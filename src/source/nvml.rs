@@ -14,7 +14,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::ProcessInfo;
 use tokio::sync::mpsc::Sender;
 
-use crate::frame::{FORMAT_VERSION, Frame, Header, Level};
+use crate::frame::{FORMAT_VERSION, Frame, Header};
 use crate::model::sample::{GpuInfo, GpuSample, MemInfo, ProcKind, ProcSample, Tick};
 use crate::model::time::now_ms;
 use crate::source::procfs;
@@ -167,7 +167,7 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
                 let carried = prev.iter().find(|p| p.index == *index && p.error.is_none());
                 match (dev, carried) {
                     (Some(d), Some(c)) if !full => sample_fast(*index, d, c),
-                    (Some(d), _) => sample_one(*index, d),
+                    (Some(d), c) => sample_one(*index, d, c),
                     (None, _) => failed(*index, "device handle unavailable".into()),
                 }
             })
@@ -216,7 +216,7 @@ fn sample_all(devices: &[(u32, Option<nvml_wrapper::Device<'_>>)]) -> Tick {
     let gpus = devices
         .iter()
         .map(|(index, dev)| match dev {
-            Some(d) => sample_one(*index, d),
+            Some(d) => sample_one(*index, d, None),
             None => failed(*index, "device handle unavailable".into()),
         })
         .collect();
@@ -259,14 +259,23 @@ fn sample_fast(index: u32, d: &nvml_wrapper::Device<'_>, carried: &GpuSample) ->
     }
 }
 
-fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>) -> GpuSample {
+fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>, carried: Option<&GpuSample>) -> GpuSample {
     let mem = match read_mem(d) {
         Ok(m) => m,
         Err(e) => return failed(index, e),
     };
     let mut procs: Vec<ProcSample> = Vec::new();
+    let mut list_failed = false;
     let mut merge = |list: Result<Vec<ProcessInfo>, NvmlError>, kind: ProcKind| {
-        for p in list.unwrap_or_default() {
+        let list = match list {
+            Ok(l) => l,
+            Err(NvmlError::NotSupported) => Vec::new(),
+            Err(_) => {
+                list_failed = true;
+                Vec::new()
+            }
+        };
+        for p in list {
             let used = match p.used_gpu_memory {
                 UsedGpuMemory::Used(b) => Some(b),
                 UsedGpuMemory::Unavailable => None,
@@ -286,6 +295,12 @@ fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>) -> GpuSample {
     };
     merge(d.running_compute_processes(), ProcKind::Compute);
     merge(d.running_graphics_processes(), ProcKind::Graphics);
+    // A failed process query is not "every process exited": keep the last known list.
+    if list_failed {
+        if let Some(c) = carried {
+            procs.clone_from(&c.procs);
+        }
+    }
     GpuSample {
         index,
         mem: Some(mem),
@@ -301,9 +316,4 @@ pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())
-}
-
-/// Status frame helper for sampler problems shown in the status line.
-pub fn status(text: impl Into<String>) -> Frame {
-    Frame::status(now_ms(), "nvml", Level::Error, text)
 }

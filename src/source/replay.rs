@@ -71,6 +71,7 @@ struct Replay {
     pending: Option<Frame>,
     ended: bool,
     last_t: Ts,
+    rush: bool,
 }
 
 impl Replay {
@@ -88,6 +89,7 @@ impl Replay {
             pending: None,
             ended: false,
             last_t: start,
+            rush: false,
         }
     }
 
@@ -106,12 +108,18 @@ impl Replay {
         })
     }
 
+    /// Emit everything available now instead of following the recorded timing: at `--speed
+    /// max`, after `G`, and always when following a growing file (attach, catch up, tail).
+    fn rushing(&self) -> bool {
+        self.rush || self.follow || self.speed == Speed::Max
+    }
+
     fn run(&mut self, ctl: &std_mpsc::Receiver<Control>) -> Result<(), RecordingError> {
         if !self.send(Event::Frame(Frame::Header(self.reader.header.clone()))) {
             return Ok(());
         }
         let mut last = Instant::now();
-        let mut last_status = Instant::now() - Duration::from_secs(1);
+        let mut last_status: Option<(Instant, ReplayStatus)> = None;
         loop {
             while let Ok(c) = ctl.try_recv() {
                 self.control(c)?;
@@ -119,21 +127,27 @@ impl Replay {
             let now = Instant::now();
             let elapsed = now - last;
             last = now;
-            if !self.paused {
-                match self.speed {
-                    Speed::Times(x) => self.pos += (elapsed.as_secs_f64() * 1000.0 * x) as i64,
-                    Speed::Max => self.pos = Ts::MAX,
-                }
+            if let (false, false, Speed::Times(x)) = (self.paused, self.ended, self.speed) {
+                self.pos = self
+                    .pos
+                    .saturating_add((elapsed.as_secs_f64() * 1000.0 * x) as i64);
             }
-            let sent = self.emit_due()?;
-            if sent.is_none() {
+            if self.emit_due()?.is_none() {
                 return Ok(());
             }
-            if last_status.elapsed() >= Duration::from_millis(200) || sent == Some(true) {
-                if !self.send(self.status()) {
+            // Status only when it changed (and at most 5 times a second): an idle replay
+            // must not keep the screen redrawing.
+            let Event::Replay(st) = self.status() else {
+                unreachable!("status() builds Replay")
+            };
+            let stale = last_status.is_none_or(|(at, prev)| {
+                prev != st && (at.elapsed() >= Duration::from_millis(200) || prev.ended != st.ended)
+            });
+            if stale {
+                if !self.send(Event::Replay(st)) {
                     return Ok(());
                 }
-                last_status = Instant::now();
+                last_status = Some((Instant::now(), st));
             }
             if self.ended && !self.follow {
                 // Keep serving controls (seek back) until the UI goes away.
@@ -146,36 +160,41 @@ impl Replay {
                         }
                     }
                 }
+                last = Instant::now();
                 continue;
             }
             thread::sleep(Duration::from_millis(if self.ended { 250 } else { 20 }));
         }
     }
 
-    /// Send every frame at or before `pos`. Returns None when the UI has gone away,
-    /// Some(true) when the end was reached just now.
-    fn emit_due(&mut self) -> Result<Option<bool>, RecordingError> {
+    /// Send every frame that is due. Returns None when the UI has gone away.
+    fn emit_due(&mut self) -> Result<Option<()>, RecordingError> {
         loop {
             let f = match self.pending.take() {
                 Some(f) => f,
                 None => match self.reader.next()? {
                     Next::Frame(f) => f,
                     Next::End { .. } => {
-                        let just = !self.ended;
                         self.ended = true;
-                        if self.pos == Ts::MAX {
+                        self.rush = false;
+                        // The clock stops at the last frame; it never runs past the end.
+                        self.pos = self.pos.min(self.last_t).max(self.start);
+                        if self.rushing() {
                             self.pos = self.last_t;
                         }
-                        return Ok(Some(just));
+                        return Ok(Some(()));
                     }
                 },
             };
             self.ended = false;
-            if f.time() > self.pos {
+            if !self.rushing() && f.time() > self.pos {
                 self.pending = Some(f);
-                return Ok(Some(false));
+                return Ok(Some(()));
             }
             self.last_t = self.last_t.max(f.time());
+            if self.rushing() {
+                self.pos = self.last_t;
+            }
             if !self.send(Event::Frame(f)) {
                 return Ok(None);
             }
@@ -186,18 +205,39 @@ impl Replay {
         match c {
             Control::TogglePause => self.paused = !self.paused,
             Control::SetSpeed(s) => self.speed = s,
-            Control::ToEnd => self.pos = Ts::MAX,
-            Control::Seek(d) if d >= 0 && self.pos == Ts::MAX => {}
+            Control::ToEnd => self.rush = true,
             Control::Seek(d) if d >= 0 => self.pos = self.pos.saturating_add(d),
             Control::Seek(d) => {
-                let target = (self.pos + d).max(self.start);
+                let target = self.pos.saturating_add(d).max(self.start);
+                // A seek means "let me watch from there": at max speed it would just jump
+                // back to the end, so playback continues at 1x.
+                if self.speed == Speed::Max {
+                    self.speed = Speed::Times(1.0);
+                }
                 self.reader = Reader::open(&self.path)?;
                 self.pending = None;
                 self.ended = false;
+                self.rush = false;
                 self.pos = target;
                 self.last_t = self.start;
                 let _ = self.send(Event::Reset);
                 let _ = self.send(Event::Frame(Frame::Header(self.reader.header.clone())));
+                // Everything up to the target is history: rebuild it at once.
+                self.fast_forward_to(target)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn fast_forward_to(&mut self, target: Ts) -> Result<(), RecordingError> {
+        while let Next::Frame(f) = self.reader.next()? {
+            if f.time() > target {
+                self.pending = Some(f);
+                return Ok(());
+            }
+            self.last_t = self.last_t.max(f.time());
+            if !self.send(Event::Frame(f)) {
+                return Ok(());
             }
         }
         Ok(())

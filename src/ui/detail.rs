@@ -50,7 +50,8 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let side = companion.is_some() && inner.width >= 110;
     let below = companion.is_some() && !side && inner.height >= 16;
     let table_h = (procs.len() as u16 + 1)
-        .clamp(2, inner.height / 3)
+        .min(inner.height / 3)
+        .max(2)
         .max(if side { 9 } else { 2 });
     let panel_h = if below { 8.min(inner.height / 3) } else { 0 };
     let note_h = u16::from(inner.height >= 14 && !below);

@@ -151,13 +151,15 @@ pub fn mapping_note(p: &ProcState, pg: &ProcGpu) -> String {
         Mapping::Logical {
             index, uncertain, ..
         } => {
+            // /proc shows the launch environment: a script that sets the variable itself
+            // before CUDA starts is only seen right through its companion.
             let base = match cvd {
                 Some(v) => {
-                    format!("CUDA_VISIBLE_DEVICES={v} -> this card is cuda:{index} in the process")
+                    format!("CUDA_VISIBLE_DEVICES={v} at launch -> this card is cuda:{index}")
                 }
-                None => format!(
-                    "CUDA_VISIBLE_DEVICES unset -> this card is cuda:{index} in the process"
-                ),
+                None => {
+                    format!("CUDA_VISIBLE_DEVICES unset at launch -> this card is cuda:{index}")
+                }
             };
             match uncertain {
                 Some(why) => format!("{base} (uncertain: {why})"),
