@@ -77,3 +77,34 @@ fn every_view_survives_tiny_and_odd_sizes() {
         }
     }
 }
+
+#[test]
+fn allocator_detail_of_the_fragmenting_run_120x36() {
+    // 65 s into the corpus run: frag_oom's cache has shattered, the risk alert is up.
+    let mut app = with_view(
+        app_from("../corpus/corpus_frag.jsonl", Some(65_000)),
+        View::Detail,
+    );
+    app.gpu = 1;
+    let rows = app.pipe.state.procs_on(1);
+    let frag = rows
+        .iter()
+        .position(|(p, _)| {
+            p.info
+                .cmdline
+                .as_deref()
+                .is_some_and(|c| c.contains("frag_oom"))
+        })
+        .expect("frag_oom runs on GPU 1");
+    app.proc_row = frag;
+    let screen = render(&app, 120, 36, &theme(false));
+    assert!(
+        screen.contains("F 0.9"),
+        "fragmentation index shown:\n{screen}"
+    );
+    assert!(
+        screen.contains("stranded"),
+        "stranded bytes shown:\n{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}

@@ -155,20 +155,7 @@ impl AreaChart<'_> {
                 }
             }
         }
-        for (value, text, style) in &self.lines {
-            if self.y_max <= 0.0 {
-                continue;
-            }
-            let r = ((value / self.y_max).clamp(0.0, 1.0) * h).ceil().max(1.0) as u16;
-            let y = plot.y + plot.height - r.min(plot.height);
-            for x in plot.x..plot.x + plot.width {
-                if buf[(x, y)].symbol() == " " {
-                    buf[(x, y)].set_char(theme.dashed()).set_style(*style);
-                }
-            }
-            let tx = plot.x + plot.width.saturating_sub(text.chars().count() as u16 + 1);
-            buf.set_stringn(tx, y, text, usize::from(plot.width), *style);
-        }
+        // Epoch marks first: a reference line's label (the peak) must stay readable.
         let mut last_label_end = 0u16;
         for (col, text) in &self.marks {
             let Ok(c) = u16::try_from(*col) else { continue };
@@ -185,6 +172,20 @@ impl AreaChart<'_> {
                 buf.set_string(x, plot.y, text, theme.dim());
                 last_label_end = x + text.len() as u16 + 1;
             }
+        }
+        for (value, text, style) in &self.lines {
+            if self.y_max <= 0.0 {
+                continue;
+            }
+            let r = ((value / self.y_max).clamp(0.0, 1.0) * h).ceil().max(1.0) as u16;
+            let y = plot.y + plot.height - r.min(plot.height);
+            for x in plot.x..plot.x + plot.width {
+                if buf[(x, y)].symbol() == " " {
+                    buf[(x, y)].set_char(theme.dashed()).set_style(*style);
+                }
+            }
+            let tx = plot.x + plot.width.saturating_sub(text.chars().count() as u16 + 1);
+            buf.set_stringn(tx, y, text, usize::from(plot.width), *style);
         }
         let y = area.y + area.height - 1;
         buf.set_string(plot.x, y, &self.x_labels.0, theme.dim());

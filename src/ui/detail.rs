@@ -5,13 +5,13 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::widgets::{Block, Borders, Widget};
 
-use super::allocator::{AllocView, render_process_alloc};
-use super::chart::{AreaChart, columns};
+use super::allocator::{AllocView, frag_style, render_process_alloc};
+use super::chart::{AreaChart, columns, sparkline};
 use super::overview::{short_name, usage_line};
 use super::procs::{mapping_note, render_table};
 use super::theme::Theme;
 use crate::app::App;
-use crate::model::allocator::ProcAlloc;
+use crate::model::allocator::{DevAlloc, ProcAlloc};
 use crate::model::bytes::human;
 use crate::model::time::Ts;
 
@@ -55,9 +55,11 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         .max(if side { 9 } else { 2 });
     let panel_h = if below { 8.min(inner.height / 3) } else { 0 };
     let note_h = u16::from(inner.height >= 14 && !below);
-    let [usage, chart, bottom, panel, note] = Layout::vertical([
+    let trend_h = u16::from(dev.is_some() && inner.height >= 12);
+    let [usage, chart, trend, bottom, panel, note] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(3),
+        Constraint::Length(trend_h),
         Constraint::Length(table_h),
         Constraint::Length(panel_h),
         Constraint::Length(note_h),
@@ -106,6 +108,9 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         x_labels: (format!("-{}", app.window_label()), "now".into()),
     }
     .render(buf, chart, theme);
+    if let (Some(d), true) = (dev, trend.height > 0) {
+        frag_trend(d, from, now, trend, buf, theme);
+    }
     render_table(&procs, app.proc_row, table, buf, theme);
     if let (Some(proc_alloc), Some((_, pg))) = (companion, sel) {
         let view = AllocView {
@@ -147,4 +152,46 @@ fn epoch_marks(p: Option<&ProcAlloc>, from: Ts, to: Ts, width: u16) -> Vec<(usiz
             (col.min(usize::from(width) - 1), format!("e{e}"))
         })
         .collect()
+}
+
+/// One row under the chart: the selected process's fragmentation index over the same
+/// window, and its stranded bytes now, so a cache that shatters over hours is visible.
+fn frag_trend(d: &DevAlloc, from: Ts, to: Ts, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let label = "      F ";
+    let now = match d
+        .frag
+        .as_ref()
+        .and_then(|f| Some((f.index()?, f.stranded()?)))
+    {
+        Some((f, stranded)) => format!(" {f:.2} now, {} stranded", human(stranded)),
+        None => " n/a".into(),
+    };
+    let spark_w = area
+        .width
+        .saturating_sub((label.len() + now.chars().count()) as u16);
+    buf.set_string(area.x, area.y, label, theme.dim());
+    let cols = columns(&d.frag_f, from, to, spark_w);
+    let spark = Rect {
+        x: area.x + label.len() as u16,
+        width: spark_w,
+        ..area
+    };
+    sparkline(
+        buf,
+        spark,
+        &cols,
+        1.0,
+        theme,
+        frag_style(
+            d.frag.as_ref().and_then(|f| f.index()).unwrap_or(0.0),
+            theme,
+        ),
+    );
+    buf.set_stringn(
+        spark.x + spark_w,
+        area.y,
+        now,
+        usize::from(area.width),
+        theme.dim(),
+    );
 }
