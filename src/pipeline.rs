@@ -37,6 +37,11 @@ pub struct Pipeline {
     pub exit_on: Option<Severity>,
     pub tripped: Option<Alert>,
     sink_error: bool,
+    /// Newest data time written to the flat logs and the alert log, and, after a replay
+    /// seeked back, the time up to which frames only rebuild the model: outputs must not
+    /// get the same rows twice.
+    written_until: Ts,
+    rebuild_until: Ts,
 }
 
 impl Pipeline {
@@ -50,6 +55,8 @@ impl Pipeline {
             exit_on: None,
             tripped: None,
             sink_error: false,
+            written_until: Ts::MIN,
+            rebuild_until: Ts::MIN,
         }
     }
 
@@ -58,6 +65,7 @@ impl Pipeline {
         self.state = State::default();
         self.alerts = AlertEngine::new(self.alerts.config().clone());
         self.last_eval = Ts::MIN;
+        self.rebuild_until = self.written_until;
     }
 
     pub fn apply(&mut self, f: &Frame) {
@@ -74,7 +82,11 @@ impl Pipeline {
                 self.sink_failed(format!("recording stopped: {e}"));
             }
         }
-        if let Frame::Tick(t) = f {
+        let fresh = f.time() > self.rebuild_until;
+        if fresh {
+            self.written_until = self.written_until.max(f.time());
+        }
+        if let (Frame::Tick(t), true) = (f, fresh) {
             let mut failed = None;
             for log in &mut self.sinks.flat {
                 if let Err(e) = log.write_tick(&self.state, t) {
@@ -114,7 +126,8 @@ impl Pipeline {
                 self.tripped = Some(c.alert.clone());
             }
         }
-        if let Some(out) = &mut self.sinks.alerts_out {
+        let replayed = c.at <= self.rebuild_until;
+        if let (Some(out), false) = (&mut self.sinks.alerts_out, replayed) {
             let line = serde_json::json!({
                 "time": rfc3339(c.at),
                 "change": c.change,
@@ -154,5 +167,57 @@ impl Pipeline {
             e.publish(&self.state);
             e.publish_alerts(&self.alerts.active());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::flat::FlatFormat;
+    use crate::model::sample::{GpuSample, MemInfo, Tick};
+
+    fn tick(t: Ts) -> Frame {
+        let mem = MemInfo {
+            total: 100,
+            used: t as u64,
+            free: 1,
+            reserved: 0,
+        };
+        let gpu = GpuSample {
+            index: 0,
+            mem: Some(mem),
+            util: None,
+            temp_c: None,
+            power_mw: None,
+            procs: vec![],
+            error: None,
+        };
+        Frame::Tick(Tick { t, gpus: vec![gpu] })
+    }
+
+    #[test]
+    fn seeking_back_rebuilds_the_model_without_writing_rows_twice() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("rows.csv");
+        let log = FlatLog::create(&path, FlatFormat::Csv, "h".into()).expect("log");
+        let mut p = Pipeline::new(Sinks {
+            flat: vec![log],
+            ..Sinks::default()
+        });
+        for t in 1..=3 {
+            p.apply(&tick(t * 1000));
+        }
+        p.reset();
+        for t in 1..=4 {
+            p.apply(&tick(t * 1000));
+        }
+        assert_eq!(p.state.ticks, 4, "the model was rebuilt");
+        drop(p);
+        let rows = std::fs::read_to_string(&path).expect("csv");
+        assert_eq!(
+            rows.lines().count(),
+            1 + 4,
+            "header + one row per tick:\n{rows}"
+        );
     }
 }

@@ -54,20 +54,12 @@ fn keys(s: &Session, k: &[&str]) {
     sleep(Duration::from_millis(300));
 }
 
-#[test]
-fn replay_in_tmux_shows_gpu_and_process_and_q_restores_the_terminal() {
-    if !have_tmux() {
-        eprintln!("skipping: tmux not installed");
-        return;
-    }
+/// An 80x24 tmux session running `script(gpumon binary, fixture recording)` in sh.
+fn start(tag: &str, script: impl Fn(&str, &str) -> String) -> Session {
     let bin = assert_cmd::cargo::cargo_bin("gpumon");
     let fixture = support::fixture("h200_torch_grow_shrink.jsonl");
-    let name = format!("gpumon-e2e-{}", std::process::id());
-    let cmd = format!(
-        "env LANG=C.UTF-8 TERM=xterm-256color {} replay --speed 20 {}; echo EXIT=$?; sleep 60",
-        bin.display(),
-        fixture.display()
-    );
+    let cmd = script(&bin.display().to_string(), &fixture.display().to_string());
+    let name = format!("gpumon-{tag}-{}", std::process::id());
     tmux(&[
         "new-session",
         "-d",
@@ -79,7 +71,20 @@ fn replay_in_tmux_shows_gpu_and_process_and_q_restores_the_terminal() {
         "24",
         &cmd,
     ]);
-    let s = Session(name);
+    Session(name)
+}
+
+#[test]
+fn replay_in_tmux_shows_gpu_and_process_and_q_restores_the_terminal() {
+    if !have_tmux() {
+        eprintln!("skipping: tmux not installed");
+        return;
+    }
+    let s = start("e2e", |bin, fixture| {
+        format!(
+            "env LANG=C.UTF-8 TERM=xterm-256color {bin} replay --speed 20 {fixture}; echo EXIT=$?; stty -a | grep -q -- -icanon || echo CANON-OK; sleep 60"
+        )
+    });
     let p = wait_for(&s, "grow_shrink.py", 15);
     assert!(p.contains("H200"), "GPU name missing:\n{p}");
     assert!(p.contains("grow_shrink.py"), "process row missing:\n{p}");
@@ -109,18 +114,19 @@ fn replay_in_tmux_shows_gpu_and_process_and_q_restores_the_terminal() {
     assert!(pane(&s).contains("toggle this help"));
     keys(&s, &["Escape"]);
     keys(&s, &["q"]);
-    let p = wait_for(&s, "EXIT=", 5);
+    let p = wait_for(&s, "CANON-OK", 5);
     assert!(
         p.contains("EXIT=0"),
         "q must end gpumon with status 0:\n{p}"
     );
     assert!(
+        p.contains("CANON-OK"),
+        "terminal left in raw mode after q:\n{p}"
+    );
+    assert!(
         !p.contains("RECORDING"),
         "alternate screen must be left:\n{p}"
     );
-    // Cursor visible and cooked mode again: the shell's echo works.
-    keys(&s, &["echo", "Space", "cooked-ok", "Enter"]);
-    let _ = tmux(&["send-keys", "-t", &s.0, "C-c"]);
 }
 
 #[test]
@@ -128,26 +134,11 @@ fn sighup_restores_the_terminal() {
     if !have_tmux() {
         return;
     }
-    let bin = assert_cmd::cargo::cargo_bin("gpumon");
-    let fixture = support::fixture("h200_torch_grow_shrink.jsonl");
-    let name = format!("gpumon-hup-{}", std::process::id());
-    let cmd = format!(
-        "env LANG=C.UTF-8 {} replay {} & pid=$!; sleep 1.5; kill -HUP $pid; wait $pid; echo EXIT=$?; stty -a | grep -o -- '-icanon' || echo CANON-OK; sleep 60",
-        bin.display(),
-        fixture.display()
-    );
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "80",
-        "-y",
-        "24",
-        &cmd,
-    ]);
-    let s = Session(name);
+    let s = start("hup", |bin, fixture| {
+        format!(
+            "env LANG=C.UTF-8 {bin} replay {fixture} & pid=$!; sleep 1.5; kill -HUP $pid; wait $pid; echo EXIT=$?; stty -a | grep -o -- '-icanon' || echo CANON-OK; sleep 60"
+        )
+    });
     let p = wait_for(&s, "CANON-OK", 10);
     assert!(p.contains("EXIT=0"), "SIGHUP ends gpumon cleanly:\n{p}");
     assert!(p.contains("CANON-OK"), "terminal left in raw mode:\n{p}");
