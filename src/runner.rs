@@ -181,10 +181,17 @@ fn header_without_gpus(interval: Duration) -> crate::frame::Header {
 async fn watch(w: WatchArgs) -> Result<i32> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let (header, channel) = start_live(w.interval, w.socket_dir.clone(), &tx);
+    let mut notice = None;
     let header = match header {
         Ok(h) => h,
         Err(e) if w.out.headless => {
             eprintln!("gpumon: {e}; watching companions only");
+            header_without_gpus(w.interval)
+        }
+        Err(e) if companions_waiting(w.socket_dir.as_deref()) => {
+            // No driver here, but instrumented processes are: show them rather than the demo.
+            eprintln!("gpumon: {e}; showing the companions that are running");
+            notice = Some(format!("{e}: companions only"));
             header_without_gpus(w.interval)
         }
         Err(e) => {
@@ -232,10 +239,24 @@ async fn watch(w: WatchArgs) -> Result<i32> {
     );
     app.pipe.exit_on = w.out.exit_on_alert;
     app.bell = w.out.bell;
+    app.notice = notice;
     app.apply(&Frame::Header(header));
     let code = run_tui(app, tx, rx, theme(&w.display), None).await;
     drop(channel);
     code
+}
+
+/// Whether any companion or interposer socket exists where the channel looks.
+fn companions_waiting(dir: Option<&Path>) -> bool {
+    let dirs = match dir {
+        Some(d) => vec![d.to_path_buf()],
+        None => crate::channel::dirs::scan_dirs(),
+    };
+    dirs.iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .any(|e| crate::channel::dirs::sock_pid(&e.file_name()).is_some())
 }
 
 /// NVML and channel frames are plain frames; wrap them into loop events.

@@ -143,3 +143,42 @@ fn sighup_restores_the_terminal() {
     assert!(p.contains("EXIT=0"), "SIGHUP ends gpumon cleanly:\n{p}");
     assert!(p.contains("CANON-OK"), "terminal left in raw mode:\n{p}");
 }
+
+#[test]
+fn without_nvml_a_running_companion_is_shown_live_instead_of_the_demo() {
+    if !have_tmux() || std::path::Path::new("/dev/nvidiactl").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sock = dir.path().join("sock");
+    std::fs::create_dir(&sock).expect("mkdir");
+    std::fs::set_permissions(&sock, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .expect("chmod");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut program = std::process::Command::new("python3")
+        .arg(format!("{root}/python/tests/fake_torch_program.py"))
+        .arg("3")
+        .env("GPUMON_DIR", &sock)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs the companion");
+    let mut line = String::new();
+    let out = program.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).expect("ready");
+    assert!(line.starts_with("ready"), "{line}");
+    let sock_s = sock.display().to_string();
+    let s = start("comp", |bin, _| {
+        format!("env LANG=C.UTF-8 {bin} --socket-dir {sock_s}; echo EXIT=$?; sleep 60")
+    });
+    let p = wait_for(&s, "alloc", 10);
+    let _ = program.kill();
+    let _ = program.wait();
+    assert!(p.contains("LIVE"), "live, not the demo recording:\n{p}");
+    assert!(p.contains("allocator state reported by companions"), "{p}");
+    assert!(
+        p.contains(&program.id().to_string()),
+        "companion pid listed:\n{p}"
+    );
+    assert!(p.contains("alloc"), "allocator numbers shown:\n{p}");
+}

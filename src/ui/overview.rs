@@ -98,8 +98,7 @@ pub fn render_overview(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let s = app.view_state();
     let n = s.gpus.len();
     if n == 0 {
-        let msg = "waiting for the first sample...";
-        buf.set_stringn(area.x, area.y, msg, usize::from(area.width), theme.dim());
+        companions_only(app, area, buf, theme);
         return;
     }
     let per = usize::from(area.height) / n;
@@ -304,4 +303,47 @@ fn alloc_summary(
         spans.push(Span::styled(format!("  epoch {}", e.epoch), theme.dim()));
     }
     Line::from(spans)
+}
+
+/// Without NVML (no driver, or a container without it) companions still report: list them
+/// with their allocator state per device, since there are no GPU cards to hang them on.
+fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let s = app.view_state();
+    let procs: Vec<_> = s.companions.by_pid.values().collect();
+    if procs.is_empty() {
+        let msg = "waiting for the first sample (no GPUs reported yet, no companion connected)";
+        buf.set_stringn(area.x, area.y, msg, usize::from(area.width), theme.dim());
+        return;
+    }
+    let head = "no NVML data: allocator state reported by companions";
+    buf.set_stringn(area.x, area.y, head, usize::from(area.width), theme.title());
+    let mut y = area.y + 1;
+    for pa in procs {
+        if y >= area.y + area.height {
+            break;
+        }
+        let cmd = pa
+            .hello
+            .as_ref()
+            .and_then(|h| h.cmdline.clone())
+            .unwrap_or_default();
+        let line = format!("{:>7} {} {cmd}", pa.pid, pa.framework_label());
+        buf.set_stringn(area.x, y, line, usize::from(area.width), theme.normal());
+        y += 1;
+        for d in pa.devices.values() {
+            if y >= area.y + area.height {
+                break;
+            }
+            alloc_summary(pa, d, theme).render(
+                Rect {
+                    x: area.x,
+                    y,
+                    width: area.width,
+                    height: 1,
+                },
+                buf,
+            );
+            y += 1;
+        }
+    }
 }
