@@ -552,7 +552,11 @@ fn spawn_signals(tx: Sender<Event>) -> Result<()> {
                     SIGTERM => "SIGTERM",
                     _ => "SIGINT",
                 };
-                let _ = tx.try_send(Event::Quit(format!("stopped by {name}")));
+                if tx.try_send(Event::Quit(format!("stopped by {name}"))).is_err() {
+                    // The loop is gone or drowning in events: do not wait for it.
+                    crate::term::restore();
+                    std::process::exit(128 + sig);
+                }
             }
         })
         .context("cannot start the signal thread")?;
