@@ -90,6 +90,10 @@ pub struct OutputArgs {
     /// Ring the terminal bell when an alert is raised or worsens.
     #[arg(long)]
     pub bell: bool,
+    /// Alert thresholds as JSON; missing fields keep their defaults
+    /// (all of them: assets/alerts-config.json, explained in docs/alerts.md).
+    #[arg(long, value_name = "FILE")]
+    pub alerts_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -22,6 +22,8 @@ use crate::export::Exporter;
 use crate::export::flat::{FlatFormat, FlatLog};
 use crate::export::http::{Limits, serve_on};
 use crate::frame::Frame;
+use crate::model::alerts::config::AlertConfig;
+use crate::model::alerts::engine::AlertEngine;
 use crate::model::time::now_ms;
 use crate::pipeline::{Pipeline, Sinks};
 use crate::record::{Recorder, validate};
@@ -131,6 +133,20 @@ async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Result<Sinks> {
     Ok(s)
 }
 
+/// Alert thresholds (`--alerts-config FILE`, JSON, missing fields keep their defaults) and
+/// `--exit-on-alert`.
+fn configure(pipe: &mut Pipeline, out: &OutputArgs) -> Result<()> {
+    pipe.exit_on = out.exit_on_alert;
+    if let Some(p) = &out.alerts_config {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read alert configuration {}", p.display()))?;
+        let cfg: AlertConfig = serde_json::from_str(&text)
+            .with_context(|| format!("invalid alert configuration {}", p.display()))?;
+        pipe.alerts = AlertEngine::new(cfg);
+    }
+    Ok(())
+}
+
 async fn start_exporter(addr: SocketAddr, host: &str) -> Result<Arc<Exporter>> {
     let exporter = Arc::new(Exporter::new(host.to_string()));
     let listener = tokio::net::TcpListener::bind(addr)
@@ -222,7 +238,7 @@ async fn watch(w: WatchArgs) -> Result<i32> {
         None => None,
     };
     let mut pipe = Pipeline::new(sinks(&w.out, recorder).await?);
-    pipe.exit_on = w.out.exit_on_alert;
+    configure(&mut pipe, &w.out)?;
     if w.out.headless {
         pipe.apply(&Frame::Header(header));
         spawn_signals(tx.clone())?;
@@ -237,7 +253,7 @@ async fn watch(w: WatchArgs) -> Result<i32> {
         },
         pipe.sinks,
     );
-    app.pipe.exit_on = w.out.exit_on_alert;
+    configure(&mut app.pipe, &w.out)?;
     app.bell = w.out.bell;
     app.notice = notice;
     app.apply(&Frame::Header(header));
@@ -291,7 +307,7 @@ async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>) -> Result
         },
         sinks(&r.out, None).await?,
     );
-    app.pipe.exit_on = r.out.exit_on_alert;
+    configure(&mut app.pipe, &r.out)?;
     app.bell = r.out.bell;
     app.notice = notice;
     run_tui(app, tx, rx, theme(&r.display), Some(handle)).await
@@ -315,7 +331,7 @@ async fn replay_headless(r: ReplayArgs) -> Result<i32> {
         tx.clone(),
     )?;
     let mut pipe = Pipeline::new(sinks(&r.out, None).await?);
-    pipe.exit_on = r.out.exit_on_alert;
+    configure(&mut pipe, &r.out)?;
     spawn_signals(tx.clone())?;
     drop(tx);
     Ok(headless(rx, pipe, None, !r.follow).await)
@@ -552,7 +568,10 @@ fn spawn_signals(tx: Sender<Event>) -> Result<()> {
                     SIGTERM => "SIGTERM",
                     _ => "SIGINT",
                 };
-                if tx.try_send(Event::Quit(format!("stopped by {name}"))).is_err() {
+                if tx
+                    .try_send(Event::Quit(format!("stopped by {name}")))
+                    .is_err()
+                {
                     // The loop is gone or drowning in events: do not wait for it.
                     crate::term::restore();
                     std::process::exit(128 + sig);

@@ -1,0 +1,47 @@
+//! `assets/alerts-config.json` lists every alert threshold with its default: it must stay
+//! equal to `AlertConfig::default()`, and `--alerts-config` must accept it and reject junk.
+
+use assert_cmd::Command;
+use gpumon::model::alerts::config::AlertConfig;
+use predicates::prelude::*;
+
+fn asset() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/alerts-config.json")
+}
+
+#[test]
+fn the_asset_is_the_default_configuration() {
+    let text = std::fs::read_to_string(asset()).expect("asset exists");
+    let parsed: AlertConfig = serde_json::from_str(&text).expect("asset parses");
+    assert_eq!(
+        parsed,
+        AlertConfig::default(),
+        "regenerate with: {}",
+        serde_json::to_string_pretty(&AlertConfig::default()).unwrap_or_default()
+    );
+}
+
+#[test]
+fn alerts_config_flag_accepts_the_asset_and_names_a_bad_file() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/h200_torch_grow_shrink.jsonl");
+    Command::cargo_bin("gpumon")
+        .expect("binary")
+        .args(["replay", "--headless", "--alerts-config"])
+        .arg(asset())
+        .arg(&fixture)
+        .assert()
+        .success();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"growth\": {\"alpha\": \"high\"}}").expect("write");
+    Command::cargo_bin("gpumon")
+        .expect("binary")
+        .args(["replay", "--headless", "--alerts-config"])
+        .arg(&bad)
+        .arg(&fixture)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("invalid alert configuration"))
+        .stderr(predicate::str::contains("bad.json"));
+}
