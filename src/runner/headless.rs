@@ -1,0 +1,172 @@
+//! Modes without a terminal: record, serve, headless replay and watch, snapshot.
+
+use crate::cli::{OutputArgs, RecordArgs, ReplayArgs, ServeArgs};
+use crate::event::{Event, Speed};
+use crate::frame::Frame;
+use crate::pipeline::Pipeline;
+use crate::record::{Recorder, validate};
+use crate::source::{nvml, replay};
+use anyhow::Result;
+use std::time::Duration;
+use tokio::sync::mpsc::{self, Receiver};
+
+use super::*;
+
+/// Evaluate a recording offline as fast as it can be read: `--alerts-jsonl -` prints
+/// the alerts it would have raised, with their time and epoch.
+pub(super) async fn replay_headless(r: ReplayArgs) -> Result<i32> {
+    if !r.follow {
+        validate(&r.file)?;
+    }
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let speed = if r.follow { r.speed } else { Speed::Max };
+    let _handle = replay::spawn(
+        replay::Options {
+            path: r.file.clone(),
+            speed,
+            follow: r.follow,
+            skip_ms: 0,
+        },
+        tx.clone(),
+    )?;
+    let mut pipe = Pipeline::new(sinks(&r.out, None).await?);
+    configure(&mut pipe, &r.out)?;
+    spawn_signals(tx.clone())?;
+    drop(tx);
+    Ok(headless(rx, pipe, None, !r.follow).await)
+}
+
+pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
+    let out = OutputArgs {
+        serve: Some(s.listen),
+        ..OutputArgs::default()
+    };
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let mut pipe = Pipeline::new(sinks(&out, None).await?);
+    let _keep: Box<dyn std::any::Any> = match &s.replay {
+        Some(file) => {
+            validate(file)?;
+            let opts = replay::Options {
+                path: file.clone(),
+                speed: s.speed,
+                follow: false,
+                skip_ms: 0,
+            };
+            Box::new(replay::spawn(opts, tx.clone())?)
+        }
+        None => {
+            let (header, channel) = start_live(s.interval, s.socket_dir.clone(), &tx);
+            let header = header.unwrap_or_else(|e| {
+                eprintln!("gpumon: {e}; serving companion metrics only");
+                header_without_gpus(s.interval)
+            });
+            pipe.apply(&Frame::Header(header));
+            Box::new(channel)
+        }
+    };
+    eprintln!("gpumon: serving metrics on http://{}/metrics", s.listen);
+    spawn_signals(tx.clone())?;
+    drop(tx);
+    Ok(headless(rx, pipe, None, false).await)
+}
+
+/// Loop without a terminal. Returns the exit status: 3 when `--exit-on-alert` fired.
+pub(super) async fn headless(
+    mut rx: Receiver<Event>,
+    mut pipe: Pipeline,
+    deadline: Option<tokio::time::Instant>,
+    stop_at_replay_end: bool,
+) -> i32 {
+    loop {
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let ev = tokio::select! {
+            ev = rx.recv() => ev,
+            () = sleep => None,
+        };
+        let mut next = ev;
+        let mut stop = next.is_none();
+        while let Some(ev) = next.take() {
+            match ev {
+                Event::Frame(f) => pipe.apply(&f),
+                Event::Reset => pipe.reset(),
+                Event::Replay(s) if stop_at_replay_end && s.ended => stop = true,
+                Event::Quit(reason) => {
+                    eprintln!("gpumon: {reason}");
+                    stop = true;
+                }
+                _ => {}
+            }
+            next = rx.try_recv().ok();
+        }
+        pipe.publish();
+        if let Some(a) = &pipe.tripped {
+            eprintln!(
+                "gpumon: alert fired ({}): {}",
+                a.severity.label(),
+                a.message
+            );
+            return 3;
+        }
+        if stop {
+            return 0;
+        }
+    }
+}
+
+pub(super) async fn record(r: RecordArgs) -> Result<i32> {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let (header, channel) = start_live(r.interval, r.socket_dir.clone(), &tx);
+    let header = header.unwrap_or_else(|e| {
+        eprintln!("gpumon: {e}; recording companions only");
+        header_without_gpus(r.interval)
+    });
+    let recorder = Recorder::create(&r.output, &header)?;
+    let out = OutputArgs {
+        csv: r.csv.clone(),
+        jsonl: r.jsonl.clone(),
+        ..OutputArgs::default()
+    };
+    let mut pipe = Pipeline::new(sinks(&out, Some(recorder)).await?);
+    pipe.apply(&Frame::Header(header.clone()));
+    eprintln!(
+        "gpumon: recording {} GPU(s) every {} ms to {}{}",
+        header.gpus.len(),
+        r.interval.as_millis(),
+        r.output.display(),
+        r.duration
+            .map(|s| format!(" for {s} s"))
+            .unwrap_or_else(|| " until interrupted".into())
+    );
+    spawn_signals(tx.clone())?;
+    drop(tx);
+    let deadline = r
+        .duration
+        .map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let code = headless(rx, pipe, deadline, false).await;
+    drop(channel);
+    Ok(code)
+}
+
+pub(super) fn snapshot() -> Result<i32> {
+    let (header, tick, procs) = match nvml::snapshot() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("gpumon: {e}");
+            return Ok(2);
+        }
+    };
+    let mut state = crate::model::state::State::default();
+    state.apply(&Frame::Header(header));
+    state.apply(&Frame::Procs { t: tick.t, procs });
+    state.apply(&Frame::Tick(tick));
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&crate::snapshot::to_json(&state))?
+    );
+    Ok(0)
+}

@@ -1,0 +1,221 @@
+//! Wiring: which sources run, the one event loop, and the headless modes.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio::sync::mpsc::{self, Receiver, Sender};
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::channel::ChannelHandle;
+use crate::cli::{Cli, Command, DisplayArgs, OutputArgs, ReplayArgs};
+use crate::event::{Event, Speed};
+use crate::export::Exporter;
+use crate::export::flat::{FlatFormat, FlatLog};
+use crate::export::http::{Limits, serve_on};
+use crate::frame::Frame;
+use crate::model::alerts::config::AlertConfig;
+use crate::model::alerts::engine::AlertEngine;
+use crate::model::time::now_ms;
+use crate::pipeline::{Pipeline, Sinks};
+use crate::record::Recorder;
+use crate::source::nvml;
+use crate::ui::theme::Theme;
+
+/// Events queued between sources and the loop; sources wait (NVML, replay) when it is full.
+const QUEUE: usize = 1024;
+/// Redraw caps: after a key, and after new data only.
+const INPUT_FRAME: Duration = Duration::from_millis(16);
+const DATA_FRAME: Duration = Duration::from_millis(250);
+
+mod headless;
+mod threads;
+mod tui;
+
+use headless::*;
+use threads::*;
+use tui::*;
+
+/// Where the bundled recording of a real H200 run lives.
+pub fn demo_path() -> Option<PathBuf> {
+    let name = "demo.gpumon.jsonl";
+    let mut candidates = Vec::new();
+    if let Some(p) = std::env::var_os("GPUMON_DEMO") {
+        candidates.push(PathBuf::from(p));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            candidates.push(dir.join("../share/gpumon").join(name));
+            candidates.push(dir.join("../../assets").join(name));
+        }
+    }
+    candidates.push(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("assets")
+            .join(name),
+    );
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+pub fn main_entry(cli: Cli) -> Result<i32> {
+    if let Some(Command::Run { cmd }) = &cli.command {
+        return crate::run_cmd::run(cmd);
+    }
+    if let Some(Command::Snapshot(_)) = &cli.command {
+        return snapshot();
+    }
+    // One thread runs the loop and the channel/HTTP tasks; samplers have their own threads.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        match cli.command {
+            None => watch(cli.watch).await,
+            Some(Command::Watch(w)) => watch(w).await,
+            Some(Command::Replay(r)) if r.out.headless => replay_headless(r).await,
+            Some(Command::Replay(r)) => replay_tui(r, false, None).await,
+            Some(Command::Demo(d)) => {
+                let file = demo_path()
+                    .context("the bundled recording assets/demo.gpumon.jsonl is missing")?;
+                let args = ReplayArgs {
+                    file,
+                    speed: Speed::Times(1.0),
+                    follow: false,
+                    out: OutputArgs::default(),
+                    display: d,
+                };
+                replay_tui(args, true, None).await
+            }
+            Some(Command::Record(r)) => record(r).await,
+            Some(Command::Serve(s)) => serve(s).await,
+            Some(Command::Snapshot(_)) | Some(Command::Run { .. }) => Ok(0),
+        }
+    })
+}
+
+pub(super) fn theme(d: &DisplayArgs) -> Theme {
+    Theme::detect(d.ascii, d.no_color)
+}
+
+/// Build the outputs named on the command line. The HTTP listener is bound here so a
+/// busy port is an immediate, clear error.
+pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Result<Sinks> {
+    let host = nvml::hostname();
+    let mut s = Sinks {
+        recorder,
+        ..Sinks::default()
+    };
+    if let Some(addr) = out.serve {
+        s.exporter = Some(start_exporter(addr, &host).await?);
+    }
+    if let Some(p) = &out.csv {
+        let log = FlatLog::create(p, FlatFormat::Csv, host.clone())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        s.flat.push(log);
+    }
+    if let Some(p) = &out.jsonl {
+        let log = FlatLog::create(p, FlatFormat::Jsonl, host.clone())
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        s.flat.push(log);
+    }
+    if let Some(p) = &out.alerts_jsonl {
+        s.alerts_out = Some(if p.as_os_str() == "-" {
+            Box::new(io::stdout())
+        } else {
+            Box::new(
+                std::fs::File::create(p)
+                    .with_context(|| format!("cannot write {}", p.display()))?,
+            )
+        });
+    }
+    Ok(s)
+}
+
+/// Alert thresholds (`--alerts-config FILE`, JSON, missing fields keep their defaults) and
+/// `--exit-on-alert`.
+pub(super) fn configure(pipe: &mut Pipeline, out: &OutputArgs) -> Result<()> {
+    pipe.exit_on = out.exit_on_alert;
+    if let Some(p) = &out.alerts_config {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read alert configuration {}", p.display()))?;
+        let cfg: AlertConfig = serde_json::from_str(&text)
+            .with_context(|| format!("invalid alert configuration {}", p.display()))?;
+        pipe.alerts = AlertEngine::new(cfg);
+    }
+    Ok(())
+}
+
+pub(super) async fn start_exporter(addr: SocketAddr, host: &str) -> Result<Arc<Exporter>> {
+    let exporter = Arc::new(Exporter::new(host.to_string()));
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let e = Arc::clone(&exporter);
+    tokio::spawn(async move {
+        if let Err(err) = serve_on(e, listener, Limits::default()).await {
+            eprintln!("gpumon: metrics endpoint stopped: {err}");
+        }
+    });
+    Ok(exporter)
+}
+
+/// Live sources: NVML (when there is a driver) and the companion channel (always).
+/// Returns the header, or why NVML is unavailable, plus the channel handle to keep alive.
+pub(super) fn start_live(
+    interval: Duration,
+    socket_dir: Option<PathBuf>,
+    tx: &Sender<Event>,
+) -> (
+    Result<crate::frame::Header, nvml::NvmlUnavailable>,
+    ChannelHandle,
+) {
+    let (ftx, frx) = mpsc::channel::<Frame>(QUEUE);
+    let header = nvml::spawn(interval, ftx.clone());
+    let channel = crate::channel::spawn(socket_dir, ftx);
+    forward(frx, tx.clone());
+    (header, channel)
+}
+
+/// A header for runs without NVML: companions are still served and recorded.
+pub(super) fn header_without_gpus(interval: Duration) -> crate::frame::Header {
+    crate::frame::Header {
+        v: crate::frame::FORMAT_VERSION,
+        format: "gpumon".into(),
+        host: nvml::hostname(),
+        driver_version: None,
+        nvml_version: None,
+        cuda_version: None,
+        started: now_ms(),
+        interval_ms: interval.as_millis() as u64,
+        gpus: vec![],
+        gpumon_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// Whether any companion or interposer socket exists where the channel looks.
+pub(super) fn companions_waiting(dir: Option<&Path>) -> bool {
+    let dirs = match dir {
+        Some(d) => vec![d.to_path_buf()],
+        None => crate::channel::dirs::scan_dirs(),
+    };
+    dirs.iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .any(|e| crate::channel::dirs::sock_pid(&e.file_name()).is_some())
+}
+
+/// NVML and channel frames are plain frames; wrap them into loop events.
+pub(super) fn forward(mut frx: Receiver<Frame>, tx: Sender<Event>) {
+    tokio::spawn(async move {
+        while let Some(f) = frx.recv().await {
+            if tx.send(Event::Frame(f)).await.is_err() {
+                break;
+            }
+        }
+    });
+}

@@ -1,0 +1,74 @@
+//! Threads that turn terminal input and signals into loop events.
+
+use crate::event::Event;
+use anyhow::{Context, Result};
+use std::time::Duration;
+use tokio::sync::mpsc::Sender;
+
+pub(super) fn spawn_input(tx: Sender<Event>) {
+    std::thread::Builder::new()
+        .name("input".into())
+        .spawn(move || {
+            use crossterm::event::{self, Event as CEvent, KeyEventKind};
+            loop {
+                if tx.is_closed() {
+                    return;
+                }
+                match event::poll(Duration::from_millis(200)) {
+                    Ok(false) => continue,
+                    Ok(true) => {}
+                    Err(e) => {
+                        let _ =
+                            tx.blocking_send(Event::Quit(format!("terminal input failed: {e}")));
+                        return;
+                    }
+                }
+                let ev = match event::read() {
+                    Ok(CEvent::Key(k)) if k.kind != KeyEventKind::Release => Event::Key(k),
+                    Ok(CEvent::Resize(..)) => Event::Resize,
+                    Ok(_) => continue,
+                    Err(e) => Event::Quit(format!("terminal input failed: {e}")),
+                };
+                let quit = matches!(ev, Event::Quit(_));
+                if tx.blocking_send(ev).is_err() || quit {
+                    return;
+                }
+            }
+        })
+        .ok();
+}
+
+pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT])
+        .context("cannot install signal handlers")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let mut asked = false;
+            for sig in signals.forever() {
+                if asked {
+                    // The loop did not stop after the first signal (stuck writing to a dead
+                    // terminal?): restore what can be restored and leave now.
+                    crate::term::restore();
+                    std::process::exit(128 + sig);
+                }
+                asked = true;
+                let name = match sig {
+                    SIGHUP => "SIGHUP (terminal hung up)",
+                    SIGTERM => "SIGTERM",
+                    _ => "SIGINT",
+                };
+                if tx
+                    .try_send(Event::Quit(format!("stopped by {name}")))
+                    .is_err()
+                {
+                    // The loop is gone or drowning in events: do not wait for it.
+                    crate::term::restore();
+                    std::process::exit(128 + sig);
+                }
+            }
+        })
+        .context("cannot start the signal thread")?;
+    Ok(())
+}

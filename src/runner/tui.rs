@@ -1,0 +1,209 @@
+//! The terminal UI modes: live watch, replay, and the one event loop.
+
+use crate::app::{App, Effect, SourceKind};
+use crate::cli::{ReplayArgs, WatchArgs};
+use crate::event::{Event, Speed};
+use crate::frame::Frame;
+use crate::pipeline::Pipeline;
+use crate::record::{Recorder, validate};
+use crate::source::replay;
+use crate::term::TerminalGuard;
+use crate::ui::theme::Theme;
+use anyhow::{Context, Result};
+use ratatui::Terminal;
+use ratatui::backend::{Backend, CrosstermBackend};
+use std::io;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{self, Receiver, Sender};
+
+use super::*;
+
+pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let (header, channel) = start_live(w.interval, w.socket_dir.clone(), &tx);
+    let mut notice = None;
+    let header = match header {
+        Ok(h) => h,
+        Err(e) if w.out.headless => {
+            eprintln!("gpumon: {e}; watching companions only");
+            header_without_gpus(w.interval)
+        }
+        Err(e) if companions_waiting(w.socket_dir.as_deref()) => {
+            // No driver here, but instrumented processes are: show them rather than the demo.
+            eprintln!("gpumon: {e}; showing the companions that are running");
+            notice = Some(format!("{e}: companions only"));
+            header_without_gpus(w.interval)
+        }
+        Err(e) => {
+            drop(channel);
+            if let Some(p) = &w.record {
+                anyhow::bail!(
+                    "{e}; nothing to record to {} (use `gpumon record` to record companions)",
+                    p.display()
+                );
+            }
+            let Some(file) = demo_path() else {
+                anyhow::bail!("{e}; and the bundled demo recording is missing");
+            };
+            eprintln!("gpumon: {e} -- showing the bundled recording of a real H200 run instead");
+            let notice = format!("{e}: playing the bundled recording");
+            let args = ReplayArgs {
+                file,
+                speed: Speed::Times(1.0),
+                follow: false,
+                out: w.out,
+                display: w.display,
+            };
+            return replay_tui(args, true, Some(notice)).await;
+        }
+    };
+    let recorder = match &w.record {
+        Some(p) => Some(Recorder::create(p, &header)?),
+        None => None,
+    };
+    let mut pipe = Pipeline::new(sinks(&w.out, recorder).await?);
+    configure(&mut pipe, &w.out)?;
+    if w.out.headless {
+        pipe.apply(&Frame::Header(header));
+        spawn_signals(tx.clone())?;
+        drop(tx);
+        let code = headless(rx, pipe, None, false).await;
+        drop(channel);
+        return Ok(code);
+    }
+    let mut app = App::new(
+        SourceKind::Live {
+            interval_ms: w.interval.as_millis() as u64,
+        },
+        pipe.sinks,
+    );
+    configure(&mut app.pipe, &w.out)?;
+    app.bell = w.out.bell;
+    app.notice = notice;
+    app.apply(&Frame::Header(header));
+    let code = run_tui(app, tx, rx, theme(&w.display), None).await;
+    drop(channel);
+    code
+}
+
+pub(super) async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>) -> Result<i32> {
+    if !r.follow {
+        validate(&r.file)?;
+    }
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let handle = replay::spawn(
+        replay::Options {
+            path: r.file.clone(),
+            speed: r.speed,
+            follow: r.follow,
+            skip_ms: if demo { 40_000 } else { 0 },
+        },
+        tx.clone(),
+    )?;
+    let mut app = App::new(
+        SourceKind::Replay {
+            file: r.file.display().to_string(),
+            demo,
+        },
+        sinks(&r.out, None).await?,
+    );
+    configure(&mut app.pipe, &r.out)?;
+    app.bell = r.out.bell;
+    app.notice = notice;
+    run_tui(app, tx, rx, theme(&r.display), Some(handle)).await
+}
+
+pub(super) async fn run_tui(
+    mut app: App,
+    tx: Sender<Event>,
+    mut rx: Receiver<Event>,
+    theme: Theme,
+    replay: Option<replay::ReplayHandle>,
+) -> Result<i32> {
+    let guard = TerminalGuard::enter().context("cannot set up the terminal")?;
+    spawn_input(tx.clone());
+    spawn_signals(tx.clone())?;
+    drop(tx);
+    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    // No terminal.clear(): it asks the terminal for the cursor position, which pseudo-terminals
+    // of some harnesses and multiplexers never answer; the alternate screen starts blank anyway.
+    let result = event_loop(&mut terminal, &mut app, &mut rx, &theme, replay.as_ref()).await;
+    drop(guard);
+    if let Some(reason) = &app.quit_reason {
+        eprintln!("gpumon: {reason}");
+    }
+    if let Some(a) = &app.pipe.tripped {
+        eprintln!(
+            "gpumon: alert fired ({}): {}",
+            a.severity.label(),
+            a.message
+        );
+        return result.map(|()| 3);
+    }
+    result.map(|()| 0)
+}
+
+/// The one loop: apply every queued event, then draw only when something changed. Keys are
+/// answered within one `INPUT_FRAME`; data alone redraws at most every `DATA_FRAME`, so fast
+/// sampling or a fast replay does not turn into a redraw storm.
+pub async fn event_loop<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    rx: &mut Receiver<Event>,
+    theme: &Theme,
+    replay: Option<&replay::ReplayHandle>,
+) -> Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let mut dirty: Option<Duration> = Some(Duration::ZERO);
+    let mut last_draw = Instant::now();
+    loop {
+        if let Some(cap) = dirty {
+            let wait = cap.saturating_sub(last_draw.elapsed());
+            if wait.is_zero() {
+                terminal.draw(|f| crate::ui::draw(f, app, theme))?;
+                last_draw = Instant::now();
+                dirty = None;
+            }
+        }
+        let wait = match dirty {
+            Some(cap) => cap.saturating_sub(last_draw.elapsed()),
+            None => Duration::from_secs(3600),
+        };
+        let first = tokio::select! {
+            ev = rx.recv() => ev,
+            () = tokio::time::sleep(wait) => continue,
+        };
+        let Some(first) = first else { return Ok(()) };
+        let mut next = Some(first);
+        let batch = Instant::now();
+        while let Some(ev) = next {
+            let cap = match ev {
+                Event::Key(_) | Event::Resize => INPUT_FRAME,
+                _ => DATA_FRAME,
+            };
+            dirty = Some(dirty.map_or(cap, |d| d.min(cap)));
+            match app.update(ev) {
+                Some(Effect::Quit) => return Ok(()),
+                Some(Effect::Replay(c)) => {
+                    if let Some(h) = replay {
+                        let _ = h.control.send(c);
+                    }
+                }
+                Some(Effect::Bell) => {
+                    use std::io::Write;
+                    let _ = io::stdout().write_all(b"\x07");
+                }
+                None => {}
+            }
+            // A fast replay can keep the queue full; still draw now and then.
+            next = if batch.elapsed() < INPUT_FRAME {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        app.pipe.publish();
+    }
+}
