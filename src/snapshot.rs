@@ -50,7 +50,7 @@ pub fn to_json(state: &State) -> Value {
                 "utilization_percent": s.and_then(|s| s.util),
                 "temperature_c": s.and_then(|s| s.temp_c),
                 "power_w": s.and_then(|s| s.power_mw).map(|p| f64::from(p) / 1000.0),
-                "error": g.error,
+                "error": g.error(),
                 "processes": procs,
             })
         })

@@ -2,7 +2,7 @@
 //! the HTTP side never touches the model and never waits on it.
 
 use crate::model::allocator::DevAlloc;
-use crate::model::sample::{GpuInfo, MemInfo};
+use crate::model::sample::MemInfo;
 use crate::model::series::Peak;
 use crate::model::state::State;
 use crate::model::time::Ts;
@@ -107,7 +107,7 @@ impl Snapshot {
                     temp_c: last.and_then(|s| s.temp_c),
                     power_mw: last.and_then(|s| s.power_mw),
                     peak_used: peak(&g.peak),
-                    ok: last.is_some() && g.error.is_none(),
+                    ok: last.is_some() && g.error().is_none(),
                 }
             })
             .collect();
@@ -148,7 +148,7 @@ impl Snapshot {
 /// process's `CUDA_VISIBLE_DEVICES`); a device that matches none is left out,
 /// since without a GPU its series could not be told apart across processes.
 fn alloc_rows(state: &State) -> Vec<AllocRow> {
-    let infos: Vec<GpuInfo> = state.gpus.iter().map(|g| g.info.clone()).collect();
+    let infos = state.gpu_infos();
     let mut rows = Vec::new();
     for &pid in state.companions.by_pid.keys() {
         let info = state.procs.get(&pid).map(|p| &p.info);
@@ -159,7 +159,7 @@ fn alloc_rows(state: &State) -> Vec<AllocRow> {
             .and_then(|h| h.cmdline.as_deref())
             .and_then(|c| c.split_whitespace().next())
             .map(|c| c.rsplit('/').next().unwrap_or(c));
-        for g in &infos {
+        for g in infos {
             let Some(d) = state.companions.for_gpu_in(pid, g, &infos) else {
                 continue;
             };

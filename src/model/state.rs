@@ -23,8 +23,6 @@ pub struct GpuState {
     pub last: Option<GpuSample>,
     pub used: Series,
     pub peak: Peak,
-    /// Set while the last tick for this device failed (fell off the bus, NVML error).
-    pub error: Option<String>,
 }
 
 impl GpuState {
@@ -34,8 +32,12 @@ impl GpuState {
             last: None,
             used: Series::default(),
             peak: Peak::default(),
-            error: None,
         }
+    }
+
+    /// Why the last tick could not read this device (fell off the bus, NVML error).
+    pub fn error(&self) -> Option<&str> {
+        self.last.as_ref().and_then(|s| s.error.as_deref())
     }
 
     pub fn total(&self) -> u64 {
@@ -88,6 +90,9 @@ pub struct State {
     /// Data time of the newest frame: the clock every view uses.
     pub now: Ts,
     pub ticks: u64,
+    /// The `info` of every GPU, in `gpus` order: what the mapping, the UI and the exporter
+    /// need as a slice, kept here so nobody rebuilds it per frame.
+    infos: Vec<GpuInfo>,
 }
 
 impl State {
@@ -144,7 +149,17 @@ impl State {
             }
         }
         self.gpus.sort_by_key(|g| g.info.index);
+        self.refresh_infos();
         self.header = Some(h.clone());
+    }
+
+    fn refresh_infos(&mut self) {
+        self.infos = self.gpus.iter().map(|g| g.info.clone()).collect();
+    }
+
+    /// Every GPU's static facts, in the same order as `gpus`.
+    pub fn gpu_infos(&self) -> &[GpuInfo] {
+        &self.infos
     }
 
     fn apply_tick(&mut self, tick: &Tick) {
@@ -163,6 +178,7 @@ impl State {
                         mig_uuids: vec![],
                     };
                     self.gpus.push(GpuState::new(info));
+                    self.refresh_infos();
                     self.gpus.len() - 1
                 }
             };
@@ -172,8 +188,7 @@ impl State {
             if let Some(u) = used {
                 g.peak.observe(t, u);
             }
-            let newly_failed = s.error.is_some() && g.error != s.error;
-            g.error = s.error.clone();
+            let newly_failed = s.error.is_some() && g.error() != s.error.as_deref();
             g.last = Some(s.clone());
             if newly_failed {
                 let text = format!("GPU {}: {}", s.index, s.error.clone().unwrap_or_default());
@@ -192,6 +207,7 @@ impl State {
         }
         if !self.gpus.is_sorted_by_key(|g| g.info.index) {
             self.gpus.sort_by_key(|g| g.info.index);
+            self.refresh_infos();
         }
         // Processes not listed this tick get a gap so their line breaks instead of flat-lining.
         for p in self.procs.values_mut() {
@@ -218,23 +234,21 @@ impl State {
         proc_state.last_seen = t;
         let info = &proc_state.info;
         // The mapping is computed once per (process, GPU); /proc updates recompute it.
-        let pg = proc_state.gpus.entry(gpu).or_insert_with(|| {
-            let all: Vec<GpuInfo> = self.gpus.iter().map(|g| g.info.clone()).collect();
-            ProcGpu {
+        let all = &self.infos;
+        let pg = proc_state.gpus.entry(gpu).or_insert_with(|| ProcGpu {
+            gpu,
+            kind,
+            used: Series::default(),
+            last_used: None,
+            peak: Peak::default(),
+            last_seen: t,
+            mapping: logical_index(
+                all,
                 gpu,
-                kind,
-                used: Series::default(),
-                last_used: None,
-                peak: Peak::default(),
-                last_seen: t,
-                mapping: logical_index(
-                    &all,
-                    gpu,
-                    info.env_readable,
-                    info.cuda_visible_devices.as_deref(),
-                    info.cuda_device_order.as_deref(),
-                ),
-            }
+                info.env_readable,
+                info.cuda_visible_devices.as_deref(),
+                info.cuda_device_order.as_deref(),
+            ),
         });
         pg.kind = kind;
         pg.last_seen = t;
@@ -246,7 +260,7 @@ impl State {
     }
 
     fn apply_proc_info(&mut self, info: &ProcInfo) {
-        let gpus_info: Vec<GpuInfo> = self.gpus.iter().map(|g| g.info.clone()).collect();
+        let gpus_info = &self.infos;
         let p = self.procs.entry(info.pid).or_insert_with(|| ProcState {
             info: info.clone(),
             first_seen: self.now,
@@ -256,7 +270,7 @@ impl State {
         p.info = info.clone();
         for pg in p.gpus.values_mut() {
             pg.mapping = logical_index(
-                &gpus_info,
+                gpus_info,
                 pg.gpu,
                 info.env_readable,
                 info.cuda_visible_devices.as_deref(),

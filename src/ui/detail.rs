@@ -44,7 +44,7 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let sel = procs
         .get(app.proc_row.min(procs.len().saturating_sub(1)))
         .copied();
-    let all: Vec<_> = s.gpus.iter().map(|g| g.info.clone()).collect();
+    let all = s.gpu_infos();
     let companion = sel.and_then(|(p, _)| s.companions.get(p.info.pid));
     let dev = sel.and_then(|(p, _)| s.companions.for_gpu_in(p.info.pid, &g.info, &all));
     let side = companion.is_some() && inner.width >= 110;

@@ -21,7 +21,7 @@ pub fn short_name(name: &str) -> &str {
 pub fn usage_line(g: &GpuState, width: u16, theme: &Theme, sel: bool) -> Line<'static> {
     let w = usize::from(width);
     let mut spans = Vec::new();
-    if let Some(e) = &g.error {
+    if let Some(e) = g.error() {
         spans.push(Span::styled(
             format!("{} {e}", theme.warn_sign()),
             theme.error(),
@@ -210,7 +210,7 @@ fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme:
     buf.set_string(inner.x + spark_w, inner.y + 1, label, theme.dim());
     let procs = s.procs_on(g.info.index);
     let rows = usize::from(inner.height.saturating_sub(2));
-    let all: Vec<_> = s.gpus.iter().map(|g| g.info.clone()).collect();
+    let all = s.gpu_infos();
     let mut y = inner.y + 2;
     let end = inner.y + inner.height;
     for (i, (p, pg)) in procs.iter().enumerate() {
@@ -239,7 +239,7 @@ fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme:
             }
         }
     }
-    if procs.is_empty() && rows > 0 && g.error.is_none() {
+    if procs.is_empty() && rows > 0 && g.error().is_none() {
         buf.set_string(inner.x, inner.y + 2, "no processes", theme.dim());
     }
 }

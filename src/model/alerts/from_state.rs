@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 
 use crate::model::allocator::{DevAlloc, ProcAlloc};
-use crate::model::sample::GpuInfo;
 use crate::model::series::Series;
 use crate::model::state::State;
 use crate::model::time::Ts;
@@ -144,14 +143,14 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
 pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
     let now = state.now;
     let g = &cfg.growth;
-    let infos: Vec<GpuInfo> = state.gpus.iter().map(|g| g.info.clone()).collect();
+    let infos = state.gpu_infos();
     let gpus = state
         .gpus
         .iter()
         .map(|gs| GpuView {
             index: gs.info.index,
             total: gs.total(),
-            free: if gs.error.is_some() {
+            free: if gs.error().is_some() {
                 None
             } else {
                 gs.last.as_ref().and_then(|s| s.mem).map(|m| m.free)
@@ -164,7 +163,7 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
         .flat_map(|(pid, p)| p.gpus.keys().map(move |gpu| (*pid, *gpu)))
         .collect();
     for pid in state.companions.by_pid.keys() {
-        for info in &infos {
+        for info in infos {
             if state.companions.for_gpu_in(*pid, info, &infos).is_some() {
                 pairs.insert((*pid, info.index));
             }
