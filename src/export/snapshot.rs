@@ -160,7 +160,7 @@ fn alloc_rows(state: &State) -> Vec<AllocRow> {
             .and_then(|c| c.split_whitespace().next())
             .map(|c| c.rsplit('/').next().unwrap_or(c));
         for g in infos {
-            let Some(d) = state.companions.for_gpu_in(pid, g, &infos) else {
+            let Some(d) = state.companions.for_gpu_in(pid, g, infos) else {
                 continue;
             };
             rows.push(alloc_row(

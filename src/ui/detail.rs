@@ -46,7 +46,7 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         .copied();
     let all = s.gpu_infos();
     let companion = sel.and_then(|(p, _)| s.companions.get(p.info.pid));
-    let dev = sel.and_then(|(p, _)| s.companions.for_gpu_in(p.info.pid, &g.info, &all));
+    let dev = sel.and_then(|(p, _)| s.companions.for_gpu_in(p.info.pid, &g.info, all));
     let side = companion.is_some() && inner.width >= 110;
     let below = companion.is_some() && !side && inner.height >= 16;
     let table_h = (procs.len() as u16 + 1)

@@ -231,7 +231,7 @@ fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme:
         };
         proc_line(p, pg, inner.width, theme).render(row, buf);
         y += 1;
-        let dev = s.companions.for_gpu_in(p.info.pid, &g.info, &all);
+        let dev = s.companions.for_gpu_in(p.info.pid, &g.info, all);
         if let (Some(d), Some(pa)) = (dev, s.companions.get(p.info.pid)) {
             if y < end && (left == 1 || y + 1 < end) {
                 alloc_summary(pa, d, theme).render(Rect { y, ..row }, buf);

@@ -164,7 +164,7 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
         .collect();
     for pid in state.companions.by_pid.keys() {
         for info in infos {
-            if state.companions.for_gpu_in(*pid, info, &infos).is_some() {
+            if state.companions.for_gpu_in(*pid, info, infos).is_some() {
                 pairs.insert((*pid, info.index));
             }
         }
@@ -193,7 +193,7 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
             });
             let companion = infos.iter().find(|i| i.index == gpu).and_then(|info| {
                 let p = state.companions.get(pid)?;
-                let d = state.companions.for_gpu_in(pid, info, &infos)?;
+                let d = state.companions.for_gpu_in(pid, info, infos)?;
                 Some(companion_view(p, d, now, cfg))
             });
             ProcView {
