@@ -130,10 +130,6 @@ impl App {
         if n > 0 && self.gpu >= n {
             self.gpu = n - 1;
         }
-        let rows = self.visible_procs();
-        if self.proc_row >= rows {
-            self.proc_row = rows.saturating_sub(1);
-        }
         let ring = std::mem::take(&mut self.pipe.ring);
         if self.pipe.tripped.is_some() {
             return Some(Effect::Quit);
@@ -171,7 +167,8 @@ impl App {
                 let n = self.pipe.alerts.active().len() + self.pipe.alerts.history().count();
                 self.alert_row = (self.alert_row + 1).min(n.saturating_sub(1));
             }
-            Action::Up => self.proc_row = self.proc_row.saturating_sub(1),
+            // The row may point past a process that exited: step from where the view clamps it.
+            Action::Up => self.proc_row = self.proc_row.min(self.visible_procs()).saturating_sub(1),
             Action::Down => {
                 let n = self.visible_procs();
                 if n > 0 {

@@ -108,3 +108,14 @@ fn allocator_detail_of_the_fragmenting_run_120x36() {
     );
     insta::assert_snapshot!(screen);
 }
+
+#[test]
+fn a_selection_past_exited_processes_still_shows_the_table() {
+    let mut app = with_view(app_from(GROW, Some(35_000)), View::Detail);
+    app.proc_row = 99;
+    let screen = render(&app, 80, 24, &theme(false));
+    assert!(
+        screen.contains("grow_shrink.py"),
+        "process rows vanished:\n{screen}"
+    );
+}

@@ -117,6 +117,8 @@ pub fn render_table(
         );
         return;
     }
+    // The selection may outlive the process it pointed at: show the last row selected instead.
+    let selected = selected.min(rows.len() - 1);
     let first = selected.saturating_sub(body.saturating_sub(1));
     for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(body) {
         let y = area.y + 1 + (i - first) as u16;
