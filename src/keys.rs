@@ -102,10 +102,6 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
             b.keys.contains(&key.code) && (b.ctrl == key.modifiers.contains(KeyModifiers::CONTROL))
         })
         .map(|b| b.action)
-        .or(match key.code {
-            Esc => Some(Action::Back),
-            _ => None,
-        })
 }
 
 #[cfg(test)]

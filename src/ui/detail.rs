@@ -76,7 +76,7 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     } else {
         (bottom, None)
     };
-    usage_line(g, usage.width, theme, false).render(usage, buf);
+    usage_line(g, usage.width, theme).render(usage, buf);
     let now = s.now;
     let from = now - app.window_ms();
     let cols = columns(

@@ -18,7 +18,7 @@ pub fn short_name(name: &str) -> &str {
 }
 
 /// `used 61.2 / 139.8 GiB ████░░░ peak 74.9 GiB (14:02) util 97% 45°C 300 W`, shortened to fit.
-pub fn usage_line(g: &GpuState, width: u16, theme: &Theme, sel: bool) -> Line<'static> {
+pub fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'static> {
     let w = usize::from(width);
     let mut spans = Vec::new();
     if let Some(e) = g.error() {
@@ -57,10 +57,9 @@ pub fn usage_line(g: &GpuState, width: u16, theme: &Theme, sel: bool) -> Line<'s
         temp
     };
     let peak_at = theme.clock(g.peak.at);
-    let mark = if sel { ">" } else { " " };
     if w < 50 {
         spans.push(Span::styled(
-            format!("{mark}{}/{}G", gib1(used), gib1(total)),
+            format!(" {}/{}G", gib1(used), gib1(total)),
             theme.pressure(frac),
         ));
         spans.push(Span::styled(
@@ -191,7 +190,7 @@ fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme:
     if inner.height == 0 {
         return;
     }
-    usage_line(g, inner.width, theme, false).render(Rect { height: 1, ..inner }, buf);
+    usage_line(g, inner.width, theme).render(Rect { height: 1, ..inner }, buf);
     if inner.height < 2 {
         return;
     }
@@ -266,7 +265,7 @@ fn compact(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, the
         width: area.width.saturating_sub(head_w),
         height: 1,
     };
-    usage_line(g, rest.width.min(49), theme, false).render(rest, buf);
+    usage_line(g, rest.width.min(49), theme).render(rest, buf);
     if area.height >= 2 {
         let now = s.now;
         let cols = columns(&g.used, now - app.window_ms(), now, area.width);
