@@ -19,6 +19,10 @@ pub const PY_FILES: &[(&str, &str)] = &[
         include_str!("../python/gpumon/__init__.py"),
     ),
     (
+        "gpumon/_callback_base.py",
+        include_str!("../python/gpumon/_callback_base.py"),
+    ),
+    (
         "gpumon/_companion.py",
         include_str!("../python/gpumon/_companion.py"),
     ),

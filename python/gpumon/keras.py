@@ -3,25 +3,11 @@
     model.fit(..., callbacks=[gpumon.keras.GpumonCallback()])
 """
 
-import sys
-
 import gpumon
+from gpumon._callback_base import callback_base
 
 
-def _base():
-    names = ["keras", "tensorflow.keras"]
-    if "tensorflow" in sys.modules and "keras" not in sys.modules:
-        names.reverse()
-    for name in names:
-        try:
-            mod = __import__(name + ".callbacks", fromlist=["Callback"])
-            return mod.Callback
-        except Exception:
-            continue
-    return object
-
-
-_Base = _base()
+_Base = callback_base("keras", "tensorflow.keras", "tensorflow", "keras")
 
 
 class GpumonCallback(_Base):

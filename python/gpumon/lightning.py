@@ -7,25 +7,11 @@ Lightning checks callbacks against its own base class, and `lightning` and
 program already imported (else whichever is installed, else none).
 """
 
-import sys
-
 import gpumon
+from gpumon._callback_base import callback_base
 
 
-def _base():
-    order = ["lightning.pytorch", "pytorch_lightning"]
-    if "pytorch_lightning" in sys.modules and "lightning" not in sys.modules:
-        order.reverse()
-    for name in order:
-        try:
-            mod = __import__(name + ".callbacks", fromlist=["Callback"])
-            return mod.Callback
-        except Exception:
-            continue
-    return object
-
-
-_Base = _base()
+_Base = callback_base("lightning.pytorch", "pytorch_lightning", "pytorch_lightning", "lightning")
 
 
 class GpumonLightningCallback(_Base):

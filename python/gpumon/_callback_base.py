@@ -1,0 +1,19 @@
+"""The base class a framework checks callbacks against, from whichever of its packages
+the program already imported (else whichever is installed, else `object`), so each
+callback module imports without the framework installed."""
+
+import sys
+
+
+def callback_base(preferred, alternative, imported_marker, preferred_marker):
+    """`preferred` and `alternative` are package names holding `.callbacks.Callback`; the
+    alternative goes first when `imported_marker` is imported and `preferred_marker` is not."""
+    order = [preferred, alternative]
+    if imported_marker in sys.modules and preferred_marker not in sys.modules:
+        order.reverse()
+    for name in order:
+        try:
+            return __import__(name + ".callbacks", fromlist=["Callback"]).Callback
+        except Exception:
+            continue
+    return object
