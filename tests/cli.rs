@@ -127,16 +127,27 @@ fn snapshot_without_a_gpu_says_so() {
 fn headless_replay_prints_alerts_as_json_lines() {
     let out = gpumon()
         .args(["replay", "--headless", "--alerts-jsonl", "-"])
-        .arg(fixture("h200_torch_grow_shrink.jsonl"))
+        // The real run whose cache shatters until a 64 MiB request fails (issue 4 corpus).
+        .arg(fixture("../corpus/corpus_frag.jsonl"))
         .assert()
         .success()
         .get_output()
         .stdout
         .clone();
-    for line in String::from_utf8_lossy(&out).lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("each line is JSON");
-        assert!(v["kind"].is_string() && v["time"].is_string(), "{line}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    for v in &lines {
+        assert!(v["kind"].is_string() && v["time"].is_string(), "{v}");
     }
+    let raised = |kind: &str| {
+        lines
+            .iter()
+            .any(|v| v["change"] == "raised" && v["kind"] == kind && v["epoch"].is_u64())
+    };
+    assert!(raised("fragmentation_risk"), "risk not raised: {lines:?}");
+    assert!(raised("fragmentation_oom"), "OOM not reported: {lines:?}");
 }
 
 #[test]
