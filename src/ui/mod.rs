@@ -43,8 +43,9 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
             alerts::render_alerts_panel(&app.pipe.alerts, app.alert_row, body, buf, theme)
         }
     }
-    let visible = app.pipe.alerts.visible();
-    let silenced = app.pipe.alerts.active().len() - visible.len();
+    let active = app.pipe.alerts.active();
+    let silenced = active.iter().filter(|a| a.silenced).count();
+    let visible: Vec<_> = active.into_iter().filter(|a| !a.silenced).collect();
     alerts::render_alert_bar(&visible, silenced, bar, buf, theme);
     status::render_footer(app, footer, buf, theme);
     if app.help {
