@@ -185,7 +185,10 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
             }
             known.retain(|pid, _| live.contains(pid));
         }
-        prev.clone_from(&gpus);
+        if full {
+            // Fast ticks only carry what full ticks read; keep just those.
+            prev.clone_from(&gpus);
+        }
         if !fresh.is_empty() {
             pending.push(Frame::Procs { t, procs: fresh });
         }
