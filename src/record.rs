@@ -20,6 +20,8 @@ pub const MAX_LINE: usize = 4 << 20;
 pub enum RecordingError {
     #[error("cannot open recording {path}: {err}")]
     Open { path: PathBuf, err: std::io::Error },
+    #[error("cannot read recording {path}: {err}")]
+    Read { path: PathBuf, err: std::io::Error },
     #[error("{path}:{line}: {msg}")]
     Corrupt {
         path: PathBuf,
@@ -221,7 +223,7 @@ impl Reader {
             let limit = (MAX_LINE + 1 - start.min(MAX_LINE)) as u64;
             std::io::Read::take(&mut self.inner, limit)
                 .read_until(b'\n', &mut self.buf)
-                .map_err(|source| RecordingError::Open {
+                .map_err(|source| RecordingError::Read {
                     path: self.path.clone(),
                     err: source,
                 })?;
