@@ -12,6 +12,9 @@
 pub mod app;
 pub mod channel;
 pub mod cli;
+pub mod config;
+pub mod embed;
+pub mod filter;
 pub mod event;
 pub mod export;
 pub mod frame;
