@@ -1,17 +1,30 @@
-"""Keras callback (Keras 3 on any backend, or tf.keras).
+"""Keras callback: Keras 3 on any backend, tf.keras, and tf_keras (Keras 2, used by
+TensorFlow when TF_USE_LEGACY_KERAS is set).
 
     model.fit(..., callbacks=[gpumon.keras.GpumonCallback()])
 """
+
+import os
 
 import gpumon
 from gpumon._callback_base import callback_base
 
 
-_Base = callback_base("keras", "tensorflow.keras", "tensorflow", "keras")
+def _legacy_keras():
+    # Exactly TensorFlow's own test (tensorflow/python/util/lazy_loader.py): with it,
+    # `tf.keras` is tf_keras, whose CallbackList calls methods Keras 3's base lacks
+    # (`_implements_train_batch_hooks`), so the base must come from tf_keras.
+    return os.environ.get("TF_USE_LEGACY_KERAS", None) in ("true", "True", "1")
 
 
-class GpumonCallback(_Base):
-    def __init__(self, **start_kwargs):
+if _legacy_keras():
+    _Base = callback_base("tf_keras", "keras", "tf_keras", "tf_keras")
+else:
+    _Base = callback_base("keras", "tensorflow.keras", "tensorflow", "keras")
+
+
+class GpumonCallback(_Base):  # type: ignore[misc, valid-type]
+    def __init__(self, **start_kwargs: object) -> None:
         if _Base is not object:
             super(GpumonCallback, self).__init__()
         gpumon.start(**start_kwargs)
