@@ -29,3 +29,4 @@ pub mod source;
 pub mod term;
 pub mod ui;
 pub mod wire;
+pub mod workload;

@@ -30,6 +30,10 @@ pub const PY_FILES: &[(&str, &str)] = &[
     ),
     ("gpumon/_frag.py", include_str!("../python/gpumon/_frag.py")),
     (
+        "gpumon/_helpers.py",
+        include_str!("../python/gpumon/_helpers.py"),
+    ),
+    (
         "gpumon/_paths.py",
         include_str!("../python/gpumon/_paths.py"),
     ),
@@ -207,6 +211,19 @@ mod tests {
         let mut embedded: Vec<String> = PY_FILES.iter().map(|(n, _)| n.to_string()).collect();
         embedded.sort();
         assert_eq!(embedded, on_disk, "add new .py files to PY_FILES");
+    }
+
+    #[test]
+    fn the_python_version_is_cargos() {
+        // Cargo.toml is the one version source (the wheel takes it from there); the
+        // companion's `__version__` must say the same.
+        let init = PY_FILES
+            .iter()
+            .find(|(n, _)| *n == "gpumon/__init__.py")
+            .map(|(_, b)| *b)
+            .unwrap_or_default();
+        let line = format!("__version__ = \"{}\"", env!("CARGO_PKG_VERSION"));
+        assert!(init.lines().any(|l| l == line), "python/gpumon/__init__.py needs {line}");
     }
 
     #[test]
