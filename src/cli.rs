@@ -239,9 +239,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration '{s}': use a number and a unit, e.g. 250ms, 1s, 10m, 2h"))?;
+    let v: f64 = num.parse().map_err(|_| {
+        format!("invalid duration '{s}': use a number and a unit, e.g. 250ms, 1s, 10m, 2h")
+    })?;
     let secs = match unit.trim() {
         "" => {
             return Err(format!(
@@ -254,9 +254,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => v * 3600.0,
         "d" => v * 86_400.0,
         u => {
-            return Err(format!(
-                "invalid unit '{u}' in '{s}': use ms, s, m, h or d"
-            ));
+            return Err(format!("invalid unit '{u}' in '{s}': use ms, s, m, h or d"));
         }
     };
     if !secs.is_finite() || secs > 366.0 * 86_400.0 {
@@ -292,7 +290,9 @@ pub fn parse_gpu_id(s: &str) -> Result<String, String> {
     if t.parse::<u32>().is_ok() || t.len() >= 4 {
         Ok(t.to_string())
     } else {
-        Err(format!("'{s}' is neither a GPU index nor a GPU UUID (e.g. 0 or GPU-3f2a...)"))
+        Err(format!(
+            "'{s}' is neither a GPU index nor a GPU UUID (e.g. 0 or GPU-3f2a...)"
+        ))
     }
 }
 
@@ -306,7 +306,9 @@ pub fn parse_severity(s: &str) -> Result<crate::model::alerts::Severity, String>
 /// typo fails at once. A name with several addresses binds the first, IPv4 first.
 pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     use std::net::ToSocketAddrs;
-    let hint = || format!("invalid address '{s}': use :PORT, HOST:PORT or [IPv6]:PORT, e.g. 127.0.0.1:9464");
+    let hint = || {
+        format!("invalid address '{s}': use :PORT, HOST:PORT or [IPv6]:PORT, e.g. 127.0.0.1:9464")
+    };
     let t = s.trim();
     if let Some(port) = t.strip_prefix(':') {
         let port: u16 = port.parse().map_err(|_| hint())?;

@@ -118,7 +118,8 @@ pub fn load(explicit: Option<&Path>) -> Result<Resolved> {
 }
 
 pub fn parse(text: &str) -> Result<Resolved> {
-    let file: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!(did_you_mean(&e.to_string())))?;
+    let file: Config =
+        toml::from_str(text).map_err(|e| anyhow::anyhow!(did_you_mean(&e.to_string())))?;
     let interval = file
         .interval
         .as_deref()
@@ -141,7 +142,10 @@ pub fn parse(text: &str) -> Result<Resolved> {
         None => None,
         Some(w) => Some(ZOOMS.iter().position(|(_, l)| *l == w).with_context(|| {
             let all: Vec<&str> = ZOOMS.iter().map(|(_, l)| *l).collect();
-            format!("window: '{w}' is not a zoom step; use one of {}", all.join(", "))
+            format!(
+                "window: '{w}' is not a zoom step; use one of {}",
+                all.join(", ")
+            )
         })?),
     };
     let listen = file
@@ -272,12 +276,9 @@ pub fn default_text() -> String {
     let alerts = toml::to_string(&AlertConfig::default()).unwrap_or_default();
     let alerts: String = alerts
         .lines()
-        .map(|l| {
-            if l.starts_with('[') {
-                format!("[alerts.{}\n", &l[1..])
-            } else {
-                format!("{l}\n")
-            }
+        .map(|l| match l.strip_prefix('[') {
+            Some(table) => format!("[alerts.{table}\n"),
+            None => format!("{l}\n"),
         })
         .collect();
     format!(
@@ -338,7 +339,10 @@ mod tests {
     fn a_misspelt_key_names_the_closest_one() {
         let e = parse("intervl = \"1s\"").expect_err("unknown key");
         let msg = format!("{e:#}");
-        assert!(msg.contains("`intervl`") && msg.contains("did you mean `interval`"), "{msg}");
+        assert!(
+            msg.contains("`intervl`") && msg.contains("did you mean `interval`"),
+            "{msg}"
+        );
         let e = parse("[alerts.growth]\nwarmup_epoch = 5\n").expect_err("nested unknown key");
         let msg = format!("{e:#}");
         assert!(msg.contains("did you mean `warmup_epochs`"), "{msg}");
@@ -385,14 +389,17 @@ mod tests {
         assert_eq!(cli.watch.interval, Duration::from_millis(250));
         assert!(cli.watch.display.ascii);
         let cli = run(&["gpumon", "--interval", "1s"]);
-        assert_eq!(cli.watch.interval, Duration::from_secs(1), "typed default wins");
+        assert_eq!(
+            cli.watch.interval,
+            Duration::from_secs(1),
+            "typed default wins"
+        );
         let Some(Command::Serve(s)) = run(&["gpumon", "serve"]).command else {
             panic!("serve");
         };
         assert_eq!(s.listen.to_string(), "127.0.0.1:9000");
         assert_eq!(s.interval, Duration::from_millis(250));
-        let Some(Command::Serve(s)) = run(&["gpumon", "serve", "--listen", ":1234"]).command
-        else {
+        let Some(Command::Serve(s)) = run(&["gpumon", "serve", "--listen", ":1234"]).command else {
             panic!("serve");
         };
         assert_eq!(s.listen.port(), 1234);

@@ -29,7 +29,12 @@ pub const ASSETS: &[(&str, &[u8])] = &[
 pub fn content_hash<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for (name, body) in files {
-        for b in name.bytes().chain([0]).chain(body.iter().copied()).chain([0]) {
+        for b in name
+            .bytes()
+            .chain([0])
+            .chain(body.iter().copied())
+            .chain([0])
+        {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
@@ -145,7 +150,11 @@ mod tests {
         let demo = asset(&root, "demo.gpumon.jsonl")
             .expect("written")
             .expect("embedded");
-        assert!(std::fs::read_to_string(demo).expect("read").starts_with('{'));
+        assert!(
+            std::fs::read_to_string(demo)
+                .expect("read")
+                .starts_with('{')
+        );
         assert!(asset(&root, "nope").expect("no error").is_none());
     }
 }

@@ -78,7 +78,9 @@ impl Filter {
                 GpuSel::Uuid(u) => {
                     let uuid = info.uuid.to_ascii_lowercase();
                     uuid.starts_with(u.as_str())
-                        || uuid.strip_prefix("gpu-").is_some_and(|x| x.starts_with(u.as_str()))
+                        || uuid
+                            .strip_prefix("gpu-")
+                            .is_some_and(|x| x.starts_with(u.as_str()))
                         || info.mig_uuids.iter().any(|m| m.to_ascii_lowercase() == *u)
                 }
             })
@@ -125,8 +127,12 @@ impl Filter {
                 for p in procs {
                     self.owners.insert(p.pid, p.user.clone());
                 }
-                let procs: Vec<_> = procs.iter().filter(|p| self.keep_pid(p.pid)).cloned().collect();
-                (!procs.is_empty()).then(|| Cow::Owned(Frame::Procs { t: *t, procs }))
+                let procs: Vec<_> = procs
+                    .iter()
+                    .filter(|p| self.keep_pid(p.pid))
+                    .cloned()
+                    .collect();
+                (!procs.is_empty()).then_some(Cow::Owned(Frame::Procs { t: *t, procs }))
             }
             Frame::Companion(c) => self.keep_pid(c.pid).then_some(Cow::Borrowed(f)),
             Frame::Status { .. } | Frame::Alert(_) => Some(Cow::Borrowed(f)),
@@ -169,7 +175,9 @@ mod tests {
             cuda_version: None,
             started: 0,
             interval_ms: 1000,
-            gpus: (0..3).map(|i| info(i, &format!("GPU-{i}aaa-bbbb"))).collect(),
+            gpus: (0..3)
+                .map(|i| info(i, &format!("GPU-{i}aaa-bbbb")))
+                .collect(),
             gpumon_version: "t".into(),
         })
     }
@@ -234,7 +242,10 @@ mod tests {
         let Some(Cow::Owned(Frame::Tick(t))) = f.frame(&tick()) else {
             panic!("tick kept");
         };
-        assert_eq!(t.gpus[0].procs.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![11]);
+        assert_eq!(
+            t.gpus[0].procs.iter().map(|p| p.pid).collect::<Vec<_>>(),
+            vec![11]
+        );
         assert!(t.gpus[1].procs.is_empty());
 
         let mut f = filter(&[], &["alice"], &[]);
@@ -256,7 +267,11 @@ mod tests {
         let Some(Cow::Owned(Frame::Tick(t))) = f.frame(&tick()) else {
             panic!("tick kept");
         };
-        let pids: Vec<u32> = t.gpus.iter().flat_map(|g| g.procs.iter().map(|p| p.pid)).collect();
+        let pids: Vec<u32> = t
+            .gpus
+            .iter()
+            .flat_map(|g| g.procs.iter().map(|p| p.pid))
+            .collect();
         assert_eq!(pids, vec![10], "11 has no known owner, 12 is bob's");
     }
 

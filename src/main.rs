@@ -17,7 +17,8 @@ fn main() {
             gpumon::config::apply(&cfg, &mut cli, &matches);
             gpumon::config::set_current(cfg);
         }
-        Err(e) if matches!(cli.command, Some(gpumon::cli::Command::Config(ref c)) if c.print_default || c.path) => {
+        Err(e) if matches!(cli.command, Some(gpumon::cli::Command::Config(ref c)) if c.print_default || c.path) =>
+        {
             eprintln!("gpumon: {e:#}");
         }
         Err(e) => {

@@ -134,10 +134,11 @@ impl Pipeline {
         if c.wants_bell() {
             self.ring = true;
         }
-        if let (Some(min), ChangeKind::Raised | ChangeKind::Worsened) = (self.exit_on, c.change) {
-            if c.alert.severity >= min && self.tripped.is_none() {
-                self.tripped = Some(c.alert.clone());
-            }
+        if let (Some(min), ChangeKind::Raised | ChangeKind::Worsened) = (self.exit_on, c.change)
+            && c.alert.severity >= min
+            && self.tripped.is_none()
+        {
+            self.tripped = Some(c.alert.clone());
         }
         let replayed = c.at <= self.rebuild_until;
         if let (Some(out), false) = (&mut self.sinks.alerts_out, replayed) {

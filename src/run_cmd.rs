@@ -149,7 +149,10 @@ fn run_with_cache(cmd: &[OsString], cache: &Path) -> Result<i32> {
             let code = match e.kind() {
                 ErrorKind::NotFound => NOT_FOUND,
                 ErrorKind::PermissionDenied => NOT_EXECUTABLE,
-                _ => return Err(e).with_context(|| format!("cannot start {}", prog.to_string_lossy())),
+                _ => {
+                    return Err(e)
+                        .with_context(|| format!("cannot start {}", prog.to_string_lossy()));
+                }
             };
             eprintln!("gpumon run: {}: {e}", prog.to_string_lossy());
             return Ok(code);
@@ -223,7 +226,10 @@ mod tests {
             .map(|(_, b)| *b)
             .unwrap_or_default();
         let line = format!("__version__ = \"{}\"", env!("CARGO_PKG_VERSION"));
-        assert!(init.lines().any(|l| l == line), "python/gpumon/__init__.py needs {line}");
+        assert!(
+            init.lines().any(|l| l == line),
+            "python/gpumon/__init__.py needs {line}"
+        );
     }
 
     #[test]

@@ -155,14 +155,26 @@ mod tests {
 
     #[test]
     fn outside_kubernetes_there_are_no_labels() {
-        assert_eq!(env(&["HOSTNAME=box", "PATH=/bin"], Some("0::/user.slice\n"), None), None);
+        assert_eq!(
+            env(
+                &["HOSTNAME=box", "PATH=/bin"],
+                Some("0::/user.slice\n"),
+                None
+            ),
+            None
+        );
     }
 
     #[test]
     fn downward_api_names_win() {
         let k = env(
-            &["KUBERNETES_SERVICE_HOST=10.0.0.1", "HOSTNAME=trainer-0", "POD_NAME=trainer-abc",
-              "POD_NAMESPACE=ml", "CONTAINER_NAME=pytorch"],
+            &[
+                "KUBERNETES_SERVICE_HOST=10.0.0.1",
+                "HOSTNAME=trainer-0",
+                "POD_NAME=trainer-abc",
+                "POD_NAMESPACE=ml",
+                "CONTAINER_NAME=pytorch",
+            ],
             Some(SYSTEMD),
             Some("other"),
         )

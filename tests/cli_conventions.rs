@@ -26,7 +26,9 @@ fn usage_errors_exit_2() {
         .args(["--interval", "10"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("'10' has no unit: write 10s or 10ms"));
+        .stderr(predicate::str::contains(
+            "'10' has no unit: write 10s or 10ms",
+        ));
     gpumon()
         .args(["serve", "--listen", "9464"])
         .assert()
@@ -52,10 +54,11 @@ fn a_misspelt_config_key_exits_2_naming_the_closest_key() {
         .arg(support::fixture("h200_idle.jsonl"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("unknown key `alpah` (did you mean `alpha`?)"));
+        .stderr(predicate::str::contains(
+            "unknown key `alpah` (did you mean `alpha`?)",
+        ));
     let alerts = h.path().join("alerts.json");
-    std::fs::write(&alerts, r#"{"headroom": {"persist_msec": 1000}}"#)
-        .expect("write");
+    std::fs::write(&alerts, r#"{"headroom": {"persist_msec": 1000}}"#).expect("write");
     gpumon()
         .args(["replay", "--headless", "--alerts-config"])
         .arg(&alerts)
@@ -115,7 +118,10 @@ fn run_passes_the_status_through_and_exits_like_a_shell() {
     let h = home();
     let run = |args: &[&str]| {
         let mut c = gpumon();
-        c.env("XDG_CACHE_HOME", h.path()).arg("run").arg("--").args(args);
+        c.env("XDG_CACHE_HOME", h.path())
+            .arg("run")
+            .arg("--")
+            .args(args);
         c
     };
     run(&["sh", "-c", "exit 5"]).assert().code(5);
@@ -156,13 +162,20 @@ fn without_a_terminal_one_line_says_what_to_do() {
         .stderr
         .clone();
     let err = String::from_utf8_lossy(&out);
-    assert!(err.contains("no terminal") && err.contains("ssh -t") && err.contains("--headless"), "{err}");
+    assert!(
+        err.contains("no terminal") && err.contains("ssh -t") && err.contains("--headless"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
 #[test]
 fn completions_and_man_page_come_from_the_cli() {
-    for (shell, marker) in [("bash", "complete -F"), ("zsh", "#compdef gpumon"), ("fish", "complete -c gpumon")] {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef gpumon"),
+        ("fish", "complete -c gpumon"),
+    ] {
         gpumon()
             .args(["completions", shell])
             .assert()

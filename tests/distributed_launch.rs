@@ -63,7 +63,11 @@ fn ranks_get_companions_and_helpers_do_not() {
     BufReader::new(job.stdout.take().expect("stdout"))
         .read_line(&mut line)
         .expect("launcher output");
-    let ranks: Vec<String> = line.split_whitespace().skip(1).map(str::to_string).collect();
+    let ranks: Vec<String> = line
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect();
     assert_eq!(ranks.len(), 2, "launcher said {line:?}");
 
     // Both ranks and their spawn workers are running now: only the ranks have sockets.
@@ -79,9 +83,8 @@ fn ranks_get_companions_and_helpers_do_not() {
         seen = sockets(&sock);
         let text = std::fs::read_to_string(&rec).unwrap_or_default();
         ranks_recorded = (0..2).all(|r| {
-            text.lines().any(|l| {
-                l.contains("\"type\":\"hello\"") && l.contains(&format!("\"rank\":{r},"))
-            })
+            text.lines()
+                .any(|l| l.contains("\"type\":\"hello\"") && l.contains(&format!("\"rank\":{r},")))
         });
         if seen == want && ranks_recorded {
             break;
@@ -93,6 +96,9 @@ fn ranks_get_companions_and_helpers_do_not() {
     let _ = recorder.kill();
     let _ = recorder.wait();
     assert_eq!(seen, want, "sockets of ranks {ranks:?}");
-    assert!(ranks_recorded, "both ranks' hellos, with their rank, reached gpumon");
+    assert!(
+        ranks_recorded,
+        "both ranks' hellos, with their rank, reached gpumon"
+    );
     assert!(status.success(), "{status}");
 }

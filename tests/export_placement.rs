@@ -55,9 +55,15 @@ fn distributed_on_kubernetes() -> Vec<Frame> {
 #[test]
 fn the_companions_rank_labels_its_allocator_and_process_series() {
     let t = text(&distributed_on_kubernetes());
-    for family in ["gpumon_allocator_allocated_bytes{", "gpumon_process_gpu_memory_used_bytes{"] {
+    for family in [
+        "gpumon_allocator_allocated_bytes{",
+        "gpumon_process_gpu_memory_used_bytes{",
+    ] {
         let l = line(&t, family, 4242);
-        assert!(l.contains("rank=\"3\"") && l.contains("local_rank=\"1\""), "{l}");
+        assert!(
+            l.contains("rank=\"3\"") && l.contains("local_rank=\"1\""),
+            "{l}"
+        );
     }
 }
 
@@ -66,10 +72,18 @@ fn rank_and_pod_from_the_environment_without_a_companion() {
     let t = text(&distributed_on_kubernetes());
     // GPU 1 failed in the last tick, so its processes have a peak but no current value.
     let l = line(&t, "gpumon_process_gpu_memory_peak_bytes{", 5151);
-    for label in ["rank=\"0\"", "pod=\"trainer-0\"", "namespace=\"ml\"", "container=\"pytorch\""] {
+    for label in [
+        "rank=\"0\"",
+        "pod=\"trainer-0\"",
+        "namespace=\"ml\"",
+        "container=\"pytorch\"",
+    ] {
         assert!(l.contains(label), "{label} missing: {l}");
     }
-    assert!(!l.contains("container_id"), "unknown labels are absent: {l}");
+    assert!(
+        !l.contains("container_id"),
+        "unknown labels are absent: {l}"
+    );
 }
 
 #[test]

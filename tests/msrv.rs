@@ -18,7 +18,11 @@ fn version(v: &str) -> (u64, u64, u64) {
 fn rust_version_covers_every_dependency() {
     let cargo = option_env!("CARGO").unwrap_or("cargo");
     let host = String::from_utf8(
-        Command::new("rustc").arg("-vV").output().expect("rustc -vV").stdout,
+        Command::new("rustc")
+            .arg("-vV")
+            .output()
+            .expect("rustc -vV")
+            .stdout,
     )
     .expect("utf-8");
     let host = host
@@ -32,7 +36,11 @@ fn rust_version_covers_every_dependency() {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata json");
     let packages = m["packages"].as_array().expect("packages");
     let by_id = |id: &str| packages.iter().find(|p| p["id"] == id).expect("package");
@@ -52,7 +60,10 @@ fn rust_version_covers_every_dependency() {
             .collect()
     };
     for member in ["gpumon", "gpumon-preload"] {
-        let root = packages.iter().find(|p| p["name"] == member).expect("member");
+        let root = packages
+            .iter()
+            .find(|p| p["name"] == member)
+            .expect("member");
         let declared = root["rust_version"].as_str().expect("rust-version is set");
         let mut stack = vec![root["id"].as_str().expect("id").to_string()];
         let mut seen = std::collections::BTreeSet::new();
@@ -61,15 +72,18 @@ fn rust_version_covers_every_dependency() {
             for d in deps_of(&id) {
                 if seen.insert(d.clone()) {
                     let p = by_id(&d);
-                    if let Some(rv) = p["rust_version"].as_str() {
-                        if version(rv) > version(declared) {
-                            needs.push(format!("{} {} needs {rv}", p["name"], p["version"]));
-                        }
+                    if let Some(rv) = p["rust_version"].as_str()
+                        && version(rv) > version(declared)
+                    {
+                        needs.push(format!("{} {} needs {rv}", p["name"], p["version"]));
                     }
                     stack.push(d);
                 }
             }
         }
-        assert!(needs.is_empty(), "{member} declares rust-version {declared}, but {needs:?}");
+        assert!(
+            needs.is_empty(),
+            "{member} declares rust-version {declared}, but {needs:?}"
+        );
     }
 }

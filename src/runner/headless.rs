@@ -146,9 +146,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     );
     spawn_signals(tx.clone())?;
     drop(tx);
-    let deadline = r
-        .duration
-        .map(|d| tokio::time::Instant::now() + d);
+    let deadline = r.duration.map(|d| tokio::time::Instant::now() + d);
     let code = headless(rx, pipe, deadline, false).await;
     drop(channel);
     Ok(code)

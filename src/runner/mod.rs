@@ -46,11 +46,11 @@ pub fn demo_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("GPUMON_DEMO") {
         candidates.push(PathBuf::from(p));
     }
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(dir) = exe.parent() {
-            candidates.push(dir.join("../share/gpumon").join(name));
-            candidates.push(dir.join("../../assets").join(name));
-        }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        candidates.push(dir.join("../share/gpumon").join(name));
+        candidates.push(dir.join("../../assets").join(name));
     }
     // Last, the copy inside the binary (src/embed.rs), so an installed gpumon needs no tree.
     candidates.into_iter().find(|p| p.is_file()).or_else(|| {
