@@ -2,6 +2,7 @@
 which PyTorch allocator setting the companion reports."""
 
 import importlib
+import os
 import sys
 import types
 
@@ -132,3 +133,26 @@ def test_policy_follows_the_allocator_not_the_environment(monkeypatch, fake_torc
     src.frag(0)
     assert src.allocator() == "expandable_segments"
     assert src.describe()["policy"] == "PyTorch: expandable_segments"
+
+
+def test_real_keras_3_fit_calls_the_callback(monkeypatch):
+    """Against the real Keras 3 when it is installed (skipped in CI, which has no Keras; ran
+    with Keras 3.15.1 on the JAX CPU backend on 2026-11-30)."""
+    monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "jax"))
+    monkeypatch.delenv("TF_USE_LEGACY_KERAS", raising=False)
+    keras = pytest.importorskip("keras")
+    np = pytest.importorskip("numpy")
+    calls = []
+    monkeypatch.setattr("gpumon.start", lambda **kw: True)
+    monkeypatch.setattr("gpumon.epoch", lambda n=None, step=None: calls.append(("epoch", n)))
+    monkeypatch.setattr("gpumon.mark", lambda label, kind="mark", epoch=None, step=None:
+                        calls.append((kind, epoch)))
+    kr = importlib.reload(importlib.import_module("gpumon.keras"))
+    assert kr._Base is keras.callbacks.Callback
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    m.compile("sgd", "mse")
+    x, y = np.ones((16, 4)), np.ones((16, 1))
+    m.fit(x, y, epochs=2, batch_size=8, validation_data=(x, y), callbacks=[kr.GpumonCallback()],
+          verbose=0)
+    assert [c for c in calls if c[0] == "epoch"] == [("epoch", 0), ("epoch", 1)]
+    assert ("eval_end", None) in calls
