@@ -14,8 +14,11 @@ work=$(mktemp -d)
 trap 'kill "${rec_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 start=$(date +%s)
 
-python3 -m pip install -q "maturin>=1.7,<2"
-python3 -m maturin build --quiet --profile dev --compatibility linux -o "$work/wheels"
+# maturin in a venv of its own (the system Python may be externally managed, PEP 668); the
+# wheel then goes into a second, fresh venv that holds nothing else.
+python3 -m venv "$work/build"
+"$work/build/bin/python" -m pip install -q "maturin>=1.7,<2"
+"$work/build/bin/maturin" build --quiet --profile dev --compatibility linux -o "$work/wheels"
 python3 -m venv "$work/venv"
 venv=$work/venv
 "$venv/bin/python" -m pip install -q --no-index "$work"/wheels/gpumon_memory-*.whl

@@ -67,14 +67,15 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
         Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
-            let mut cmd = Cli::command();
-            clap_complete::generate(*shell, &mut cmd, "gpumon", &mut io::stdout());
-            return Ok(0);
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "gpumon", &mut out);
+            return print_all(&out);
         }
         Some(Command::Man) => {
             use clap::CommandFactory;
-            clap_mangen::Man::new(Cli::command()).render(&mut io::stdout())?;
-            return Ok(0);
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            return print_all(&out);
         }
         _ => {}
     }
@@ -114,6 +115,16 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
             | Some(Command::Man) => Ok(0),
         }
     })
+}
+
+/// Write generated text to stdout; a reader that stops early (`gpumon man | head`) is not an
+/// error. (The generators are given a buffer because clap_complete panics on a write error.)
+fn print_all(text: &[u8]) -> Result<i32> {
+    use std::io::Write;
+    match io::stdout().write_all(text).and_then(|()| io::stdout().flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(0),
+    }
 }
 
 pub(super) fn theme(d: &DisplayArgs) -> Theme {
