@@ -121,7 +121,10 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
 /// error. (The generators are given a buffer because clap_complete panics on a write error.)
 fn print_all(text: &[u8]) -> Result<i32> {
     use std::io::Write;
-    match io::stdout().write_all(text).and_then(|()| io::stdout().flush()) {
+    match io::stdout()
+        .write_all(text)
+        .and_then(|()| io::stdout().flush())
+    {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(0),
     }
