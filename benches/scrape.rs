@@ -105,6 +105,7 @@ fn main() {
                 process: format!("python3 worker-{p}"),
                 used: Some(u64::from(p + 1) << 28),
                 peak: Some(u64::from(p + 2) << 28),
+                placement: Default::default(),
             })
         })
         .collect();
@@ -117,6 +118,7 @@ fn main() {
             pid: p.pid,
             user: p.user.clone(),
             process: p.process.clone(),
+            placement: p.placement.clone(),
             allocated: p.used,
             reserved: p.peak,
             cached: Some(1 << 28),

@@ -10,12 +10,37 @@ use crate::event::Speed;
 
 #[derive(Debug, Parser)]
 #[command(name = "gpumon", version, about = "Live terminal GPU memory monitor", long_about = None)]
+#[command(after_help = EXIT_CODES_HELP)]
 pub struct Cli {
+    /// Configuration file (default: $XDG_CONFIG_HOME/gpumon/config.toml, if it exists;
+    /// `gpumon config --print-default` shows every key). Flags override it.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Option<Command>,
     #[command(flatten)]
     pub watch: WatchArgs,
 }
+
+/// Exit statuses, so scripts and schedulers can tell the outcomes apart.
+pub mod exit {
+    /// A bad flag or value, or an invalid configuration (clap's convention).
+    pub const USAGE: i32 = 2;
+    /// `--exit-on-alert` fired.
+    pub const ALERT: i32 = 3;
+    /// No GPU could be read (sysexits' EX_UNAVAILABLE); nvidia-smi's codes are NVML's own.
+    pub const NO_GPU: i32 = 69;
+}
+
+/// An error in what the user asked for (a flag value or a configuration file found invalid
+/// after parsing): reported like clap's own usage errors, with status 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+const EXIT_CODES_HELP: &str = "Exit status: 0 ok, 1 error, 2 usage or configuration error, \
+3 alert (--exit-on-alert), 69 no GPU (snapshot), 128+N killed by signal N; \
+`gpumon run`: the program's own status, 127 not found, 126 not executable.";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -37,6 +62,39 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         cmd: Vec<std::ffi::OsString>,
     },
+    /// The configuration file: print the default one, or check the one in use.
+    Config(ConfigArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout: `gpumon man > ~/.local/share/man/man1/gpumon.1`.
+    Man,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ConfigArgs {
+    /// Print a complete configuration with every default, commented.
+    #[arg(long)]
+    pub print_default: bool,
+    /// Print the path gpumon reads.
+    #[arg(long)]
+    pub path: bool,
+}
+
+/// Which GPUs and processes to watch; everything else is left out of the view and the outputs.
+#[derive(Debug, Args, Clone, Default)]
+pub struct FilterArgs {
+    /// Only these GPUs: NVML indices or UUIDs (prefixes allowed), comma-separated: --gpu 0,2.
+    #[arg(long, value_name = "IDS", value_delimiter = ',', value_parser = parse_gpu_id)]
+    pub gpu: Vec<String>,
+    /// Only processes of these users (names or numeric uids), comma-separated.
+    #[arg(long, value_name = "USERS", value_delimiter = ',')]
+    pub user: Vec<String>,
+    /// Only these process ids, comma-separated.
+    #[arg(long, value_name = "PIDS", value_delimiter = ',')]
+    pub pid: Vec<u32>,
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -51,8 +109,8 @@ pub struct DisplayArgs {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct WatchArgs {
-    /// Sampling interval: 1s, 250ms, 10ms (minimum 10 ms; a bare number is milliseconds).
-    #[arg(long, short = 'i', value_parser = parse_interval, default_value = "1s")]
+    /// Sampling interval with a unit: 1s, 250ms, 10ms (minimum 10 ms).
+    #[arg(long, short = 'i', value_parser = parse_interval, default_value = DEFAULT_INTERVAL)]
     pub interval: Duration,
     /// Also record everything to this file while watching.
     #[arg(long, value_name = "FILE")]
@@ -60,6 +118,8 @@ pub struct WatchArgs {
     /// Directory of companion sockets (default: $GPUMON_DIR, $XDG_RUNTIME_DIR/gpumon, /tmp/gpumon-UID).
     #[arg(long, value_name = "DIR")]
     pub socket_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
@@ -69,7 +129,7 @@ pub struct WatchArgs {
 /// Outputs every mode can feed: metrics endpoint, flat logs, alerts.
 #[derive(Debug, Args, Clone, Default)]
 pub struct OutputArgs {
-    /// Also serve Prometheus metrics on this address (e.g. 127.0.0.1:9464).
+    /// Also serve Prometheus metrics on this address: :9464 (loopback), HOST:PORT, [::1]:9464.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub serve: Option<SocketAddr>,
     /// Write one CSV row per GPU and per process per sample.
@@ -90,7 +150,7 @@ pub struct OutputArgs {
     /// Ring the terminal bell when an alert is raised or worsens.
     #[arg(long)]
     pub bell: bool,
-    /// Alert thresholds as JSON; missing fields keep their defaults
+    /// Alert thresholds as JSON; missing fields keep their defaults, unknown ones are an error
     /// (all of them: assets/alerts-config.json, explained in docs/alerts.md).
     #[arg(long, value_name = "FILE")]
     pub alerts_config: Option<PathBuf>,
@@ -98,7 +158,8 @@ pub struct OutputArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
-    /// Address to listen on; loopback unless told otherwise.
+    /// Address to listen on: :PORT (loopback), HOST:PORT, [::1]:PORT, NAME:PORT; loopback
+    /// unless told otherwise (0.0.0.0:PORT for every interface).
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, default_value = crate::export::DEFAULT_LISTEN)]
     pub listen: SocketAddr,
     /// Serve a recording instead of live GPUs (played at --speed, then held at its end).
@@ -107,12 +168,14 @@ pub struct ServeArgs {
     /// Replay speed for --replay.
     #[arg(long, value_parser = Speed::parse, default_value = "max")]
     pub speed: Speed,
-    /// Sampling interval when live.
-    #[arg(long, short = 'i', value_parser = parse_interval, default_value = "1s")]
+    /// Sampling interval when live, with a unit: 1s, 250ms.
+    #[arg(long, short = 'i', value_parser = parse_interval, default_value = DEFAULT_INTERVAL)]
     pub interval: Duration,
     /// Directory of companion sockets.
     #[arg(long, value_name = "DIR")]
     pub socket_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -126,6 +189,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub follow: bool,
     #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
     pub display: DisplayArgs,
@@ -136,11 +201,11 @@ pub struct RecordArgs {
     /// Output file (NDJSON recording).
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
-    /// Stop after this many seconds (default: until interrupted).
-    #[arg(long, value_name = "S", value_parser = parse_duration_s)]
-    pub duration: Option<f64>,
-    /// Sampling interval: 1s, 250ms, 10ms (a bare number is milliseconds).
-    #[arg(long, short = 'i', value_parser = parse_interval, default_value = "1s")]
+    /// Stop after this long: 90s, 10m, 2h (default: until interrupted).
+    #[arg(long, value_name = "DURATION", value_parser = parse_run_length)]
+    pub duration: Option<Duration>,
+    /// Sampling interval with a unit: 1s, 250ms, 10ms.
+    #[arg(long, short = 'i', value_parser = parse_interval, default_value = DEFAULT_INTERVAL)]
     pub interval: Duration,
     /// Directory of companion sockets.
     #[arg(long, value_name = "DIR")]
@@ -151,6 +216,8 @@ pub struct RecordArgs {
     /// Also write one JSON line per GPU and per process per sample.
     #[arg(long, value_name = "FILE")]
     pub jsonl: Option<PathBuf>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -160,40 +227,73 @@ pub struct SnapshotArgs {
     pub json: bool,
 }
 
-pub fn parse_interval(s: &str) -> Result<Duration, String> {
+pub const DEFAULT_INTERVAL: &str = "1s";
+
+/// One duration grammar for every flag and config key: a number and a unit (`ms`, `s`, `m`,
+/// `h`, `d`), e.g. `250ms`, `1.5s`, `10m`, `2h`. A bare number is refused: tools disagree on
+/// what it means (nvitop: seconds, nvtop: tenths, btm: milliseconds). Hand-written because the
+/// grammar is five suffixes and the error must name the missing unit.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let (num, mult) = if let Some(v) = t.strip_suffix("ms") {
-        (v, 1.0)
-    } else if let Some(v) = t.strip_suffix('s') {
-        (v, 1000.0)
-    } else {
-        (t, 1.0)
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| {
+        format!("invalid duration '{s}': use a number and a unit, e.g. 250ms, 1s, 10m, 2h")
+    })?;
+    let secs = match unit.trim() {
+        "" => {
+            return Err(format!(
+                "'{s}' has no unit: write {num}s or {num}ms (also m, h, d)"
+            ));
+        }
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        "d" => v * 86_400.0,
+        u => {
+            return Err(format!("invalid unit '{u}' in '{s}': use ms, s, m, h or d"));
+        }
     };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("invalid interval '{s}': use e.g. 1s, 250ms or 10ms"))?;
-    let ms = v * mult;
-    if !ms.is_finite() || ms < 10.0 {
-        return Err(format!("interval '{s}' is below the 10 ms minimum"));
+    if !secs.is_finite() || secs > 366.0 * 86_400.0 {
+        return Err(format!("duration '{s}' is longer than a year"));
     }
-    if ms > 3_600_000.0 {
-        return Err(format!("interval '{s}' is above one hour"));
-    }
-    Ok(Duration::from_micros((ms * 1000.0) as u64))
+    Ok(Duration::from_secs_f64(secs))
 }
 
-pub fn parse_duration_s(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("invalid duration '{s}': seconds, e.g. 60 or 0.5"))?;
-    if !(v.is_finite() && v > 0.0 && v <= 366.0 * 86_400.0) {
-        return Err(format!(
-            "duration '{s}' must be between 0 and one year of seconds"
-        ));
+/// A sampling interval: a duration from 10 ms to one hour.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(10) {
+        return Err(format!("interval '{s}' is below the 10 ms minimum"));
     }
-    Ok(v)
+    if d > Duration::from_secs(3600) {
+        return Err(format!("interval '{s}' is above one hour"));
+    }
+    Ok(d)
+}
+
+/// How long to record: any positive duration.
+pub fn parse_run_length(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err(format!("duration '{s}' must be longer than zero"));
+    }
+    Ok(d)
+}
+
+/// A GPU as `--gpu` names it: an NVML index or (a prefix of) a UUID.
+pub fn parse_gpu_id(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    if t.parse::<u32>().is_ok() || t.len() >= 4 {
+        Ok(t.to_string())
+    } else {
+        Err(format!(
+            "'{s}' is neither a GPU index nor a GPU UUID (e.g. 0 or GPU-3f2a...)"
+        ))
+    }
 }
 
 pub fn parse_severity(s: &str) -> Result<crate::model::alerts::Severity, String> {
@@ -201,10 +301,33 @@ pub fn parse_severity(s: &str) -> Result<crate::model::alerts::Severity, String>
         .ok_or_else(|| format!("invalid severity '{s}': use info, warning or critical"))
 }
 
-/// `--listen` style address check shared by serve flags.
+/// `--listen` / `--serve` address: `:PORT` (loopback: a metrics port is opened to the network
+/// only when asked), `HOST:PORT`, `[::1]:PORT`, or a name (`localhost:9464`) resolved now so a
+/// typo fails at once. A name with several addresses binds the first, IPv4 first.
 pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
-    s.parse()
-        .map_err(|_| format!("invalid address '{s}': use HOST:PORT, e.g. 127.0.0.1:9464"))
+    use std::net::ToSocketAddrs;
+    let hint = || {
+        format!("invalid address '{s}': use :PORT, HOST:PORT or [IPv6]:PORT, e.g. 127.0.0.1:9464")
+    };
+    let t = s.trim();
+    if let Some(port) = t.strip_prefix(':') {
+        let port: u16 = port.parse().map_err(|_| hint())?;
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Ok(a) = t.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let (host, port) = t.rsplit_once(':').ok_or_else(hint)?;
+    let port: u16 = port.parse().map_err(|_| hint())?;
+    let mut addrs: Vec<SocketAddr> = (host.trim_matches(['[', ']']), port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve '{host}' in '{s}': {e}"))?
+        .collect();
+    addrs.sort_by_key(|a| a.is_ipv6());
+    addrs
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("'{host}' has no address"))
 }
 
 #[cfg(test)]
@@ -215,10 +338,44 @@ mod tests {
     fn intervals() {
         assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
         assert_eq!(parse_interval("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_interval("10"), Ok(Duration::from_millis(10)));
         assert_eq!(parse_interval("0.5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_interval("1m"), Ok(Duration::from_secs(60)));
         assert!(parse_interval("5ms").is_err());
+        assert!(parse_interval("2h").is_err(), "above one hour");
         assert!(parse_interval("fast").is_err());
+    }
+
+    #[test]
+    fn a_bare_number_is_refused_with_the_units_it_could_mean() {
+        let e = parse_interval("10").expect_err("no unit");
+        assert!(e.contains("10s or 10ms"), "{e}");
+        let e = parse_run_length("60").expect_err("no unit");
+        assert!(e.contains("60s"), "{e}");
+        assert!(parse_duration("3 parsecs").is_err());
+    }
+
+    #[test]
+    fn durations_share_one_grammar() {
+        assert_eq!(parse_run_length("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_run_length("1m"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_run_length("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_run_length("10ms"), Ok(Duration::from_millis(10)));
+        assert_eq!(parse_run_length("1.5 h"), Ok(Duration::from_secs(5400)));
+        assert!(parse_run_length("0s").is_err());
+        assert!(parse_run_length("400d").is_err());
+    }
+
+    #[test]
+    fn listen_addresses() {
+        let a = |s: &str| parse_addr(s).map(|a| a.to_string());
+        assert_eq!(a(":9464"), Ok("127.0.0.1:9464".into()));
+        assert_eq!(a("0.0.0.0:9464"), Ok("0.0.0.0:9464".into()));
+        assert_eq!(a("[::1]:9464"), Ok("[::1]:9464".into()));
+        let local = parse_addr("localhost:9464").expect("resolves");
+        assert!(local.ip().is_loopback() && local.port() == 9464);
+        assert!(parse_addr("9464").is_err());
+        assert!(parse_addr(":99999").is_err());
+        assert!(parse_addr("no-such-host.invalid:1").is_err());
     }
 
     #[test]

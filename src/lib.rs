@@ -12,8 +12,11 @@
 pub mod app;
 pub mod channel;
 pub mod cli;
+pub mod config;
+pub mod embed;
 pub mod event;
 pub mod export;
+pub mod filter;
 pub mod frame;
 pub mod keys;
 pub mod model;
@@ -26,3 +29,4 @@ pub mod source;
 pub mod term;
 pub mod ui;
 pub mod wire;
+pub mod workload;

@@ -1,4 +1,6 @@
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
+
+use gpumon::cli::{Cli, exit};
 
 fn main() {
     // A monitor allocates little: one malloc arena per thread would only add resident pages.
@@ -7,12 +9,29 @@ fn main() {
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
     }
-    let cli = gpumon::cli::Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // A bad configuration is a usage error: nothing has started, and the message names the key.
+    match gpumon::config::load(cli.config.as_deref()) {
+        Ok(cfg) => {
+            gpumon::config::apply(&cfg, &mut cli, &matches);
+            gpumon::config::set_current(cfg);
+        }
+        Err(e) if matches!(cli.command, Some(gpumon::cli::Command::Config(ref c)) if c.print_default || c.path) =>
+        {
+            eprintln!("gpumon: {e:#}");
+        }
+        Err(e) => {
+            eprintln!("gpumon: {e:#}");
+            std::process::exit(exit::USAGE);
+        }
+    }
     match gpumon::runner::main_entry(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("gpumon: {e:#}");
-            std::process::exit(1);
+            let usage = e.downcast_ref::<gpumon::cli::UsageError>().is_some();
+            std::process::exit(if usage { exit::USAGE } else { 1 });
         }
     }
 }

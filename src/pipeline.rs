@@ -42,6 +42,8 @@ pub struct Pipeline {
     /// get the same rows twice.
     written_until: Ts,
     rebuild_until: Ts,
+    /// `--gpu/--user/--pid`: what is left out before the model, the alerts and the sinks.
+    pub filter: crate::filter::Filter,
 }
 
 impl Pipeline {
@@ -57,6 +59,7 @@ impl Pipeline {
             sink_error: false,
             written_until: Ts::MIN,
             rebuild_until: Ts::MIN,
+            filter: crate::filter::Filter::default(),
         }
     }
 
@@ -69,7 +72,17 @@ impl Pipeline {
     }
 
     pub fn apply(&mut self, f: &Frame) {
+        let Some(kept) = self.filter.frame(f) else {
+            return;
+        };
+        self.apply_kept(&kept);
+    }
+
+    fn apply_kept(&mut self, f: &Frame) {
         self.state.apply(f);
+        if matches!(f, Frame::Header(_)) {
+            self.filter.prune(&mut self.state);
+        }
         // Alerts in a recording are what an earlier gpumon said; the engine re-derives its own,
         // so they are shown as messages but not re-recorded.
         if matches!(f, Frame::Alert(_)) {
@@ -121,10 +134,11 @@ impl Pipeline {
         if c.wants_bell() {
             self.ring = true;
         }
-        if let (Some(min), ChangeKind::Raised | ChangeKind::Worsened) = (self.exit_on, c.change) {
-            if c.alert.severity >= min && self.tripped.is_none() {
-                self.tripped = Some(c.alert.clone());
-            }
+        if let (Some(min), ChangeKind::Raised | ChangeKind::Worsened) = (self.exit_on, c.change)
+            && c.alert.severity >= min
+            && self.tripped.is_none()
+        {
+            self.tripped = Some(c.alert.clone());
         }
         let replayed = c.at <= self.rebuild_until;
         if let (Some(out), false) = (&mut self.sinks.alerts_out, replayed) {

@@ -5,12 +5,14 @@
 //! `sitecustomize` (python/gpumon/_shim/sitecustomize.py).
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::io::ErrorKind;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+use crate::embed;
 
 /// The companion package as shipped inside this binary.
 pub const PY_FILES: &[(&str, &str)] = &[
@@ -27,6 +29,10 @@ pub const PY_FILES: &[(&str, &str)] = &[
         include_str!("../python/gpumon/_companion.py"),
     ),
     ("gpumon/_frag.py", include_str!("../python/gpumon/_frag.py")),
+    (
+        "gpumon/_helpers.py",
+        include_str!("../python/gpumon/_helpers.py"),
+    ),
     (
         "gpumon/_paths.py",
         include_str!("../python/gpumon/_paths.py"),
@@ -59,77 +65,16 @@ pub const PY_FILES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Content hash of the embedded package (FNV-1a), so a cache dir never holds
-/// files of another build.
-fn package_hash() -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for (name, body) in PY_FILES {
-        for b in name.bytes().chain([0]).chain(body.bytes()).chain([0]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
-/// A per-user cache root: code is executed from here, so it must not be
-/// writable by anyone else (`$XDG_CACHE_HOME`, `~/.cache`, else `/tmp/gpumon-cache-UID`).
-fn cache_root() -> PathBuf {
-    let xdg = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty());
-    let home = std::env::var_os("HOME").filter(|v| !v.is_empty());
-    match (xdg, home) {
-        (Some(x), _) => PathBuf::from(x).join("gpumon"),
-        (None, Some(h)) => PathBuf::from(h).join(".cache").join("gpumon"),
-        (None, None) => PathBuf::from(format!(
-            "/tmp/gpumon-cache-{}",
-            crate::channel::dirs::own_uid()
-        )),
-    }
-}
-
 /// Write the package under `root` (once per content hash) and return the
 /// directory that holds `gpumon/`.
 pub fn materialize(root: &Path) -> Result<PathBuf> {
-    let uid = crate::channel::dirs::own_uid();
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(root)
-        .with_context(|| format!("creating {}", root.display()))?;
-    let md = std::fs::symlink_metadata(root)?;
-    if !md.is_dir() || md.uid() != uid || md.permissions().mode() & 0o022 != 0 {
-        bail!(
-            "{} must be a directory owned by you and not writable by others",
-            root.display()
-        );
-    }
-    let dir = root.join(format!(
+    let files: Vec<(&str, &[u8])> = PY_FILES.iter().map(|(n, b)| (*n, b.as_bytes())).collect();
+    let dir = format!(
         "companion-{}-{:016x}",
         env!("CARGO_PKG_VERSION"),
-        package_hash()
-    ));
-    for (name, body) in PY_FILES {
-        let path = dir.join(name);
-        if std::fs::read(&path).is_ok_and(|b| b == body.as_bytes()) {
-            continue;
-        }
-        let parent = path.parent().context("embedded file has a parent")?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)?;
-        // Write-then-rename: a concurrent `gpumon run` never sees half a file.
-        let tmp = parent.join(format!(".{}.{}", std::process::id(), file_name(&path)));
-        std::fs::write(&tmp, body).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &path)?;
-    }
-    Ok(dir)
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+        embed::content_hash(files.iter().copied())
+    );
+    embed::write_cached(root, &dir, &files)
 }
 
 /// `PYTHONPATH` for the child: shim dir, package dir, then whatever was set.
@@ -145,16 +90,22 @@ pub fn python_path(pkg: &Path, existing: Option<&OsStr>) -> OsString {
     out
 }
 
-/// Environment for the native interposer. The LD_PRELOAD engineer extends
-/// this (add `libgpumon_preload.so` to `LD_PRELOAD`, keeping existing entries);
-/// it is applied to every `gpumon run` child after the Python settings.
-pub fn preload_env(cmd: &mut Command) {
-    let Some(lib) = preload_library() else {
-        eprintln!(
-            "gpumon run: libgpumon_preload.so not found (set GPUMON_PRELOAD or build the \
-             workspace); driver-level allocations will not be reported"
-        );
-        return;
+/// Put the interposer first in the child's `LD_PRELOAD`, keeping existing entries:
+/// `$GPUMON_PRELOAD` when set (a library built elsewhere), else the copy embedded in this
+/// binary, written to the cache (src/embed.rs says why it is embedded).
+pub fn preload_env(cmd: &mut Command, cache: &Path) {
+    let lib = match std::env::var_os("GPUMON_PRELOAD").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => match embed::preload_library(cache) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!(
+                    "gpumon run: cannot write the interposer ({e:#}); driver-level allocations \
+                     will not be reported"
+                );
+                return;
+            }
+        },
     };
     let mut value = lib.into_os_string();
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
@@ -162,21 +113,6 @@ pub fn preload_env(cmd: &mut Command) {
         value.push(old);
     }
     cmd.env("LD_PRELOAD", value);
-}
-
-/// `$GPUMON_PRELOAD`, else next to the gpumon binary, else `../lib` beside it.
-fn preload_library() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("GPUMON_PRELOAD") {
-        return Some(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [
-        dir.join("libgpumon_preload.so"),
-        dir.join("../lib/libgpumon_preload.so"),
-    ]
-    .into_iter()
-    .find(|p| p.is_file())
 }
 
 /// SIGINT from the terminal reaches the child directly (same foreground
@@ -188,8 +124,12 @@ fn terminal_delivers_sigint() -> bool {
 
 /// Run `cmd` with the companion; returns its exit code (128 + signal when killed).
 pub fn run(cmd: &[OsString]) -> Result<i32> {
-    run_with_cache(cmd, &cache_root())
+    run_with_cache(cmd, &embed::cache_root())
 }
+
+/// Exit status when the program cannot be started, as POSIX shells report it.
+pub const NOT_FOUND: i32 = 127;
+pub const NOT_EXECUTABLE: i32 = 126;
 
 fn run_with_cache(cmd: &[OsString], cache: &Path) -> Result<i32> {
     let Some((prog, args)) = cmd.split_first() else {
@@ -202,10 +142,22 @@ fn run_with_cache(cmd: &[OsString], cache: &Path) -> Result<i32> {
         "PYTHONPATH",
         python_path(&pkg, std::env::var_os("PYTHONPATH").as_deref()),
     );
-    preload_env(&mut c);
-    let mut child = c
-        .spawn()
-        .with_context(|| format!("cannot start {}", prog.to_string_lossy()))?;
+    preload_env(&mut c, cache);
+    let mut child = match c.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let code = match e.kind() {
+                ErrorKind::NotFound => NOT_FOUND,
+                ErrorKind::PermissionDenied => NOT_EXECUTABLE,
+                _ => {
+                    return Err(e)
+                        .with_context(|| format!("cannot start {}", prog.to_string_lossy()));
+                }
+            };
+            eprintln!("gpumon run: {}: {e}", prog.to_string_lossy());
+            return Ok(code);
+        }
+    };
     let child_pid = child.id() as libc::pid_t;
 
     let mut sigs = vec![
@@ -244,6 +196,7 @@ fn run_with_cache(cmd: &[OsString], cache: &Path) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn every_python_file_is_embedded() {
@@ -264,6 +217,22 @@ mod tests {
     }
 
     #[test]
+    fn the_python_version_is_cargos() {
+        // Cargo.toml is the one version source (the wheel takes it from there); the
+        // companion's `__version__` must say the same.
+        let init = PY_FILES
+            .iter()
+            .find(|(n, _)| *n == "gpumon/__init__.py")
+            .map(|(_, b)| *b)
+            .unwrap_or_default();
+        let line = format!("__version__ = \"{}\"", env!("CARGO_PKG_VERSION"));
+        assert!(
+            init.lines().any(|l| l == line),
+            "python/gpumon/__init__.py needs {line}"
+        );
+    }
+
+    #[test]
     fn materialize_is_private_and_idempotent() {
         let tmp = tempfile::tempdir().expect("temp");
         let root = tmp.path().join("cache");
@@ -276,6 +245,18 @@ mod tests {
         assert_eq!(materialize(&root).expect("again"), dir);
         let back = std::fs::read_to_string(dir.join("gpumon/_frag.py")).expect("read");
         assert!(back.contains("def reduce_torch_snapshot"));
+    }
+
+    #[test]
+    fn a_missing_or_unexecutable_program_exits_like_a_shell() {
+        let tmp = tempfile::tempdir().expect("temp");
+        let cache = tmp.path().join("cache");
+        let missing = run_with_cache(&[OsString::from("/nonexistent/gpumon-test")], &cache);
+        assert_eq!(missing.expect("reported as a status"), NOT_FOUND);
+        let plain = tmp.path().join("plain.txt");
+        std::fs::write(&plain, "not a program").expect("write");
+        let denied = run_with_cache(&[plain.into_os_string()], &cache);
+        assert_eq!(denied.expect("reported as a status"), NOT_EXECUTABLE);
     }
 
     #[test]

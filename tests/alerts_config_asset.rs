@@ -41,7 +41,7 @@ fn alerts_config_flag_accepts_the_asset_and_names_a_bad_file() {
         .arg(&bad)
         .arg(&fixture)
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("invalid alert configuration"))
         .stderr(predicate::str::contains("bad.json"));
 }

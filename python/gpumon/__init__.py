@@ -9,19 +9,35 @@ TensorFlow programs, for the gpumon terminal monitor.
 Nothing here ever raises into the program or waits on gpumon.
 """
 
+from __future__ import annotations
+
 import atexit
 import os
 import threading
+from typing import TYPE_CHECKING, Optional
 
+if TYPE_CHECKING:
+    from ._companion import Companion
+
+# Cargo.toml is the one source of the version; a Rust test (src/run_cmd.rs) fails when this
+# line disagrees with it, and the wheel takes its version from Cargo.toml.
 __version__ = "0.1.0"
 PROTOCOL_VERSION = 1
 
+__all__ = ["start", "stop", "epoch", "mark", "companion", "__version__", "PROTOCOL_VERSION"]
+
 _lock = threading.Lock()
-_instance = None
+_instance: Optional[Companion] = None
 _epochs_offline = -1
 
 
-def start(sample_hz=None, snapshot_s=None, epoch_gc=None, detail=None, sock_dir=None):
+def start(
+    sample_hz: Optional[float] = None,
+    snapshot_s: Optional[float] = None,
+    epoch_gc: Optional[bool] = None,
+    detail: Optional[str] = None,
+    sock_dir: Optional[str] = None,
+) -> bool:
     """Start the companion (idempotent). Returns True when gpumon can connect.
     Frameworks are picked up whenever the program starts using them."""
     global _instance
@@ -43,7 +59,7 @@ def start(sample_hz=None, snapshot_s=None, epoch_gc=None, detail=None, sock_dir=
         return False
 
 
-def stop(reason="stop"):
+def stop(reason: str = "stop") -> None:
     """Say goodbye to watching monitors and remove the socket."""
     global _instance
     try:
@@ -55,7 +71,7 @@ def stop(reason="stop"):
         _warn(e)
 
 
-def epoch(n=None, step=None):
+def epoch(n: Optional[int] = None, step: Optional[int] = None) -> None:
     """Mark the end of an epoch (`n`: the number just completed, counted
     automatically from 0 when omitted). Records the epoch's floor (allocated
     after gc) and peak per device."""
@@ -67,7 +83,9 @@ def epoch(n=None, step=None):
         _warn(e)
 
 
-def mark(label, kind="mark", epoch=None, step=None):
+def mark(
+    label: object, kind: str = "mark", epoch: Optional[int] = None, step: Optional[int] = None
+) -> None:
     """A phase marker on gpumon's chart: eval, checkpoint, anything."""
     c = _instance
     try:
@@ -77,12 +95,12 @@ def mark(label, kind="mark", epoch=None, step=None):
         _warn(e)
 
 
-def companion():
+def companion() -> Optional[Companion]:
     """The running companion, for tests and benchmarks (None when stopped)."""
     return _instance
 
 
-def _warn(e):
+def _warn(e: BaseException) -> None:
     try:
         from ._companion import _say
         _say("gpumon: %r (ignored)" % (e,))
@@ -90,7 +108,7 @@ def _warn(e):
         pass
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     # The daemon thread did not survive the fork; the socket path belongs to
     # the parent. Forget the parent's companion without touching its files.
     global _instance, _lock
@@ -104,7 +122,7 @@ def _after_fork_in_child():
             pass
 
 
-def _at_exit():
+def _at_exit() -> None:
     stop("exit")
 
 

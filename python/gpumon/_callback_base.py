@@ -5,7 +5,7 @@ callback module imports without the framework installed."""
 import sys
 
 
-def callback_base(preferred, alternative, imported_marker, preferred_marker):
+def callback_base(preferred: str, alternative: str, imported_marker: str, preferred_marker: str) -> type:
     """`preferred` and `alternative` are package names holding `.callbacks.Callback`; the
     alternative goes first when `imported_marker` is imported and `preferred_marker` is not."""
     order = [preferred, alternative]

@@ -16,6 +16,12 @@ ENV_SETTINGS = (
 )
 
 
+def alloc_conf():
+    """The allocator setting PyTorch reads: PYTORCH_ALLOC_CONF when set, else the deprecated
+    PYTORCH_CUDA_ALLOC_CONF (c10/core/AllocatorConfig.cpp)."""
+    return os.environ.get("PYTORCH_ALLOC_CONF", os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
+
+
 def env_settings():
     return {k: os.environ[k] for k in ENV_SETTINGS if k in os.environ}
 
@@ -103,6 +109,16 @@ class Source(object):
 
 # -- PyTorch -----------------------------------------------------------------
 
+def _live_policy(segs):
+    """"expandable_segments" or "native" from the segments of a memory_snapshot (each says
+    `is_expandable`), None when there are none to tell."""
+    flags = [s.get("is_expandable") for s in segs or () if isinstance(s, dict)]
+    flags = [f for f in flags if f is not None]
+    if not flags:
+        return None
+    return "expandable_segments" if any(flags) else "native"
+
+
 class TorchSource(Source):
     name = "torch"
 
@@ -127,7 +143,7 @@ class TorchSource(Source):
         try:
             return self.torch.cuda.get_allocator_backend()
         except Exception:
-            conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "") + os.environ.get("PYTORCH_ALLOC_CONF", "")
+            conf = alloc_conf()
             return "cudaMallocAsync" if "cudaMallocAsync" in conf else "native"
 
     def allocator(self):
@@ -143,14 +159,14 @@ class TorchSource(Source):
         b = self.backend()
         if b == "cudaMallocAsync":
             return b
-        conf = (os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or "")
+        conf = alloc_conf()
         if "expandable_segments:true" in conf.replace(" ", "").lower():
             return "expandable_segments"
         return "native"
 
     def describe(self):
         alloc = self.allocator()
-        conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF")
+        conf = alloc_conf()
         if alloc == "cudaMallocAsync":
             policy = "PyTorch: cudaMallocAsync — the driver's pool, no block map"
         elif alloc == "expandable_segments":
@@ -276,6 +292,8 @@ class TorchSource(Source):
         except Exception as e:
             self.snapshot_na = "memory_snapshot failed: %s" % (type(e).__name__,)
             return {"type": "frag", "dev": dev, "hist": None, "na": {"free_blocks": self.snapshot_na}}
+        # Live truth over the environment (also after `_set_allocator_settings` at run time).
+        self._alloc = _live_policy(segs) or getattr(self, "_alloc", None)
         f = _frag.reduce_torch_snapshot(segs, dev)
         f["type"] = "frag"
         f["cost_us"] = int((time.perf_counter() - t0) * 1e6)

@@ -1,36 +1,52 @@
-"""Keras callback (Keras 3 on any backend, or tf.keras).
+"""Keras callback: Keras 3 on any backend, tf.keras, and tf_keras (Keras 2, used by
+TensorFlow when TF_USE_LEGACY_KERAS is set).
 
     model.fit(..., callbacks=[gpumon.keras.GpumonCallback()])
 """
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional
 
 import gpumon
 from gpumon._callback_base import callback_base
 
 
-_Base = callback_base("keras", "tensorflow.keras", "tensorflow", "keras")
+def _legacy_keras() -> bool:
+    # Exactly TensorFlow's own test (tensorflow/python/util/lazy_loader.py): with it,
+    # `tf.keras` is tf_keras, whose CallbackList calls methods Keras 3's base lacks
+    # (`_implements_train_batch_hooks`), so the base must come from tf_keras.
+    return os.environ.get("TF_USE_LEGACY_KERAS", None) in ("true", "True", "1")
 
 
-class GpumonCallback(_Base):
-    def __init__(self, **start_kwargs):
+if _legacy_keras():
+    _Base = callback_base("tf_keras", "keras", "tf_keras", "tf_keras")
+else:
+    _Base = callback_base("keras", "tensorflow.keras", "tensorflow", "keras")
+
+
+class GpumonCallback(_Base):  # type: ignore[misc, valid-type]
+    def __init__(self, **start_kwargs: Any) -> None:
         if _Base is not object:
             super(GpumonCallback, self).__init__()
         gpumon.start(**start_kwargs)
 
-    def on_train_begin(self, logs=None):
+    def on_train_begin(self, logs: Optional[Dict[str, Any]] = None) -> None:
         gpumon.mark("train", kind="train_begin")
 
-    def on_epoch_begin(self, epoch, logs=None):
+    def on_epoch_begin(self, epoch: int, logs: Optional[Dict[str, Any]] = None) -> None:
         gpumon.mark("epoch", kind="epoch_begin", epoch=epoch)
 
-    def on_epoch_end(self, epoch, logs=None):
+    def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, Any]] = None) -> None:
         # Keras passes the 0-based index of the epoch that just finished.
         gpumon.epoch(epoch)
 
-    def on_test_begin(self, logs=None):
+    def on_test_begin(self, logs: Optional[Dict[str, Any]] = None) -> None:
         gpumon.mark("eval", kind="eval_begin")
 
-    def on_test_end(self, logs=None):
+    def on_test_end(self, logs: Optional[Dict[str, Any]] = None) -> None:
         gpumon.mark("eval", kind="eval_end")
 
-    def on_train_end(self, logs=None):
+    def on_train_end(self, logs: Optional[Dict[str, Any]] = None) -> None:
         gpumon.mark("train", kind="train_end")

@@ -87,7 +87,7 @@ def start_recording(binary, out, name, sock_dir, seconds):
     if not binary or not out:
         return None
     path = os.path.join(out, name)
-    p = subprocess.Popen([binary, "record", "-o", path, "--duration", str(seconds),
+    p = subprocess.Popen([binary, "record", "-o", path, "--duration", "%ss" % seconds,
                           "--interval", "250ms", "--socket-dir", sock_dir],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)

@@ -10,7 +10,7 @@ export PYTHONPATH=$PWD/python GPUMON_DIR=$D PYTHONUNBUFFERED=1
 mapfile -t U < <(nvidia-smi --query-gpu=uuid --format=csv,noheader)
 n=${#U[@]}; echo "GPUs: $n"
 [ "$n" -ge 2 ] || { echo "needs 2+ GPUs"; exit 0; }
-"$B" record -o "$O/multi_gpu_cvd.jsonl" --interval 500ms --socket-dir "$D" --duration 40 2>"$O/rec.err" &
+"$B" record -o "$O/multi_gpu_cvd.jsonl" --interval 500ms --socket-dir "$D" --duration 40s 2>"$O/rec.err" &
 rec=$!
 sleep 1
 H="$O/truth.jsonl"; : > "$H"

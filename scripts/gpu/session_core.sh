@@ -9,11 +9,11 @@ nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,memory.used,memory.reserved,me
 $B snapshot --json > "$OUT/snapshot_idle.json"; echo "snapshot rc=$?"
 $B snapshot --bogus; echo "bad flag rc=$?"
 # 1. idle card
-$B record -o "$OUT/idle.jsonl" --duration 15 --interval 1s
+$B record -o "$OUT/idle.jsonl" --duration 15s --interval 1s
 # 2. PyTorch growing and shrinking, with a second process seeing the card through a UUID
 #    and a third with CUDA_VISIBLE_DEVICES=0 and PCI order.
 uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
-$B record -o "$OUT/torch_grow_shrink.jsonl" --duration 80 --interval 500ms &
+$B record -o "$OUT/torch_grow_shrink.jsonl" --duration 80s --interval 500ms &
 rec=$!
 sleep 2
 python3 $S/grow_shrink.py 70 2 24 >> "$OUT/logs.txt" 2>&1 &

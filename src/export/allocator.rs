@@ -17,6 +17,9 @@ impl ProcKey for AllocRow {
     fn process(&self) -> &str {
         &self.process
     }
+    fn placement(&self) -> Vec<(&'static str, String)> {
+        self.placement.labels()
+    }
 }
 
 type Field = fn(&AllocRow) -> Option<u64>;

@@ -187,6 +187,10 @@ pub(super) trait ProcKey {
     fn pid(&self) -> Option<u32>;
     fn user(&self) -> &str;
     fn process(&self) -> &str;
+    /// Rank and Kubernetes labels, only where known.
+    fn placement(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 impl ProcKey for ProcRow {
@@ -202,10 +206,15 @@ impl ProcKey for ProcRow {
     fn process(&self) -> &str {
         &self.process
     }
+    fn placement(&self) -> Vec<(&'static str, String)> {
+        self.placement.labels()
+    }
 }
 
 /// One family over per-process rows: `gpu`, `uuid`, `pci_bus_id`, `hostname`,
-/// `pid`, `user`, `process` plus `extra` labels; rows without a value are skipped.
+/// `pid`, `user`, `process`, the placement labels where known (`rank`, `local_rank`, `pod`,
+/// `namespace`, `container`, `container_id`), plus `extra` labels; rows without a value are
+/// skipped.
 pub(super) fn proc_family<R: ProcKey, V: Into<Value>>(
     e: &mut Encoder,
     s: &Snapshot,
@@ -230,7 +239,8 @@ pub(super) fn proc_family<R: ProcKey, V: Into<Value>>(
             }
         };
         let pid = r.pid().map(|p| p.to_string()).unwrap_or_default();
-        let base = [
+        let placement = r.placement();
+        let mut base = vec![
             ("gpu", gpu),
             ("uuid", uuid),
             ("pci_bus_id", pci),
@@ -239,6 +249,7 @@ pub(super) fn proc_family<R: ProcKey, V: Into<Value>>(
             ("user", r.user()),
             ("process", r.process()),
         ];
+        base.extend(placement.iter().map(|(k, v)| (*k, v.as_str())));
         values(r, &mut |extra, v| {
             if extra.is_empty() {
                 e.sample(&base, v);

@@ -32,6 +32,8 @@ pub struct ProcRow {
     /// `None` while NVML does not list the process or cannot say: absent, never 0.
     pub used: Option<u64>,
     pub peak: Option<u64>,
+    /// Rank in a distributed job, Kubernetes pod: extra labels when known.
+    pub placement: crate::workload::Placement,
 }
 
 /// Allocator facts from a companion, for one process on one physical GPU.
@@ -41,6 +43,7 @@ pub struct AllocRow {
     pub pid: u32,
     pub user: String,
     pub process: String,
+    pub placement: crate::workload::Placement,
     pub allocated: Option<u64>,
     pub reserved: Option<u64>,
     pub cached: Option<u64>,
@@ -121,6 +124,7 @@ impl Snapshot {
                     process: p.info.name.clone().unwrap_or_default(),
                     used: pg.last_used,
                     peak: peak(&pg.peak),
+                    placement: placement(state, p.info.pid),
                 });
             }
         }
@@ -166,6 +170,7 @@ fn alloc_rows(state: &State) -> Vec<AllocRow> {
             rows.push(alloc_row(
                 g.index,
                 pid,
+                placement(state, pid),
                 info.and_then(|i| i.user.clone()).unwrap_or_default(),
                 info.and_then(|i| i.name.clone())
                     .or_else(|| hello_cmd.map(str::to_string))
@@ -178,13 +183,35 @@ fn alloc_rows(state: &State) -> Vec<AllocRow> {
     rows
 }
 
-fn alloc_row(gpu: u32, pid: u32, user: String, process: String, d: &DevAlloc) -> AllocRow {
+/// Rank from the companion's hello, else from the environment /proc shows; Kubernetes labels
+/// from /proc.
+fn placement(state: &State, pid: u32) -> crate::workload::Placement {
+    let hello = state.companions.get(pid).and_then(|p| p.hello.as_ref());
+    let info = state.procs.get(&pid).map(|p| &p.info);
+    crate::workload::Placement {
+        rank: hello.and_then(|h| h.rank).or(info.and_then(|i| i.rank)),
+        local_rank: hello
+            .and_then(|h| h.local_rank)
+            .or(info.and_then(|i| i.local_rank)),
+        kube: info.and_then(|i| i.kube.clone()),
+    }
+}
+
+fn alloc_row(
+    gpu: u32,
+    pid: u32,
+    placement: crate::workload::Placement,
+    user: String,
+    process: String,
+    d: &DevAlloc,
+) -> AllocRow {
     let last = d.last.as_ref();
     let frag = d.frag.as_ref();
     let last_epoch = d.epochs.back();
     AllocRow {
         gpu,
         pid,
+        placement,
         user,
         process,
         allocated: d.allocated_now(),

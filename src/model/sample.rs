@@ -93,4 +93,15 @@ pub struct ProcInfo {
     pub cuda_visible_devices: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_device_order: Option<String>,
+    /// `RANK`, `LOCAL_RANK`, `WORLD_SIZE` of a distributed job (torchrun, DeepSpeed, Lightning
+    /// set them in every rank's environment), so ranks are known without a companion too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_rank: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world_size: Option<u32>,
+    /// Kubernetes pod, namespace and container when the process runs in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube: Option<crate::workload::Kube>,
 }

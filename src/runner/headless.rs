@@ -7,7 +7,6 @@ use crate::pipeline::Pipeline;
 use crate::record::{Recorder, validate};
 use crate::source::{nvml, replay};
 use anyhow::Result;
-use std::time::Duration;
 use tokio::sync::mpsc::{self, Receiver};
 
 use super::*;
@@ -31,6 +30,7 @@ pub(super) async fn replay_headless(r: ReplayArgs) -> Result<i32> {
     )?;
     let mut pipe = Pipeline::new(sinks(&r.out, None).await?);
     configure(&mut pipe, &r.out)?;
+    set_filter(&mut pipe, &r.filter)?;
     spawn_signals(tx.clone())?;
     drop(tx);
     Ok(headless(rx, pipe, None, !r.follow).await)
@@ -43,6 +43,7 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
     };
     let (tx, rx) = mpsc::channel(QUEUE);
     let mut pipe = Pipeline::new(sinks(&out, None).await?);
+    set_filter(&mut pipe, &s.filter)?;
     let _keep: Box<dyn std::any::Any> = match &s.replay {
         Some(file) => {
             validate(file)?;
@@ -110,7 +111,7 @@ pub(super) async fn headless(
                 a.severity.label(),
                 a.message
             );
-            return 3;
+            return crate::cli::exit::ALERT;
         }
         if stop {
             return 0;
@@ -132,6 +133,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
         ..OutputArgs::default()
     };
     let mut pipe = Pipeline::new(sinks(&out, Some(recorder)).await?);
+    set_filter(&mut pipe, &r.filter)?;
     pipe.apply(&Frame::Header(header.clone()));
     eprintln!(
         "gpumon: recording {} GPU(s) every {} ms to {}{}",
@@ -139,14 +141,12 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
         r.interval.as_millis(),
         r.output.display(),
         r.duration
-            .map(|s| format!(" for {s} s"))
+            .map(|d| format!(" for {} s", d.as_secs_f64()))
             .unwrap_or_else(|| " until interrupted".into())
     );
     spawn_signals(tx.clone())?;
     drop(tx);
-    let deadline = r
-        .duration
-        .map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+    let deadline = r.duration.map(|d| tokio::time::Instant::now() + d);
     let code = headless(rx, pipe, deadline, false).await;
     drop(channel);
     Ok(code)
@@ -157,7 +157,7 @@ pub(super) fn snapshot() -> Result<i32> {
         Ok(v) => v,
         Err(e) => {
             eprintln!("gpumon: {e}");
-            return Ok(2);
+            return Ok(crate::cli::exit::NO_GPU);
         }
     };
     let mut state = crate::model::state::State::default();

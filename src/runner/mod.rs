@@ -46,23 +46,38 @@ pub fn demo_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("GPUMON_DEMO") {
         candidates.push(PathBuf::from(p));
     }
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(dir) = exe.parent() {
-            candidates.push(dir.join("../share/gpumon").join(name));
-            candidates.push(dir.join("../../assets").join(name));
-        }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        candidates.push(dir.join("../share/gpumon").join(name));
+        candidates.push(dir.join("../../assets").join(name));
     }
-    candidates.push(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("assets")
-            .join(name),
-    );
-    candidates.into_iter().find(|p| p.is_file())
+    // Last, the copy inside the binary (src/embed.rs), so an installed gpumon needs no tree.
+    candidates.into_iter().find(|p| p.is_file()).or_else(|| {
+        crate::embed::asset(&crate::embed::cache_root(), name)
+            .map_err(|e| eprintln!("gpumon: {e:#}"))
+            .ok()
+            .flatten()
+    })
 }
 
 pub fn main_entry(cli: Cli) -> Result<i32> {
-    if let Some(Command::Run { cmd }) = &cli.command {
-        return crate::run_cmd::run(cmd);
+    match &cli.command {
+        Some(Command::Run { cmd }) => return crate::run_cmd::run(cmd),
+        Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "gpumon", &mut out);
+            return print_all(&out);
+        }
+        Some(Command::Man) => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            return print_all(&out);
+        }
+        _ => {}
     }
     if let Some(Command::Snapshot(_)) = &cli.command {
         return snapshot();
@@ -85,6 +100,7 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
                     file,
                     speed: Speed::Times(1.0),
                     follow: false,
+                    filter: Default::default(),
                     out: OutputArgs::default(),
                     display: d,
                 };
@@ -92,13 +108,38 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
             }
             Some(Command::Record(r)) => record(r).await,
             Some(Command::Serve(s)) => serve(s).await,
-            Some(Command::Snapshot(_)) | Some(Command::Run { .. }) => Ok(0),
+            Some(Command::Snapshot(_))
+            | Some(Command::Run { .. })
+            | Some(Command::Config(_))
+            | Some(Command::Completions { .. })
+            | Some(Command::Man) => Ok(0),
         }
     })
 }
 
+/// Write generated text to stdout; a reader that stops early (`gpumon man | head`) is not an
+/// error. (The generators are given a buffer because clap_complete panics on a write error.)
+fn print_all(text: &[u8]) -> Result<i32> {
+    use std::io::Write;
+    match io::stdout()
+        .write_all(text)
+        .and_then(|()| io::stdout().flush())
+    {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(0),
+    }
+}
+
 pub(super) fn theme(d: &DisplayArgs) -> Theme {
-    Theme::detect(d.ascii, d.no_color)
+    let mut t = Theme::detect(d.ascii, d.no_color);
+    crate::config::apply_to_theme(crate::config::current(), &mut t);
+    t
+}
+
+/// `--gpu/--user/--pid` for this pipeline.
+pub(super) fn set_filter(pipe: &mut Pipeline, f: &crate::cli::FilterArgs) -> Result<()> {
+    pipe.filter = crate::filter::Filter::new(f)?;
+    Ok(())
 }
 
 /// Build the outputs named on the command line. The HTTP listener is bound here so a
@@ -135,15 +176,22 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
     Ok(s)
 }
 
-/// Alert thresholds (`--alerts-config FILE`, JSON, missing fields keep their defaults) and
-/// `--exit-on-alert`.
+/// Alert thresholds (`--alerts-config FILE`, JSON, missing fields keep their defaults,
+/// unknown ones are an error; else the config file's `[alerts]`) and `--exit-on-alert`.
 pub(super) fn configure(pipe: &mut Pipeline, out: &OutputArgs) -> Result<()> {
     pipe.exit_on = out.exit_on_alert;
     if let Some(p) = &out.alerts_config {
         let text = std::fs::read_to_string(p)
             .with_context(|| format!("cannot read alert configuration {}", p.display()))?;
-        let cfg: AlertConfig = serde_json::from_str(&text)
-            .with_context(|| format!("invalid alert configuration {}", p.display()))?;
+        let cfg: AlertConfig = serde_json::from_str(&text).map_err(|e| {
+            crate::cli::UsageError(format!(
+                "invalid alert configuration {}: {}",
+                p.display(),
+                crate::config::did_you_mean(&e.to_string())
+            ))
+        })?;
+        pipe.alerts = AlertEngine::new(cfg);
+    } else if let Some(cfg) = crate::config::alerts(crate::config::current()) {
         pipe.alerts = AlertEngine::new(cfg);
     }
     Ok(())

@@ -51,6 +51,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
                 file,
                 speed: Speed::Times(1.0),
                 follow: false,
+                filter: w.filter,
                 out: w.out,
                 display: w.display,
             };
@@ -63,6 +64,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
     };
     let mut pipe = Pipeline::new(sinks(&w.out, recorder).await?);
     configure(&mut pipe, &w.out)?;
+    set_filter(&mut pipe, &w.filter)?;
     if w.out.headless {
         pipe.apply(&Frame::Header(header));
         spawn_signals(tx.clone())?;
@@ -78,6 +80,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
         pipe.sinks,
     );
     configure(&mut app.pipe, &w.out)?;
+    set_filter(&mut app.pipe, &w.filter)?;
     app.bell = w.out.bell;
     app.notice = notice;
     app.apply(&Frame::Header(header));
@@ -108,6 +111,7 @@ pub(super) async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>
         sinks(&r.out, None).await?,
     );
     configure(&mut app.pipe, &r.out)?;
+    set_filter(&mut app.pipe, &r.filter)?;
     app.bell = r.out.bell;
     app.notice = notice;
     run_tui(app, tx, rx, theme(&r.display), Some(handle)).await
@@ -120,6 +124,13 @@ pub(super) async fn run_tui(
     theme: Theme,
     replay: Option<replay::ReplayHandle>,
 ) -> Result<i32> {
+    if !has_terminal() {
+        anyhow::bail!(
+            "no terminal to draw on; over SSH use `ssh -t HOST gpumon`, or run `gpumon watch \
+             --headless` with --serve, --csv, --jsonl or --alerts-jsonl"
+        );
+    }
+    crate::config::apply_to_app(crate::config::current(), &mut app);
     let guard = TerminalGuard::enter().context("cannot set up the terminal")?;
     spawn_input(tx.clone());
     spawn_signals(tx.clone())?;
@@ -138,9 +149,17 @@ pub(super) async fn run_tui(
             a.severity.label(),
             a.message
         );
-        return result.map(|()| 3);
+        return result.map(|()| crate::cli::exit::ALERT);
     }
     result.map(|()| 0)
+}
+
+/// Drawing needs stdout on a terminal and a controlling terminal for keys (crossterm opens
+/// /dev/tty); without them crossterm fails with a bare "No such device or address".
+fn has_terminal() -> bool {
+    // SAFETY: isatty only inspects the descriptor.
+    let stdout_tty = unsafe { libc::isatty(1) == 1 };
+    stdout_tty && std::fs::File::open("/dev/tty").is_ok()
 }
 
 /// The one loop: apply every queued event, then draw only when something changed. Keys are

@@ -43,14 +43,32 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
     };
     if let Ok(env) = fs::read(format!("{dir}/environ")) {
         info.env_readable = true;
+        let mut kube = crate::workload::KubeEnv::default();
         for var in env.split(|&b| b == 0) {
             let var = String::from_utf8_lossy(var);
             if let Some(v) = var.strip_prefix("CUDA_VISIBLE_DEVICES=") {
                 info.cuda_visible_devices = Some(v.to_string());
             } else if let Some(v) = var.strip_prefix("CUDA_DEVICE_ORDER=") {
                 info.cuda_device_order = Some(v.to_string());
+            } else if let Some(v) = var.strip_prefix("RANK=") {
+                info.rank = v.trim().parse().ok();
+            } else if let Some(v) = var.strip_prefix("LOCAL_RANK=") {
+                info.local_rank = v.trim().parse().ok();
+            } else if let Some(v) = var.strip_prefix("WORLD_SIZE=") {
+                info.world_size = v.trim().parse().ok();
+            } else {
+                kube.var(&var);
             }
         }
+        info.kube = kube.finish(
+            || {
+                fs::read_to_string(format!(
+                    "{dir}/root/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+                ))
+                .ok()
+            },
+            || fs::read_to_string(format!("{dir}/cgroup")).ok(),
+        );
     }
     info
 }

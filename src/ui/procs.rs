@@ -13,7 +13,7 @@ use crate::model::state::{ProcGpu, ProcState};
 /// The command line with paths shortened to their last component, so the part that tells
 /// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column.
 fn command(p: &ProcState) -> String {
-    match &p.info.cmdline {
+    let cmd = match &p.info.cmdline {
         Some(c) => c
             .split(' ')
             .map(|arg| match arg.rsplit_once('/') {
@@ -27,6 +27,11 @@ fn command(p: &ProcState) -> String {
             .name
             .clone()
             .unwrap_or_else(|| "(not readable)".into()),
+    };
+    // Which rank of a distributed job this is: the question when one rank leaks.
+    match p.info.rank {
+        Some(r) => format!("[rank {r}] {cmd}"),
+        None => cmd,
     }
 }
 

@@ -10,8 +10,14 @@ def _gpumon_boot():
     if sys.version_info >= (3, 9) and os.environ.get("GPUMON_DISABLE") != "1":
         try:
             import gpumon
+            from gpumon import _helpers
 
-            gpumon.start()
+            # Helpers (DataLoader and compile workers, the torchrun launcher) get a companion
+            # only once they use CUDA themselves; see gpumon/_helpers.py.
+            if _helpers.helper_kind(_helpers.command_line()) is None:
+                gpumon.start()
+            else:
+                _helpers.start_when_cuda_is_used(gpumon.start)
         except Exception as e:
             sys.stderr.write("gpumon: companion not started: %r\n" % (e,))
     _chain(here)

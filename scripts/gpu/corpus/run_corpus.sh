@@ -31,7 +31,7 @@ recs=()
 for g in clean leak frag; do
     mkdir -m 700 "$W/sock_$g"
     "$B" record -o "$OUT/corpus_$g.jsonl" --interval 500ms --socket-dir "$W/sock_$g" \
-        --duration "$REC_S" >"$W/rec_$g.log" 2>&1 &
+        --duration "${REC_S}s" >"$W/rec_$g.log" 2>&1 &
     recs+=($!)
 done
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::bytes::MIB_U64;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct AlertConfig {
     pub growth: GrowthConfig,
     pub fragmentation: FragConfig,
@@ -16,7 +16,7 @@ pub struct AlertConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct GrowthConfig {
     /// Epochs below this number are warm-up (optimizer state, autotuning caches) and skipped.
     pub warmup_epochs: u64,
@@ -72,7 +72,7 @@ impl Default for GrowthConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct FragConfig {
     /// The risk condition must hold at every evaluation for this long before it is raised
     /// (a sample taken mid-step can see the big blocks in use).
@@ -98,7 +98,7 @@ impl Default for FragConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct GrabAllConfig {
     /// The process holds at least this share of the card (NVML)...
     pub held_frac: f64,
@@ -122,7 +122,7 @@ impl Default for GrabAllConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct HeadroomConfig {
     /// Headroom below the typical request must persist this long.
     pub persist_ms: i64,
@@ -135,7 +135,7 @@ impl Default for HeadroomConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
     /// Alerts kept in history (raised and cleared), oldest dropped first.
     pub history: usize,

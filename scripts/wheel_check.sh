@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Build the Python wheel (pyproject.toml: maturin, `bindings = "bin"`), install it into a fresh
+# venv and use it as a user would: `gpumon --version`, `gpumon run -- python -c 'import gpumon'`,
+# and the installed companion reporting to the installed binary through a socket.
+#
+# The CI wheel is built with the dev profile: it reuses what `cargo test` just compiled (the
+# release profile is fat-LTO and would add minutes on a small machine); what is checked here,
+# the wheel's layout and that its parts find each other, does not depend on the profile.
+# Release wheels: `maturin build --release` (manylinux: see docs/install.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$(mktemp -d)
+trap 'kill "${rec_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+start=$(date +%s)
+
+# maturin in a venv of its own (the system Python may be externally managed, PEP 668); the
+# wheel then goes into a second, fresh venv that holds nothing else.
+python3 -m venv "$work/build"
+"$work/build/bin/python" -m pip install -q "maturin>=1.7,<2"
+"$work/build/bin/maturin" build --quiet --profile dev --compatibility linux -o "$work/wheels"
+python3 -m venv "$work/venv"
+venv=$work/venv
+"$venv/bin/python" -m pip install -q --no-index "$work"/wheels/gpumon_memory-*.whl
+
+# Outside the source tree from here on, so nothing can come from it by accident.
+cd "$work"
+want=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)
+got=$("$venv/bin/gpumon" --version)
+[ "$got" = "gpumon $want" ] || { echo "wheel: gpumon --version says '$got', want 'gpumon $want'"; exit 1; }
+py_ver=$("$venv/bin/python" -c 'import gpumon; print(gpumon.__version__)')
+[ "$py_ver" = "$want" ] || { echo "wheel: gpumon.__version__ is $py_ver, want $want"; exit 1; }
+
+# `gpumon run`: the companion starts inside the program and the interposer file exists.
+out=$(XDG_CACHE_HOME="$work/cache" "$venv/bin/gpumon" run -- "$venv/bin/python" -c \
+    'import os, gpumon; c = gpumon.companion(); print("companion", c is not None and c.thread is not None); print("preload", os.path.isfile(os.environ["LD_PRELOAD"].split(":")[0]))')
+echo "$out" | grep -qx "companion True" || { echo "wheel: no companion under gpumon run: $out"; exit 1; }
+echo "$out" | grep -qx "preload True" || { echo "wheel: interposer missing under gpumon run: $out"; exit 1; }
+
+# End to end: the installed package (not the source tree, not `gpumon run`'s copy) reports
+# epochs to the installed binary, which records them.
+mkdir -m 700 "$work/sock"
+"$venv/bin/gpumon" record -o "$work/rec.jsonl" --interval 100ms --duration 20s --socket-dir "$work/sock" 2>"$work/rec.err" &
+rec_pid=$!
+GPUMON_TESTS="$root/python/tests" "$venv/bin/python" - "$work/sock" "$work/rec.jsonl" <<'EOF'
+import os, sys, time
+sys.path.append(os.environ["GPUMON_TESTS"])  # fakes.py only: a stand-in torch
+from fakes import FakeTorch
+ft = FakeTorch()
+sys.modules["torch"] = ft.mod
+import gpumon
+assert "site-packages" in gpumon.__file__, gpumon.__file__
+assert gpumon.start(sample_hz=20, epoch_gc=False, sock_dir=sys.argv[1])
+
+
+def wait_for(text, count):
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        with open(sys.argv[2]) as f:
+            if f.read().count(text) >= count:
+                return
+        time.sleep(0.2)
+    raise SystemExit("wheel: the recording never got %d x %s" % (count, text))
+
+
+# Epochs live, as they happen: wait until the monitor has connected and said hello.
+wait_for('"msg":{"type":"hello"', 1)
+for _ in range(3):
+    ft.alloc += 100 << 20
+    gpumon.epoch()
+wait_for('"msg":{"type":"epoch"', 3)
+gpumon.stop("done")
+EOF
+kill -INT "$rec_pid"
+wait "$rec_pid" || true
+rec_pid=
+epochs=$(grep -c '"type":"epoch"' "$work/rec.jsonl" || true)
+[ "$epochs" -ge 3 ] || { echo "wheel: recording has $epochs epochs, want 3"; cat "$work/rec.err"; exit 1; }
+echo "wheel check: ok ($(ls "$work"/wheels), $(( $(date +%s) - start )) s)"

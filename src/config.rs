@@ -1,0 +1,407 @@
+//! The configuration file, `$XDG_CONFIG_HOME/gpumon/config.toml` (or `--config FILE`):
+//! preferences that would otherwise be flags on every start. Flags given on the command line
+//! win; the file fills in the rest; built-in defaults fill what neither sets. Unknown or
+//! misspelt keys are an error that names the key and the closest valid one, here and in
+//! `--alerts-config`, because a silently ignored threshold is worse than no config at all.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+use serde::Deserialize;
+
+use crate::app::{App, View, ZOOMS};
+use crate::cli::{Cli, Command, DisplayArgs};
+use crate::model::alerts::config::AlertConfig;
+
+/// Every key the file may hold. All optional: an empty file is valid.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Sampling interval (watch, record, serve), e.g. "1s", "250ms".
+    pub interval: Option<String>,
+    /// Draw with ASCII only.
+    pub ascii: Option<bool>,
+    /// Colours on (false = like --no-color / NO_COLOR).
+    pub color: Option<bool>,
+    /// Clock times in UTC instead of local time.
+    pub utc: Option<bool>,
+    /// The view the TUI opens with: "overview", "detail" or "alerts".
+    pub view: Option<String>,
+    /// The time window charts open with: one of the zoom steps, "1m" … "7d".
+    pub window: Option<String>,
+    /// Directory of companion sockets.
+    pub socket_dir: Option<PathBuf>,
+    /// Address `gpumon serve` listens on; the same forms as `--listen`.
+    pub listen: Option<String>,
+    /// Alert thresholds: the same keys as the JSON of `--alerts-config` (docs/alerts.md).
+    pub alerts: Option<AlertConfig>,
+}
+
+/// Values checked once at load, so a bad value is reported with its key before anything starts.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    pub file: Config,
+    pub interval: Option<Duration>,
+    pub view: Option<View>,
+    pub zoom: Option<usize>,
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+static CURRENT: std::sync::OnceLock<Resolved> = std::sync::OnceLock::new();
+
+/// Set once at start (main.rs), before any mode runs.
+pub fn set_current(cfg: Resolved) {
+    let _ = CURRENT.set(cfg);
+}
+
+/// The configuration in use: what `set_current` stored, else empty (tests, library use).
+pub fn current() -> &'static Resolved {
+    CURRENT.get_or_init(Resolved::default)
+}
+
+/// `gpumon config`: print the default file, the path, or check the file in use.
+pub fn command(args: &crate::cli::ConfigArgs, explicit: Option<&Path>) -> Result<i32> {
+    if args.print_default {
+        print!("{}", default_text());
+        return Ok(0);
+    }
+    let path = explicit.map(Path::to_path_buf).or_else(default_path);
+    if args.path {
+        match &path {
+            Some(p) => println!("{}", p.display()),
+            None => bail!("neither XDG_CONFIG_HOME nor HOME is set"),
+        }
+        return Ok(0);
+    }
+    load(explicit)?;
+    match path {
+        Some(p) if p.is_file() => println!("{}: valid", p.display()),
+        Some(p) => println!("{}: not present (built-in defaults)", p.display()),
+        None => println!("no configuration path (neither XDG_CONFIG_HOME nor HOME is set)"),
+    }
+    Ok(0)
+}
+
+/// Where the file is looked for when `--config` is not given.
+pub fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".config"))
+        })?;
+    Some(base.join("gpumon").join("config.toml"))
+}
+
+/// Load `--config FILE` (must exist) or the default path (may be absent).
+pub fn load(explicit: Option<&Path>) -> Result<Resolved> {
+    let (path, required) = match explicit {
+        Some(p) => (p.to_path_buf(), true),
+        None => match default_path() {
+            Some(p) => (p, false),
+            None => return Ok(Resolved::default()),
+        },
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Resolved::default());
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    parse(&text).with_context(|| format!("invalid configuration {}", path.display()))
+}
+
+pub fn parse(text: &str) -> Result<Resolved> {
+    let file: Config =
+        toml::from_str(text).map_err(|e| anyhow::anyhow!(did_you_mean(&e.to_string())))?;
+    let interval = file
+        .interval
+        .as_deref()
+        .map(crate::cli::parse_interval)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("interval: {e}"))?;
+    let view = match file.view.as_deref() {
+        None => None,
+        Some("overview") => Some(View::Overview),
+        Some("detail") => Some(View::Detail),
+        Some("alerts") => Some(View::Alerts),
+        Some(v) => bail!(
+            "view: '{v}' is not a view{}; use overview, detail or alerts",
+            closest(v, &["overview", "detail", "alerts"])
+                .map(|c| format!(" (did you mean '{c}'?)"))
+                .unwrap_or_default()
+        ),
+    };
+    let zoom = match file.window.as_deref() {
+        None => None,
+        Some(w) => Some(ZOOMS.iter().position(|(_, l)| *l == w).with_context(|| {
+            let all: Vec<&str> = ZOOMS.iter().map(|(_, l)| *l).collect();
+            format!(
+                "window: '{w}' is not a zoom step; use one of {}",
+                all.join(", ")
+            )
+        })?),
+    };
+    let listen = file
+        .listen
+        .as_deref()
+        .map(crate::cli::parse_addr)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("listen: {e}"))?;
+    Ok(Resolved {
+        file,
+        interval,
+        view,
+        zoom,
+        listen,
+    })
+}
+
+/// Fill every setting the command line left at its default from the file. `matches` tells
+/// which values were typed (clap's `ValueSource`), so a flag equal to a default still wins.
+pub fn apply(cfg: &Resolved, cli: &mut Cli, matches: &ArgMatches) {
+    let (sub, typed) = match (cli.command.as_mut(), matches.subcommand()) {
+        (Some(c), Some((_, m))) => (Some(c), m),
+        _ => (None, matches),
+    };
+    let given = |id: &str| {
+        typed.try_contains_id(id).is_ok()
+            && typed.value_source(id) == Some(ValueSource::CommandLine)
+    };
+    let interval = cfg.interval.filter(|_| !given("interval"));
+    let socket_dir = cfg.file.socket_dir.clone().filter(|_| !given("socket_dir"));
+    match sub {
+        None => fill_watch(&mut cli.watch, interval, socket_dir),
+        Some(Command::Watch(w)) => fill_watch(w, interval, socket_dir),
+        Some(Command::Record(r)) => {
+            r.interval = interval.unwrap_or(r.interval);
+            r.socket_dir = r.socket_dir.take().or(socket_dir);
+        }
+        Some(Command::Serve(s)) => {
+            s.interval = interval.unwrap_or(s.interval);
+            s.socket_dir = s.socket_dir.take().or(socket_dir);
+            if let Some(l) = cfg.listen.filter(|_| !given("listen")) {
+                s.listen = l;
+            }
+        }
+        _ => {}
+    }
+    let display: Option<&mut DisplayArgs> = match cli.command.as_mut() {
+        None => Some(&mut cli.watch.display),
+        Some(Command::Watch(w)) => Some(&mut w.display),
+        Some(Command::Replay(r)) => Some(&mut r.display),
+        Some(Command::Demo(d)) => Some(d),
+        _ => None,
+    };
+    if let Some(d) = display {
+        // Flags only switch these on, so the file can only add to them.
+        d.ascii |= cfg.file.ascii == Some(true);
+        d.no_color |= cfg.file.color == Some(false);
+    }
+}
+
+fn fill_watch(
+    w: &mut crate::cli::WatchArgs,
+    interval: Option<Duration>,
+    socket_dir: Option<PathBuf>,
+) {
+    w.interval = interval.unwrap_or(w.interval);
+    w.socket_dir = w.socket_dir.take().or(socket_dir);
+}
+
+/// The alert thresholds to use when `--alerts-config` is not given.
+pub fn alerts(cfg: &Resolved) -> Option<AlertConfig> {
+    cfg.file.alerts.clone()
+}
+
+/// Starting view and window, and the clock setting, for a TUI.
+pub fn apply_to_app(cfg: &Resolved, app: &mut App) {
+    if let Some(v) = cfg.view {
+        app.view = v;
+    }
+    if let Some(z) = cfg.zoom {
+        app.zoom = z;
+    }
+}
+
+pub fn apply_to_theme(cfg: &Resolved, theme: &mut crate::ui::theme::Theme) {
+    if let Some(utc) = cfg.file.utc {
+        theme.utc = utc;
+    }
+}
+
+/// serde reports an unknown key as "unknown field `x`, expected one of `a`, `b`"; add the
+/// closest valid key, which is what the user most likely meant.
+pub fn did_you_mean(msg: &str) -> String {
+    let Some(rest) = msg.split("unknown field `").nth(1) else {
+        return msg.to_string();
+    };
+    let Some((field, tail)) = rest.split_once('`') else {
+        return msg.to_string();
+    };
+    let expected: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
+    match closest(field, &expected) {
+        Some(c) => {
+            let (line, more) = msg.split_once('\n').map_or((msg, ""), |(a, b)| (a, b));
+            // TOML errors are several lines (position, excerpt); keep them, hint first.
+            let hint = format!("unknown key `{field}` (did you mean `{c}`?)");
+            if more.is_empty() {
+                format!("{hint}; {line}")
+            } else {
+                format!("{hint}\n{line}\n{more}")
+            }
+        }
+        None => msg.to_string(),
+    }
+}
+
+/// The candidate nearest to `word` by edit distance, if it is near enough to be a typo.
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(word, c), *c))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// The full file with every default, as `gpumon config --print-default` prints it.
+pub fn default_text() -> String {
+    let alerts = toml::to_string(&AlertConfig::default()).unwrap_or_default();
+    let alerts: String = alerts
+        .lines()
+        .map(|l| match l.strip_prefix('[') {
+            Some(table) => format!("[alerts.{table}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    format!(
+        "{}\n# Alert thresholds (docs/alerts.md); the same keys as --alerts-config.\n{alerts}",
+        DEFAULT_HEAD.trim_end()
+    )
+}
+
+const DEFAULT_HEAD: &str = r#"# gpumon configuration: $XDG_CONFIG_HOME/gpumon/config.toml (~/.config/gpumon/config.toml).
+# Every key is optional; flags on the command line win over this file.
+
+# Sampling interval for watch, record and serve: a number with a unit (10ms ... 1h).
+interval = "1s"
+# Draw with ASCII only (also automatic when the locale is not UTF-8).
+ascii = false
+# Colours (false is like --no-color or NO_COLOR).
+color = true
+# Clock times in UTC instead of local time.
+utc = false
+# The view the TUI opens with: overview, detail or alerts.
+view = "overview"
+# The chart window the TUI opens with: 1m, 5m, 15m, 1h, 6h, 24h, 72h or 7d.
+window = "5m"
+# Directory of companion sockets (default: $GPUMON_DIR, $XDG_RUNTIME_DIR/gpumon, /tmp/gpumon-UID).
+# socket_dir = "/run/user/1000/gpumon"
+# Address `gpumon serve` listens on: ":9464" (loopback), "HOST:PORT", "[::1]:9464".
+listen = "127.0.0.1:9464"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_printed_default_is_valid_and_is_the_default() {
+        let r = parse(&default_text()).expect("default parses");
+        assert_eq!(r.file.alerts, Some(AlertConfig::default()));
+        assert_eq!(r.interval, Some(Duration::from_secs(1)));
+        assert_eq!(r.view, Some(View::Overview));
+        assert_eq!(ZOOMS[r.zoom.expect("window")].1, "5m");
+        assert_eq!(
+            r.listen.map(|a| a.to_string()).as_deref(),
+            Some(crate::export::DEFAULT_LISTEN)
+        );
+        assert_eq!(r.file.ascii, Some(false));
+    }
+
+    #[test]
+    fn the_default_window_is_the_apps() {
+        let app = App::new(
+            crate::app::SourceKind::Live { interval_ms: 1000 },
+            crate::pipeline::Sinks::default(),
+        );
+        assert_eq!(ZOOMS[app.zoom].1, "5m");
+    }
+
+    #[test]
+    fn a_misspelt_key_names_the_closest_one() {
+        let e = parse("intervl = \"1s\"").expect_err("unknown key");
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("`intervl`") && msg.contains("did you mean `interval`"),
+            "{msg}"
+        );
+        let e = parse("[alerts.growth]\nwarmup_epoch = 5\n").expect_err("nested unknown key");
+        let msg = format!("{e:#}");
+        assert!(msg.contains("did you mean `warmup_epochs`"), "{msg}");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (text, key) in [
+            ("interval = \"10\"", "interval"),
+            ("view = \"detial\"", "did you mean 'detail'"),
+            ("window = \"2m\"", "window"),
+            ("listen = \"9464\"", "listen"),
+        ] {
+            let msg = format!("{:#}", parse(text).expect_err(text));
+            assert!(msg.contains(key), "{text}: {msg}");
+        }
+    }
+
+    #[test]
+    fn json_alert_config_gets_the_same_hint() {
+        let e = serde_json::from_str::<AlertConfig>(r#"{"growth":{"alpah":0.5}}"#)
+            .expect_err("unknown field");
+        let msg = did_you_mean(&e.to_string());
+        assert!(msg.contains("did you mean `alpha`"), "{msg}");
+    }
+
+    #[test]
+    fn unrelated_words_get_no_suggestion() {
+        assert_eq!(closest("zzzzzzzz", &["interval", "view"]), None);
+        assert_eq!(closest("colour", &["color", "utc"]), Some("color"));
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        use clap::{CommandFactory, FromArgMatches};
+        let cfg = parse("interval = \"250ms\"\nlisten = \":9000\"\nascii = true").expect("ok");
+        let run = |args: &[&str]| {
+            let m = Cli::command().try_get_matches_from(args).expect("parses");
+            let mut cli = Cli::from_arg_matches(&m).expect("cli");
+            apply(&cfg, &mut cli, &m);
+            cli
+        };
+        let cli = run(&["gpumon"]);
+        assert_eq!(cli.watch.interval, Duration::from_millis(250));
+        assert!(cli.watch.display.ascii);
+        let cli = run(&["gpumon", "--interval", "1s"]);
+        assert_eq!(
+            cli.watch.interval,
+            Duration::from_secs(1),
+            "typed default wins"
+        );
+        let Some(Command::Serve(s)) = run(&["gpumon", "serve"]).command else {
+            panic!("serve");
+        };
+        assert_eq!(s.listen.to_string(), "127.0.0.1:9000");
+        assert_eq!(s.interval, Duration::from_millis(250));
+        let Some(Command::Serve(s)) = run(&["gpumon", "serve", "--listen", ":1234"]).command else {
+            panic!("serve");
+        };
+        assert_eq!(s.listen.port(), 1234);
+    }
+}
