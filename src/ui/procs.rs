@@ -59,7 +59,7 @@ pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line
     };
     let tail_w = used.len() + map.len() + if w >= 50 { peak.len() } else { 0 };
     let cmd_w = w.saturating_sub(head.len() + tail_w + 1);
-    let cmd: String = command(p).chars().take(cmd_w).collect();
+    let cmd = super::text::fit_command(&command(p), cmd_w, theme.ascii);
     let mut spans = vec![
         Span::raw(head),
         Span::raw(format!("{cmd:<cmd_w$} ")),
@@ -70,6 +70,18 @@ pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line
         spans.push(Span::styled(peak, theme.peak()));
     }
     Line::from(spans)
+}
+
+/// Column titles over `proc_line` rows of the same `width` (same column arithmetic).
+pub fn proc_header(width: u16) -> String {
+    let w = usize::from(width);
+    let (head, tail) = if w < 50 {
+        ("    PID ", format!(" {:<8}{:>9}", "CUDA", "USED"))
+    } else {
+        ("    PID USER     ", format!(" {:<8}{:>9}{:>13}", "CUDA", "USED", "PEAK"))
+    };
+    let cmd_w = w.saturating_sub(head.len() + tail.len() + 1);
+    format!("{head}{:<cmd_w$} {tail}", "COMMAND")
 }
 
 /// Process table of one GPU with a header row and the selected row highlighted.
@@ -106,7 +118,7 @@ pub fn render_table(
     );
     let x = area.x + area.width.saturating_sub(tail.len() as u16 + 1);
     buf.set_string(x, area.y, tail, theme.title());
-    let body = usize::from(area.height - 1);
+    let mut body = usize::from(area.height - 1);
     if rows.is_empty() {
         buf.set_stringn(
             area.x,
@@ -119,6 +131,11 @@ pub fn render_table(
     }
     // The selection may outlive the process it pointed at: show the last row selected instead.
     let selected = selected.min(rows.len() - 1);
+    // The "+N below" indicator gets its own row rather than covering the last process.
+    let indicator = rows.len() > body && body >= 2;
+    if indicator {
+        body -= 1;
+    }
     let first = selected.saturating_sub(body.saturating_sub(1));
     for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(body) {
         let y = area.y + 1 + (i - first) as u16;
@@ -134,7 +151,7 @@ pub fn render_table(
         }
     }
     let hidden = rows.len().saturating_sub(first + body);
-    if hidden > 0 {
+    if hidden > 0 && indicator {
         let t = format!(" +{hidden} below (j) ");
         let x = area.x + area.width.saturating_sub(t.len() as u16);
         buf.set_string(x, area.y + area.height - 1, t, theme.warn());

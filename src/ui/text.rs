@@ -1,0 +1,70 @@
+//! Fitting text into cells: command lines shortened in the middle so the script name and
+//! the arguments that tell runs apart survive, and explanations wrapped instead of cut.
+
+/// `python3 -u train.py --lr 3e-4 --name run7` in `width` cells: whole if it fits; else
+/// without the interpreter (every row says `python3`); else cut in the middle with `…`
+/// (`..` in ASCII), three quarters kept from the start (script, first arguments) and a
+/// quarter from the end (the last argument often names the run).
+pub fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
+    let len = cmd.chars().count();
+    if len <= width {
+        return cmd.to_string();
+    }
+    let cmd = strip_interpreter(cmd);
+    let len = cmd.chars().count();
+    if len <= width {
+        return cmd.to_string();
+    }
+    let dots = if ascii { ".." } else { "…" };
+    let d = dots.chars().count();
+    if width <= d + 1 {
+        return cmd.chars().take(width).collect();
+    }
+    let keep = width - d;
+    let tail = keep / 4;
+    let head = keep - tail;
+    let mut out: String = cmd.chars().take(head).collect();
+    out.push_str(dots);
+    out.extend(cmd.chars().skip(len - tail));
+    out
+}
+
+/// Drop `python3`, `python3.12 -u`, `/usr/bin/env python` and similar launchers.
+fn strip_interpreter(cmd: &str) -> &str {
+    let mut rest = cmd.trim_start();
+    loop {
+        let (word, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+        let base = word.rsplit('/').next().unwrap_or(word);
+        let launcher = base == "env"
+            || base.starts_with("python")
+            || base == "uv"
+            || base == "torchrun"
+            || (word.starts_with('-') && word.len() <= 3 && rest.len() != cmd.trim_start().len());
+        if !launcher || tail.is_empty() {
+            return rest;
+        }
+        rest = tail.trim_start();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_keep_script_and_distinguishing_args() {
+        let c = "python3 scenario.py --name leak_nvml_only --deadline 1795971387";
+        assert_eq!(fit_command(c, 80, false), c);
+        assert_eq!(
+            fit_command(c, 56, false),
+            "scenario.py --name leak_nvml_only --deadline 1795971387"
+        );
+        let short = fit_command(c, 34, false);
+        assert_eq!(short.chars().count(), 34);
+        assert!(short.starts_with("scenario.py --name leak"), "{short}");
+        assert!(short.ends_with("71387"), "{short}");
+        assert_eq!(fit_command("python3 -u train.py --lr 3e-4", 20, true), "train.py --lr 3e-4");
+        assert_eq!(fit_command("abcdefghij", 6, true), "abc..j");
+        assert_eq!(fit_command("abcdefghij", 2, true), "ab");
+    }
+}
