@@ -6,6 +6,8 @@
 
 /// Border (2), usage line (1) and the smallest useful chart (2 rows and a time row).
 pub const BASE: u16 = 6;
+/// Rows a card's chart grows by before process lines get the spare rows.
+const CHART_GROWTH: u16 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Slot {
@@ -61,6 +63,17 @@ fn all_cards(h: u16, wants: &[u16], sel: usize, need: u32) -> Vec<Slot> {
     let n = wants.len();
     let mut lines: Vec<u16> = wants.iter().map(|&w| w.clamp(1, 2)).collect();
     let mut spare = h - need as u16;
+    // First, charts of four rows and a time row where possible: a chart is what a card
+    // is for, a two-row one shows little more than a sparkline.
+    let mut extra = vec![0u16; n];
+    for _ in 0..CHART_GROWTH {
+        for k in 0..n {
+            if spare > 0 {
+                extra[(sel + k) % n] += 1;
+                spare -= 1;
+            }
+        }
+    }
     // Process lines one at a time, round robin from the selected card, so no card says
     // "+6 more" while another has empty rows.
     let mut progress = true;
@@ -78,7 +91,7 @@ fn all_cards(h: u16, wants: &[u16], sel: usize, need: u32) -> Vec<Slot> {
     // What is left grows the charts, evenly, the remainder from the selected card on.
     let each = spare / n as u16;
     let mut rest = spare % n as u16;
-    let mut extra = vec![each; n];
+    extra.iter_mut().for_each(|e| *e += each);
     for k in 0..n {
         if rest == 0 {
             break;
@@ -128,8 +141,8 @@ mod tests {
     #[test]
     fn cards_share_by_need_and_fill_the_pane() {
         // GPU 0 runs 7 processes (header + 7), GPU 1 one: no "+N more" beside empty rows.
-        let v = plan(37, &[8, 2], 0);
-        assert_eq!(height(&v), 37);
+        let v = plan(41, &[8, 2], 0);
+        assert_eq!(height(&v), 41);
         let Slot::Card { lines: l0, .. } = v[0] else { panic!("{v:?}") };
         let Slot::Card { lines: l1, .. } = v[1] else { panic!("{v:?}") };
         assert_eq!((l0, l1), (8, 2));

@@ -29,12 +29,12 @@ impl Col {
     }
 }
 
-/// Slot widths a grid may use, in ms. Neighbours differ by at most 1.5x so a history
-/// shorter than the window still fills at least two thirds of the chart.
-const STEPS: [i64; 30] = [
-    50, 75, 100, 150, 200, 250, 300, 400, 500, 750, 1_000, 1_500, 2_000, 3_000, 4_000, 5_000,
-    7_500, 10_000, 15_000, 20_000, 30_000, 45_000, 60_000, 90_000, 120_000, 180_000, 300_000,
-    450_000, 600_000, 900_000,
+/// Slot widths a grid may use, in ms. Neighbours differ by at most 1.33x so a history
+/// shorter than the window still fills at least three quarters of the chart.
+const STEPS: [i64; 40] = [
+    50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 600, 750, 1_000, 1_250, 1_500, 2_000,
+    2_500, 3_000, 4_000, 5_000, 6_000, 7_500, 10_000, 12_500, 15_000, 20_000, 25_000, 30_000,
+    40_000, 50_000, 60_000, 75_000, 90_000, 120_000, 150_000, 180_000, 240_000, 300_000, 450_000,
 ];
 
 /// `n` slots of `step` ms ending with the slot that holds `now`. Slot edges are multiples
@@ -135,23 +135,31 @@ impl Scale {
     /// runs from zero to that value (the card's total). Otherwise it fits the data: from
     /// zero when the data reaches down near it, else from a round value under the data, so
     /// a 12 MiB/epoch leak on a 60 GiB process is a visible slope, not a flat line.
-    pub fn fit(lo: f64, hi: f64, rows: u16, full: Option<f64>) -> Scale {
+    /// `cap` (the card's total) keeps a round-up from running past what the card holds.
+    pub fn fit(lo: f64, hi: f64, rows: u16, full: Option<f64>, cap: f64) -> Scale {
         let intervals = f64::from((rows / 3).clamp(1, 5));
         let (lo, hi) = match full {
             Some(t) if t > 0.0 => (0.0, t.max(hi)),
             _ => (lo.max(0.0), hi.max(lo).max(MIB)),
         };
         let lo_fit = if lo < hi * 0.5 { 0.0 } else { lo };
-        let span = (hi - lo_fit).max(hi * 0.02).max(MIB);
-        let tick = nice_step(span / intervals);
-        let mut s_lo = (lo_fit / tick).floor() * tick;
-        let mut s_hi = (hi / tick).ceil() * tick;
+        let span = (hi - lo_fit).max(hi * 0.005).max(MIB);
+        let unit = if hi >= GIB { GIB } else { MIB };
+        let tick = nice_step(span / intervals, unit);
+        // Off zero, keep half a tick of room on each side so a flat line is not drawn
+        // on the frame.
+        let pad = if lo_fit > 0.0 { tick * 0.5 } else { 0.0 };
+        let mut s_lo = ((lo_fit - pad) / tick).floor().max(0.0) * tick;
+        let mut s_hi = ((hi + pad) / tick).ceil() * tick;
         if full.is_some() {
             s_lo = 0.0;
             s_hi = s_hi.max(hi);
         }
         if s_hi <= s_lo {
             s_hi = s_lo + tick;
+        }
+        if cap > 0.0 && s_hi > cap && hi <= cap {
+            s_hi = cap;
         }
         let (unit, unit_name) = if s_hi >= GIB { (GIB, "GiB") } else { (MIB, "MiB") };
         Scale {
@@ -179,10 +187,18 @@ impl Scale {
         ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
     }
 
-    /// Tick values from bottom to top.
+    /// Tick values from bottom to top: round multiples, and the top when it is the cap.
     pub fn ticks(&self) -> impl Iterator<Item = f64> + '_ {
-        let n = ((self.hi - self.lo) / self.tick).round() as i64;
-        (0..=n).map(move |i| self.lo + i as f64 * self.tick)
+        let n = ((self.hi - self.lo) / self.tick + 1e-9).floor() as i64;
+        let last = self.lo + n as f64 * self.tick;
+        let top = (self.hi - last > self.tick * 0.25).then_some(self.hi);
+        (0..=n).map(move |i| self.lo + i as f64 * self.tick).chain(top)
+    }
+
+    /// `label` in at most `w` characters: without the space before the unit if need be.
+    pub fn label_in(&self, v: f64, w: usize) -> String {
+        let l = self.label(v);
+        if l.len() <= w { l } else { l.replacen(' ', "", 1) }
     }
 
     /// `20 GiB`, `2.5 GiB`, `512 MiB`: every label of one axis in the same unit.
@@ -199,9 +215,9 @@ impl Scale {
     }
 }
 
-/// 1, 2, 2.5 or 5 times a power of ten, in GiB or MiB (whichever the step is), at least `raw`.
-fn nice_step(raw: f64) -> f64 {
-    let unit = if raw >= GIB / 4.0 { GIB } else { MIB };
+/// 1, 2, 2.5 or 5 times a power of ten of `unit` (GiB or MiB), at least `raw`: ticks then
+/// read as round numbers in the unit the axis is labelled in.
+fn nice_step(raw: f64, unit: f64) -> f64 {
     let x = (raw / unit).max(1e-9);
     let p = 10f64.powf(x.log10().floor());
     let m = [1.0, 2.0, 2.5, 5.0, 10.0]
@@ -243,12 +259,11 @@ pub fn sparkline(buf: &mut Buffer, area: Rect, cols: &[Col], scale: &Scale, them
         let (ch, st) = match *c {
             Col::None => (' ', theme.dim()),
             Col::Gap => (theme.gap(), theme.dim()),
-            Col::Val(v) => {
-                let f = scale.frac(v);
-                // Anything above the axis floor stays visible.
-                let f = if v > scale.lo { f.max(1.0 / 8.0) } else { 0.0 };
-                (theme.bar(f), style)
-            }
+            // At the floor (an idle card): the lowest bar, dimmed, so a row of zeros
+            // reads as "nothing used" rather than "no data".
+            Col::Val(v) if v <= scale.lo => (theme.bar(1.0 / 8.0), theme.dim()),
+            // Anything above the axis floor stays visible.
+            Col::Val(v) => (theme.bar(scale.frac(v).max(1.0 / 8.0)), style),
         };
         buf[(x, area.y)].set_char(ch).set_style(st);
     }
@@ -334,20 +349,25 @@ mod tests {
 
     #[test]
     fn scales_are_round_and_fit_the_data() {
-        let s = Scale::fit(0.0, 17.0 * GIB, 12, None);
+        let s = Scale::fit(0.0, 17.0 * GIB, 12, None, 140.0 * GIB);
         assert_eq!((s.lo, s.hi, s.tick), (0.0, 20.0 * GIB, 5.0 * GIB));
         let labels: Vec<_> = s.ticks().map(|v| s.label(v)).collect();
         assert_eq!(labels, ["0 GiB", "5 GiB", "10 GiB", "15 GiB", "20 GiB"]);
         // A narrow band high up: the axis starts under the data, not at zero.
-        let leak = Scale::fit(60.0 * GIB, 60.3 * GIB, 12, None);
+        let leak = Scale::fit(60.0 * GIB, 60.3 * GIB, 12, None, 140.0 * GIB);
         assert!(leak.lo > 59.0 * GIB && leak.hi < 61.0 * GIB, "{leak:?}");
+        assert_eq!(leak.label(leak.tick), "0.1 GiB");
         assert!(leak.frac(60.3 * GIB) - leak.frac(60.0 * GIB) > 0.3);
         // Full-card scale: zero to the total, whatever the data.
-        let full = Scale::fit(1.0 * GIB, 2.0 * GIB, 12, Some(140.0 * GIB));
+        let full = Scale::fit(1.0 * GIB, 2.0 * GIB, 12, Some(140.0 * GIB), 140.0 * GIB);
         assert_eq!(full.lo, 0.0);
         assert!(full.hi >= 140.0 * GIB);
-        let small = Scale::fit(0.0, 300.0 * MIB, 6, None);
+        let small = Scale::fit(0.0, 300.0 * MIB, 6, None, 140.0 * GIB);
         assert_eq!(small.label(small.hi), "400 MiB");
+        // A full card on a two-row chart: the axis stops at the total, not at 200 GiB.
+        let busy = Scale::fit(0.0, 139.6 * GIB, 2, None, 140.4 * GIB);
+        assert_eq!(busy.hi, 140.4 * GIB);
+        assert_eq!(busy.label(busy.hi), "140.4 GiB");
     }
 
     #[test]
@@ -389,6 +409,6 @@ mod tests {
         let mut buf = Buffer::empty(area);
         sparkline(&mut buf, area, &cols, &scale, &theme, Style::new());
         let line: String = (0..7).map(|x| buf[(x, 0)].symbol().to_string()).collect();
-        assert_eq!(line, " x .:|#");
+        assert_eq!(line, " x..:|#");
     }
 }

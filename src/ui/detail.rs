@@ -65,9 +65,16 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     let dev = sel.and_then(|(pr, _)| s.companions.for_gpu_in(pr.info.pid, &g.info, all));
     let proc_chart = sel.filter(|_| !app.card_chart);
     let side = companion.is_some() && inner.width >= 110;
+    let note_text = sel.map(|(pr, pg)| mapping_note(pr, pg));
+    // Rows the wrapped note needs (word wrap may take one more than the plain division).
+    let note_rows = note_text.as_ref().map_or(0, |t| {
+        let w = usize::from(inner.width.max(1));
+        (t.chars().count().div_ceil(w) + usize::from(t.chars().count() > w)).min(3) as u16
+    });
     let rows = plan_rows(
         inner.height - 1,
         procs.len() as u16,
+        note_rows,
         companion.is_some(),
         dev.is_some() && proc_chart.is_some(),
         dev.is_some(),
@@ -127,9 +134,8 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
             p.paint("allocator panel", |buf| render_process_alloc(a, buf, &view, theme));
         }
     }
-    if let (true, Some((pr, pg))) = (note.height > 0, sel) {
+    if let (true, Some(text)) = (note.height > 0, note_text) {
         // Wrapped, never cut: the answer is at the end of the sentence.
-        let text = mapping_note(pr, pg);
         p.paint("mapping note", |buf| {
             Paragraph::new(text)
                 .style(theme.dim())
@@ -140,7 +146,7 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
 }
 
 /// Heights of what surrounds the chart in `avail` rows; the chart keeps at least half.
-fn plan_rows(avail: u16, procs: u16, companion: bool, epochs: bool, dev: bool, side: bool) -> Rows {
+fn plan_rows(avail: u16, procs: u16, note_rows: u16, companion: bool, epochs: bool, dev: bool, side: bool) -> Rows {
     let mut r = Rows::default();
     let mut left = avail.saturating_sub((avail / 2).max(3));
     let take = |left: &mut u16, want: u16| {
@@ -157,7 +163,7 @@ fn plan_rows(avail: u16, procs: u16, companion: bool, epochs: bool, dev: bool, s
         r.epochs = take(&mut left, 1);
     }
     if avail >= 14 {
-        r.note = take(&mut left, 2);
+        r.note = take(&mut left, note_rows);
     }
     if dev && avail >= 14 {
         r.trend = take(&mut left, 1);
@@ -226,7 +232,7 @@ fn process_chart(
         .fold((f64::MAX, 0.0f64), |(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
     let lo = if lo == f64::MAX { 0.0 } else { lo };
     let total = g.total() as f64;
-    let scale = Scale::fit(lo, hi, areas.plot.height, app.full_scale.then_some(total));
+    let scale = Scale::fit(lo, hi, areas.plot.height, app.full_scale.then_some(total), total);
     let limit = dev.and_then(|d| d.limit()).map(|l| l as f64);
     let mut refs = vec![(total, theme.error())];
     if let Some(l) = limit {
@@ -290,7 +296,7 @@ fn process_legend(
             "━".into()
         }
     };
-    let names = ["used", "reserved", "allocated", "epoch floor", "epoch peak"];
+    let names = ["used", "resv", "alloc", "floor/ep", "peak/ep"];
     let mut spans = vec![Span::styled(format!("pid {} ", pr.info.pid), theme.title())];
     for t in traces {
         let name = match (t.kind, t.ascii) {
@@ -311,7 +317,8 @@ fn process_legend(
         spans.push(Span::styled(format!("limit {} ", human(l as u64)), theme.warn()));
     }
     let off = if total > scale.hi && !full {
-        format!("card {} above scale ", human(total as u64))
+        let up = if theme.ascii { "^" } else { "↑" };
+        format!("card {} {up} ", human(total as u64))
     } else {
         format!("card {} ", human(total as u64))
     };

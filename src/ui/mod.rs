@@ -31,11 +31,12 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
     draw_into(&mut p, app, theme);
 }
 
-/// Draw into `buf` with overlap checking: returns every cell two pieces both wrote.
-pub fn draw_checked(buf: &mut Buffer, app: &App, theme: &Theme) -> Vec<String> {
+/// Draw into `buf` with overlap checking: every cell two pieces both wrote, and the share
+/// of the screen left empty (outside chart plots).
+pub fn draw_checked(buf: &mut Buffer, app: &App, theme: &Theme) -> (Vec<String>, f64) {
     let mut p = Painter::checked(buf);
     draw_into(&mut p, app, theme);
-    p.clashes()
+    (p.clashes(), p.empty_share().unwrap_or(1.0))
 }
 
 fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {

@@ -174,15 +174,21 @@ fn title(g: &GpuState, width: u16, theme: &Theme) -> String {
 /// the key that switches between them.
 fn scale_note(s: &Scale, total: u64, full: bool, theme: &Theme) -> String {
     let dash = if theme.ascii { "-" } else { "–" };
+    let dot = theme.dot();
     if full {
-        format!(" card scale {dash} f: fit data ")
+        format!(" card scale {dot} f: fit data ")
     } else {
-        format!(
-            " {}{dash}{} of {} {dash} f: card scale ",
-            s.label(s.lo),
-            s.label(s.hi),
-            human(total)
-        )
+        let lo = s.label(s.lo);
+        let lo = lo.split(' ').next().unwrap_or("0");
+        if s.hi >= total as f64 {
+            format!(" {lo}{dash}{} (card) {dot} f: card scale ", human(total))
+        } else {
+            format!(
+                " {lo}{dash}{} of {} {dot} f: card scale ",
+                s.label(s.hi),
+                human(total)
+            )
+        }
     }
 }
 
@@ -205,7 +211,7 @@ pub fn memory_chart(
     let cols = sample(series, &grid);
     let (lo, hi) = extent(&cols).unwrap_or((0.0, 0.0));
     let full = app.full_scale.then_some(total as f64);
-    let scale = Scale::fit(lo, hi, areas.plot.height, full);
+    let scale = Scale::fit(lo, hi, areas.plot.height, full, total as f64);
     let mut refs = vec![(total as f64, theme.error())];
     if let Some(pk) = peak.filter(|&v| v > 0) {
         refs.push((pk as f64, theme.peak()));
@@ -306,7 +312,8 @@ fn proc_rows(p: &mut Painter, s: &State, g: &GpuState, area: Rect, theme: &Theme
     let all = s.gpu_infos();
     let allocs: Vec<_> = procs.iter().map(|(pr, _)| alloc_of(s, pr, g, all)).collect();
     let need: u16 = allocs.iter().map(|a| 1 + u16::from(a.is_some())).sum();
-    let header = area.height >= 2;
+    // Titles only over at least one row (not over a lone "+N more").
+    let header = area.height >= 3 || (area.height == 2 && need <= 1);
     let body = area.height - u16::from(header);
     let fits = need <= body;
     // Rows for processes; one kept for "+N more" when they do not all fit.
@@ -342,7 +349,11 @@ fn proc_rows(p: &mut Painter, s: &State, g: &GpuState, area: Rect, theme: &Theme
     }
     let left = procs.len() - shown;
     if left > 0 && y < area.bottom() {
-        let text = format!("+{left} more processes: Enter for the detail view");
+        let text = if area.width >= 50 {
+            format!("+{left} more processes: Enter for the detail view")
+        } else {
+            format!("+{left} more: Enter shows all")
+        };
         p.paint("more processes", |buf| {
             buf.set_stringn(area.x, y, text, usize::from(area.width), theme.dim())
         });
@@ -369,9 +380,16 @@ fn compact(p: &mut Painter, app: &App, g: &GpuState, sel: bool, area: Rect, them
         buf.set_stringn(area.x, area.y, &head, usize::from(area.width), style)
     });
     let rest_w = area.width.saturating_sub(head_w);
-    let (usage_w, spark) = if area.height >= 2 {
+    let line = usage_line(g, if area.height >= 2 { rest_w } else { rest_w.min(49) }, theme);
+    let line_w = line.width() as u16;
+    let (usage, spark) = if area.height >= 2 {
         (
-            rest_w,
+            Rect {
+                x: area.x + head_w,
+                y: area.y,
+                width: rest_w,
+                height: 1,
+            },
             Rect {
                 x: area.x + 1,
                 y: area.y + 1,
@@ -380,28 +398,24 @@ fn compact(p: &mut Painter, app: &App, g: &GpuState, sel: bool, area: Rect, them
             },
         )
     } else {
-        // One row: usage at the right, the sparkline between name and usage.
-        let usage_w = rest_w.saturating_sub(8).min(34);
-        let spark_w = rest_w.saturating_sub(usage_w + 1);
+        // One row: usage at the right, the sparkline fills between name and usage.
+        let usage_w = line_w.min(rest_w.saturating_sub(7));
         (
-            usage_w,
+            Rect {
+                x: area.right() - usage_w,
+                y: area.y,
+                width: usage_w,
+                height: 1,
+            },
             Rect {
                 x: area.x + head_w,
                 y: area.y,
-                width: spark_w,
+                width: rest_w.saturating_sub(usage_w + 1),
                 height: 1,
             },
         )
     };
-    let usage = Rect {
-        x: area.right() - usage_w,
-        y: area.y,
-        width: usage_w,
-        height: 1,
-    };
-    p.paint("gpu row usage", |buf| {
-        usage_line(g, usage_w.min(49), theme).render(usage, buf)
-    });
+    p.paint("gpu row usage", |buf| line.render(usage, buf));
     if spark.width == 0 {
         return;
     }
@@ -409,7 +423,8 @@ fn compact(p: &mut Painter, app: &App, g: &GpuState, sel: bool, area: Rect, them
     let grid = Grid::fit(s.now, first, app.window_ms(), usize::from(spark.width));
     let cols = sample(&g.used, &grid);
     let (lo, hi) = extent(&cols).unwrap_or((0.0, 0.0));
-    let scale = Scale::fit(lo, hi, 3, app.full_scale.then_some(g.total() as f64));
+    let total = g.total() as f64;
+    let scale = Scale::fit(lo, hi, 3, app.full_scale.then_some(total), total);
     p.paint("sparkline", |buf| {
         sparkline(buf, spark, &cols, &scale, theme, theme.used())
     });

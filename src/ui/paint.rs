@@ -19,6 +19,8 @@ struct Checker {
     owner: Vec<u16>,
     names: Vec<String>,
     clashes: Vec<String>,
+    /// Plot areas of charts: their background is not empty space.
+    plots: Vec<Rect>,
 }
 
 pub struct Painter<'a> {
@@ -40,6 +42,7 @@ impl<'a> Painter<'a> {
             owner: vec![0; area.area() as usize],
             names: Vec::new(),
             clashes: Vec::new(),
+            plots: Vec::new(),
         };
         Painter {
             buf,
@@ -56,6 +59,13 @@ impl<'a> Painter<'a> {
     /// it touches without a clash.
     pub fn overlay<R>(&mut self, name: &str, f: impl FnOnce(&mut Buffer) -> R) {
         self.draw(name, true, f);
+    }
+
+    /// Note the plot area of a chart (checked mode): see `empty_share`.
+    pub fn plot_area(&mut self, r: Rect) {
+        if let Some(c) = self.check.as_mut() {
+            c.plots.push(r);
+        }
     }
 
     /// Cells written by more than one piece, as `x,y: first / second`.
@@ -102,15 +112,35 @@ impl<'a> Painter<'a> {
     }
 }
 
+impl Painter<'_> {
+    /// In checked mode, the share of the screen that is empty space (see `blank_share`),
+    /// not counting the background of charts: a plot's area above its curve is part of
+    /// the chart (charts are scaled to their data, which other tests check).
+    pub fn empty_share(&self) -> Option<f64> {
+        let c = self.check.as_ref()?;
+        let area = self.buf.area;
+        let in_plot = |x: u16, y: u16| {
+            c.plots
+                .iter()
+                .any(|r| r.contains(ratatui::layout::Position { x, y }))
+        };
+        Some(share(self.buf, area, in_plot))
+    }
+}
+
 /// Share of the cells of `area` that are empty space: blank cells in runs of four or more
 /// along a row. Shorter runs are the gaps between words and columns that make text
 /// readable; long runs are a pane that shows nothing.
 pub fn blank_share(buf: &Buffer, area: Rect) -> f64 {
+    share(buf, area, |_, _| false)
+}
+
+fn share(buf: &Buffer, area: Rect, exempt: impl Fn(u16, u16) -> bool) -> f64 {
     let mut blank = 0usize;
     for y in area.top()..area.bottom() {
         let mut run = 0usize;
         for x in area.left()..=area.right() {
-            let empty = x < area.right() && {
+            let empty = x < area.right() && !exempt(x, y) && {
                 let s = buf[(x, y)].symbol();
                 s == " " || s == "\u{2800}" || s.is_empty()
             };

@@ -94,6 +94,7 @@ pub fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, theme: &Theme) {
     if a.axis.width > 0 {
         p.paint("value axis", |buf| value_axis(buf, a.axis, &plot.scale, theme));
     }
+    p.plot_area(a.plot);
     p.paint("plot", |buf| {
         if theme.ascii {
             ascii_plot(buf, a.plot, plot, theme);
@@ -127,12 +128,18 @@ fn value_axis(buf: &mut Buffer, area: Rect, s: &Scale, theme: &Theme) {
             continue;
         }
         used[usize::from(r)] = true;
-        let label = s.label(v);
         let w = usize::from(area.width - 1);
+        let label = s.label_in(v, w);
         let text = format!("{label:>w$}");
         buf.set_stringn(area.x, area.y + r, text, w, theme.dim());
         buf[(area.right() - 1, area.y + r)].set_char(tick);
     }
+}
+
+/// An area says "this much from zero"; on an axis that does not start at zero (a fitted
+/// band around a slow leak) the same series is drawn as a line instead.
+fn drawn_as(kind: Kind, s: &Scale) -> Kind {
+    if s.lo > 0.0 { Kind::Line } else { kind }
 }
 
 /// Dot height (in `levels` per row) of value `v`; anything above the floor shows.
@@ -165,12 +172,13 @@ impl Shape for BrailleShape<'_> {
                 continue;
             }
             let y = h - dots(*v, s, h).max(1);
-            for x in (0..w).step_by(3) {
+            for x in (0..w).step_by(2) {
                 painter.paint(x, y, fg(*style, self.color));
             }
         }
         for t in &self.plot.traces {
             let c = fg(t.style, self.color);
+            let kind = drawn_as(t.kind, s);
             let mut prev: Option<usize> = None;
             for (x, col) in t.cols.iter().enumerate().take(w) {
                 let Some(v) = col.val() else {
@@ -178,7 +186,7 @@ impl Shape for BrailleShape<'_> {
                     continue;
                 };
                 let d = dots(v, s, h);
-                match t.kind {
+                match kind {
                     Kind::Area => {
                         for y in (h - d)..h {
                             painter.paint(x, y, c);
@@ -226,7 +234,7 @@ fn ascii_plot(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
             let Some(v) = col.val() else { continue };
             let x = area.x + i as u16;
             let d = dots(v, s, h);
-            match t.kind {
+            match drawn_as(t.kind, s) {
                 Kind::Area => {
                     for r in 0..area.height {
                         let level = d as f64 / 8.0 - f64::from(r);

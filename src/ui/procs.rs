@@ -95,29 +95,14 @@ pub fn render_table(
     if area.height == 0 {
         return;
     }
-    let header = if area.width < 50 {
-        "    PID COMMAND"
-    } else {
-        "    PID USER     COMMAND"
-    };
+    // The same column arithmetic as the rows, so titles sit over their numbers.
     buf.set_stringn(
         area.x,
         area.y,
-        header,
+        proc_header(area.width),
         usize::from(area.width),
         theme.title(),
     );
-    let tail = if area.width < 50 {
-        " CUDA         USED"
-    } else {
-        " CUDA         USED      PEAK"
-    };
-    let tail = format!(
-        "{tail:>width$}",
-        width = if area.width < 50 { 18 } else { 31 }
-    );
-    let x = area.x + area.width.saturating_sub(tail.len() as u16 + 1);
-    buf.set_string(x, area.y, tail, theme.title());
     let mut body = usize::from(area.height - 1);
     if rows.is_empty() {
         buf.set_stringn(

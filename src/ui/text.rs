@@ -11,9 +11,13 @@ pub fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
         return cmd.to_string();
     }
     let cmd = strip_interpreter(cmd);
+    if cmd.chars().count() <= width {
+        return cmd.to_string();
+    }
+    let cmd = drop_timestamps(cmd);
     let len = cmd.chars().count();
     if len <= width {
-        return cmd.to_string();
+        return cmd;
     }
     let dots = if ascii { ".." } else { "…" };
     let d = dots.chars().count();
@@ -27,6 +31,27 @@ pub fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
     out.push_str(dots);
     out.extend(cmd.chars().skip(len - tail));
     out
+}
+
+/// Without options whose value is a Unix time (`--deadline 1795971387`): every run of a
+/// batch differs there, so it crowds out the argument that names the run.
+fn drop_timestamps(cmd: &str) -> String {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    let is_time = |w: &str| w.len() >= 9 && w.bytes().all(|b| b.is_ascii_digit());
+    let mut out: Vec<&str> = Vec::with_capacity(words.len());
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i];
+        if w.starts_with('-') && words.get(i + 1).is_some_and(|v| is_time(v)) {
+            i += 2;
+            continue;
+        }
+        if !is_time(w) {
+            out.push(w);
+        }
+        i += 1;
+    }
+    out.join(" ")
 }
 
 /// Drop `python3`, `python3.12 -u`, `/usr/bin/env python` and similar launchers.
@@ -59,10 +84,11 @@ mod tests {
             fit_command(c, 56, false),
             "scenario.py --name leak_nvml_only --deadline 1795971387"
         );
-        let short = fit_command(c, 34, false);
-        assert_eq!(short.chars().count(), 34);
-        assert!(short.starts_with("scenario.py --name leak"), "{short}");
-        assert!(short.ends_with("71387"), "{short}");
+        assert_eq!(fit_command(c, 34, false), "scenario.py --name leak_nvml_only");
+        let short = fit_command(c, 20, false);
+        assert_eq!(short.chars().count(), 20);
+        assert!(short.starts_with("scenario.py --n"), "{short}");
+        assert!(short.ends_with("nly"), "{short}");
         assert_eq!(fit_command("python3 -u train.py --lr 3e-4", 20, true), "train.py --lr 3e-4");
         assert_eq!(fit_command("abcdefghij", 6, true), "abc..j");
         assert_eq!(fit_command("abcdefghij", 2, true), "ab");
