@@ -27,8 +27,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Print one sample of everything and exit.
     Snapshot(SnapshotArgs),
-    /// Play the bundled recording of a real H200 run.
-    Demo(DisplayArgs),
+    /// Play a bundled recording of a real H200 run (`gpumon demo list` names them).
+    Demo(DemoArgs),
     /// Serve Prometheus/OpenMetrics metrics headless (live, or from a recording).
     Serve(ServeArgs),
     /// Run a program with the gpumon companion loaded (Python) and report to gpumon.
@@ -37,6 +37,14 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         cmd: Vec<std::ffi::OsString>,
     },
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct DemoArgs {
+    /// Which recording: `list` prints them; without a name, the richest one.
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }
 
 #[derive(Debug, Args, Clone, Default)]

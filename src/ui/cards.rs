@@ -36,12 +36,13 @@ pub fn plan(h: u16, wants: &[u16], sel: usize) -> Vec<Slot> {
     let others = (n - 1) as u16;
     for row_h in [2u16, 1] {
         let Some(e) = h.checked_sub(others * row_h) else { continue };
-        if e < BASE + min_lines(wants[sel]) {
+        // One process line is enough here: the card is the only one with a chart.
+        if e < BASE + 1 {
             continue;
         }
         let avail = e - BASE;
         // Processes take up to two thirds of the spare rows; the chart keeps the rest.
-        let lines = wants[sel].min((avail - avail / 3).max(min_lines(wants[sel])));
+        let lines = wants[sel].min((avail - avail / 3).max(1));
         return (0..n)
             .map(|gpu| {
                 if gpu == sel {

@@ -48,15 +48,31 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
         });
         return;
     }
-    // The alert bar has its own line on every screen, even in a 40x12 pane.
-    let [header, body, bar, footer] = Layout::vertical([
+    // The alert bar has its own line on every screen, even in a 40x12 pane; a notice (why
+    // a recording plays) gets its own line too, never the key hints' place.
+    let notice_h = u16::from(app.notice.is_some() && area.height >= 10);
+    let [header, notice, body, bar, footer] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(notice_h),
         Constraint::Min(1),
         Constraint::Length(1),
         Constraint::Length(1),
     ])
     .areas(area);
     p.paint("header", |buf| status::render_header(app, header, buf, theme));
+    if let (Some(n), true) = (&app.notice, notice.height > 0) {
+        let w = usize::from(notice.width);
+        let text: String = if n.chars().count() <= w {
+            n.clone()
+        } else {
+            let dots = if theme.ascii { "..." } else { "…" };
+            let keep = w.saturating_sub(dots.chars().count());
+            n.chars().take(keep).chain(dots.chars()).collect()
+        };
+        p.paint("notice", |buf| {
+            buf.set_stringn(notice.x, notice.y, text, usize::from(notice.width), theme.warn())
+        });
+    }
     match app.view {
         View::Overview => overview::render_overview(p, app, body, theme),
         View::Detail => detail::render_detail(p, app, body, theme),

@@ -312,20 +312,15 @@ fn proc_rows(p: &mut Painter, s: &State, g: &GpuState, area: Rect, theme: &Theme
     let all = s.gpu_infos();
     let allocs: Vec<_> = procs.iter().map(|(pr, _)| alloc_of(s, pr, g, all)).collect();
     let need: u16 = allocs.iter().map(|a| 1 + u16::from(a.is_some())).sum();
-    // Titles only over at least one row (not over a lone "+N more").
-    let header = area.height >= 3 || (area.height == 2 && need <= 1);
+    let header = area.height >= 2;
     let body = area.height - u16::from(header);
     let fits = need <= body;
-    // Rows for processes; one kept for "+N more" when they do not all fit.
-    let budget = if fits { body } else { body.saturating_sub(1) };
-    let mut y = area.y;
-    if header {
-        p.paint("process titles", |buf| {
-            buf.set_stringn(area.x, y, proc_header(area.width), usize::from(area.width), theme.dim())
-        });
-        y += 1;
-    }
+    // "+N more" gets a row of its own when there is room for it and two processes;
+    // otherwise it goes into the title row, in the command column's spare width.
+    let more_row = !fits && body >= 3;
+    let budget = body - u16::from(more_row);
     let end = area.y + u16::from(header) + budget;
+    let mut y = area.y + u16::from(header);
     let mut shown = 0;
     for ((pr, pg), alloc) in procs.iter().zip(&allocs) {
         if y >= end {
@@ -348,14 +343,34 @@ fn proc_rows(p: &mut Painter, s: &State, g: &GpuState, area: Rect, theme: &Theme
         }
     }
     let left = procs.len() - shown;
-    if left > 0 && y < area.bottom() {
-        let text = if area.width >= 50 {
+    let wide = area.width >= 50;
+    if left > 0 && more_row {
+        let text = if wide {
             format!("+{left} more processes: Enter for the detail view")
         } else {
             format!("+{left} more: Enter shows all")
         };
         p.paint("more processes", |buf| {
             buf.set_stringn(area.x, y, text, usize::from(area.width), theme.dim())
+        });
+    }
+    if header {
+        let mut titles = proc_header(area.width);
+        if left > 0 && !more_row {
+            let note = if wide {
+                format!("COMMAND  (+{left} more: Enter)")
+            } else {
+                format!("COMMAND +{left}")
+            };
+            // Only into the spaces after COMMAND: the other titles stay where they are.
+            let at = titles.find("COMMAND").unwrap_or(0);
+            let room = titles[at..].find("  CUDA").map_or(0, |i| i);
+            if note.len() < room {
+                titles.replace_range(at..at + note.len(), &note);
+            }
+        }
+        p.paint("process titles", |buf| {
+            buf.set_stringn(area.x, area.y, titles, usize::from(area.width), theme.dim())
         });
     }
 }
@@ -380,7 +395,9 @@ fn compact(p: &mut Painter, app: &App, g: &GpuState, sel: bool, area: Rect, them
         buf.set_stringn(area.x, area.y, &head, usize::from(area.width), style)
     });
     let rest_w = area.width.saturating_sub(head_w);
-    let line = usage_line(g, if area.height >= 2 { rest_w } else { rest_w.min(49) }, theme);
+    // One row keeps at least 8 cells for the sparkline; the usage drops its peak first.
+    let usage_room = if area.height >= 2 { rest_w } else { rest_w.saturating_sub(8).min(49) };
+    let line = usage_line(g, usage_room, theme);
     let line_w = line.width() as u16;
     let (usage, spark) = if area.height >= 2 {
         (
