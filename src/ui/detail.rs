@@ -64,10 +64,11 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     let companion = sel.and_then(|(pr, _)| s.companions.get(pr.info.pid));
     let dev = sel.and_then(|(pr, _)| s.companions.for_gpu_in(pr.info.pid, &g.info, all));
     let proc_chart = sel.filter(|_| !app.card_chart);
-    let side = companion.is_some() && inner.width >= 110;
+    // Wide: a panel beside the table, with the allocator (companion) or the process's facts.
+    let side = sel.is_some() && inner.width >= 110;
     let note_text = sel.map(|(pr, pg)| mapping_note(pr, pg));
     // Rows the wrapped note needs (word wrap may take one more than the plain division).
-    let note_rows = note_text.as_ref().map_or(0, |t| {
+    let note_rows = note_text.as_ref().filter(|_| !side).map_or(0, |t| {
         let w = usize::from(inner.width.max(1));
         (t.chars().count().div_ceil(w) + usize::from(t.chars().count() > w)).min(3) as u16
     });
@@ -122,6 +123,12 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     p.paint("process table", |buf| {
         render_table(&procs, app.proc_row, table, buf, theme)
     });
+    if let (None, Some((pr, pg)), Some(a)) = (companion, sel, side_panel) {
+        let lines = process_facts(pr, pg, theme);
+        p.paint("process facts", |buf| {
+            Paragraph::new(lines).wrap(Wrap { trim: false }).render(a, buf)
+        });
+    }
     if let (Some(proc_alloc), Some((_, pg))) = (companion, sel) {
         let view = AllocView {
             nvml_used: pg.last_used,
@@ -145,6 +152,41 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     }
 }
 
+/// Beside the table when there is no companion: who the process is, its whole command
+/// line, which CUDA device it sees this card as, and how to get its allocator's view.
+fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'static>> {
+    let user = pr.info.user.clone().unwrap_or_else(|| "?".into());
+    let age = crate::model::time::duration_label(pg.last_seen - pr.first_seen);
+    let cmd = pr
+        .info
+        .cmdline
+        .clone()
+        .or_else(|| pr.info.name.clone())
+        .unwrap_or_else(|| "(command not readable)".into());
+    let now = pg.last_used.map_or_else(|| "n/a (not listed now)".into(), human);
+    vec![
+        Line::from(vec![
+            Span::styled(format!("pid {} ", pr.info.pid), theme.title()),
+            Span::raw(format!("{user} {} seen since {} ({age})", theme.dot(), theme.clock(pr.first_seen))),
+        ]),
+        Line::from(Span::raw(cmd)),
+        Line::from(vec![
+            Span::raw("NVML: "),
+            Span::styled(format!("{now} now"), theme.used()),
+            Span::styled(
+                format!(", peak {} at {}", human(pg.peak.value), theme.clock(pg.peak.at)),
+                theme.peak(),
+            ),
+        ]),
+        Line::from(Span::styled(mapping_note(pr, pg), theme.dim())),
+        Line::from(Span::styled(
+            "no companion: start it with `gpumon run -- CMD` (or `import gpumon; gpumon.start()`) \
+             to see its allocator: allocated, cached, fragmentation, epochs",
+            theme.dim(),
+        )),
+    ]
+}
+
 /// Heights of what surrounds the chart in `avail` rows; the chart keeps at least half.
 fn plan_rows(avail: u16, procs: u16, note_rows: u16, companion: bool, epochs: bool, dev: bool, side: bool) -> Rows {
     let mut r = Rows::default();
@@ -154,8 +196,9 @@ fn plan_rows(avail: u16, procs: u16, note_rows: u16, companion: bool, epochs: bo
         *left -= got;
         got
     };
-    let table_min = if side { 9 } else { 2 };
-    r.table = take(&mut left, (procs + 1).clamp(2, table_min.max(4)));
+    // Beside a panel the table keeps rows for the panel's lines too.
+    let table_min = if side { 7 } else { 2 };
+    r.table = take(&mut left, (procs + 1).clamp(2, 4).max(table_min));
     if avail >= 10 {
         r.legend = take(&mut left, 1);
     }

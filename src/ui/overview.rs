@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use super::cards::{Slot, plan};
-use super::chart::{Grid, Scale, extent, sample, sparkline};
+use super::chart::{Col, Grid, Scale, extent, sample, sparkline};
 use super::paint::Painter;
 use super::plot::{self, Kind, Plot, Trace, slots_per_cell};
 use super::procs::{proc_header, proc_line};
@@ -72,8 +72,12 @@ pub fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'static> {
         if w >= 14 + pk.len() {
             spans.push(Span::styled(pk, theme.peak()));
         }
-        if w >= 36 {
-            spans.push(Span::raw(util));
+        let used_w: usize = spans.iter().map(|s| s.width()).sum();
+        if used_w + util.chars().count() <= w {
+            spans.push(Span::raw(util.clone()));
+            if used_w + util.chars().count() + temp.chars().count() <= w {
+                spans.push(Span::raw(temp));
+            }
         }
         return Line::from(spans);
     }
@@ -292,11 +296,12 @@ fn card(
         height: inner.height - 1 - chart_h,
         ..inner
     };
-    proc_rows(p, s, g, procs_area, theme);
+    proc_rows(p, app, g, procs_area, theme);
 }
 
 /// Title row, process rows with allocator lines, and "+N more" on a row of its own.
-fn proc_rows(p: &mut Painter, s: &State, g: &GpuState, area: Rect, theme: &Theme) {
+fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme) {
+    let s = app.view_state();
     if area.height == 0 {
         return;
     }
@@ -331,7 +336,20 @@ fn proc_rows(p: &mut Painter, s: &State, g: &GpuState, area: Rect, theme: &Theme
             height: 1,
             ..area
         };
-        p.paint("process row", |buf| proc_row(pr, pg, row, buf, theme));
+        let hist_w = history_width(row.width);
+        let text = Rect {
+            width: row.width - hist_w,
+            ..row
+        };
+        p.paint("process row", |buf| proc_row(pr, pg, text, buf, theme));
+        if hist_w > 0 {
+            let spark = Rect {
+                x: text.right() + 1,
+                width: hist_w - 1,
+                ..row
+            };
+            p.paint("process history", |buf| process_history(app, pr, pg, spark, buf, theme));
+        }
         y += 1;
         shown += 1;
         if let Some((pa, d)) = alloc
@@ -355,7 +373,11 @@ fn proc_rows(p: &mut Painter, s: &State, g: &GpuState, area: Rect, theme: &Theme
         });
     }
     if header {
-        let mut titles = proc_header(area.width);
+        let hist_w = history_width(area.width);
+        let mut titles = proc_header(area.width - hist_w);
+        if hist_w > 0 {
+            titles.push_str(&format!(" {:<w$}", "USED OVER TIME", w = usize::from(hist_w - 1)));
+        }
         if left > 0 && !more_row {
             let note = if wide {
                 format!("COMMAND  (+{left} more: Enter)")
@@ -373,6 +395,27 @@ fn proc_rows(p: &mut Painter, s: &State, g: &GpuState, area: Rect, theme: &Theme
             buf.set_stringn(area.x, area.y, titles, usize::from(area.width), theme.dim())
         });
     }
+}
+
+/// On wide cards each process row ends with its own usage over the window, in the cells
+/// a padded command column would otherwise leave empty.
+fn history_width(width: u16) -> u16 {
+    if width >= 100 { (width - 80).min(61) } else { 0 }
+}
+
+fn process_history(app: &App, pr: &ProcState, pg: &ProcGpu, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let s = app.view_state();
+    let grid = Grid::fit(s.now, Some(pr.first_seen), app.window_ms(), usize::from(area.width).max(1));
+    // A process missing from a tick has left the card (or not arrived): blank, not the
+    // failed-sample mark a GPU gets.
+    let cols: Vec<Col> = sample(&pg.used, &grid)
+        .into_iter()
+        .map(|c| if c == Col::Gap { Col::None } else { c })
+        .collect();
+    let (lo, hi) = extent(&cols).unwrap_or((0.0, 0.0));
+    // Zero-based: a row compares processes, so 0 is the floor for every row.
+    let scale = Scale::fit(0.0, hi.max(lo), 3, Some(hi.max(1.0)), hi);
+    sparkline(buf, area, &cols, &scale, theme, theme.used());
 }
 
 fn proc_row(pr: &ProcState, pg: &ProcGpu, row: Rect, buf: &mut Buffer, theme: &Theme) {

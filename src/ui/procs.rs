@@ -137,9 +137,12 @@ pub fn render_table(
     }
     let hidden = rows.len().saturating_sub(first + body);
     if hidden > 0 && indicator {
+        // A rule with the count at its end: reads as "the list goes on below".
         let t = format!(" +{hidden} below (j) ");
-        let x = area.x + area.width.saturating_sub(t.len() as u16);
-        buf.set_string(x, area.y + area.height - 1, t, theme.warn());
+        let y = area.y + area.height - 1;
+        let rule = usize::from(area.width).saturating_sub(t.len());
+        buf.set_string(area.x, y, theme.hline().to_string().repeat(rule), theme.dim());
+        buf.set_string(area.x + rule as u16, y, t, theme.warn());
     }
 }
 
