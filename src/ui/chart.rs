@@ -142,7 +142,10 @@ impl Scale {
             Some(t) if t > 0.0 => (0.0, t.max(hi)),
             _ => (lo.max(0.0), hi.max(lo).max(MIB)),
         };
-        let lo_fit = if lo < hi * 0.5 { 0.0 } else { lo };
+        // Zero-based when the data reaches down near zero, and when it is flat (under 0.2%
+        // of its level): a band around a constant would only magnify noise.
+        let flat = hi - lo < hi * 0.002;
+        let lo_fit = if lo < hi * 0.5 || flat { 0.0 } else { lo };
         let span = (hi - lo_fit).max(hi * 0.005).max(MIB);
         let unit = if hi >= GIB { GIB } else { MIB };
         let tick = nice_step(span / intervals, unit);
@@ -357,6 +360,8 @@ mod tests {
         let leak = Scale::fit(60.0 * GIB, 60.3 * GIB, 12, None, 140.0 * GIB);
         assert!(leak.lo > 59.0 * GIB && leak.hi < 61.0 * GIB, "{leak:?}");
         assert_eq!(leak.label(leak.tick), "0.1 GiB");
+        // Flat: from zero, so a constant 113 GiB reads as 113 GiB, not as a line in a band.
+        assert_eq!(Scale::fit(113.0 * GIB, 113.0 * GIB, 12, None, 140.0 * GIB).lo, 0.0);
         assert!(leak.frac(60.3 * GIB) - leak.frac(60.0 * GIB) > 0.3);
         // Full-card scale: zero to the total, whatever the data.
         let full = Scale::fit(1.0 * GIB, 2.0 * GIB, 12, Some(140.0 * GIB), 140.0 * GIB);

@@ -269,6 +269,11 @@ fn process_chart(
             });
         }
     }
+    // With allocator series the NVML usage is a line too: an area would hide the
+    // allocator's lines under it (they are at or below it).
+    if traces.len() > 1 {
+        traces[0].kind = Kind::Line;
+    }
     let (lo, hi) = traces
         .iter()
         .filter_map(|t| extent(t.cols))
@@ -342,12 +347,12 @@ fn process_legend(
     let names = ["used", "resv", "alloc", "floor/ep", "peak/ep"];
     let mut spans = vec![Span::styled(format!("pid {} ", pr.info.pid), theme.title())];
     for t in traces {
-        let name = match (t.kind, t.ascii) {
-            (Kind::Area, _) => names[0],
-            (_, 'r') => names[1],
-            (_, 'a') => names[2],
-            (_, 'f') => names[3],
-            _ => names[4],
+        let name = match t.ascii {
+            'r' => names[1],
+            'a' => names[2],
+            'f' => names[3],
+            'p' => names[4],
+            _ => names[0],
         };
         spans.push(Span::styled(mark(t), t.style));
         spans.push(Span::raw(format!(" {name}  ")));

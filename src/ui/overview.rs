@@ -68,7 +68,7 @@ pub fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'static> {
             format!("{}/{} GiB", gib1(used), gib1(total)),
             theme.pressure(frac),
         ));
-        let pk = format!(" peak {}", gib1(g.peak.value));
+        let pk = format!(" peak {} GiB", gib1(g.peak.value));
         if w >= 14 + pk.len() {
             spans.push(Span::styled(pk, theme.peak()));
         }

@@ -188,7 +188,8 @@ impl Shape for BrailleShape<'_> {
                 let d = dots(v, s, h);
                 match kind {
                     Kind::Area => {
-                        for y in (h - d)..h {
+                        // Zero is data too: a dot on the floor, unlike a slot with no data.
+                        for y in (h - d.max(1))..h {
                             painter.paint(x, y, c);
                         }
                     }
