@@ -11,10 +11,17 @@ pub struct Demo {
 }
 
 /// The default first: plain `gpumon` without a driver plays it.
-pub const DEMOS: [Demo; 3] = [
+pub const DEMOS: [Demo; 4] = [
+    Demo {
+        name: "h200x2",
+        file: "demo.gpumon.jsonl",
+        what: "2 H200s recorded for this demo: a run leaking 96 MiB/epoch (growth alert \
+               with its OOM forecast), curricula whose caches fragment, allocator state \
+               from companions (165 s)",
+    },
     Demo {
         name: "leaks",
-        file: "demo.gpumon.jsonl",
+        file: "demo-leaks.gpumon.jsonl",
         what: "2 H200s, 13 processes, 8 with companions: epoch leaks raise growth alerts \
                with an OOM forecast, a fragmentation OOM, a grab-all process (142 s)",
     },
@@ -91,7 +98,7 @@ mod tests {
             let (_, path) = find(Some(d.name)).expect("bundled");
             crate::record::validate(&path).expect("a valid recording");
         }
-        assert_eq!(find(None).map(|(d, _)| d.name), Ok("leaks"));
+        assert_eq!(find(None).map(|(d, _)| d.name), Ok("h200x2"));
         let err = find(Some("nope")).err().expect("unknown name");
         assert!(err.contains("grow-shrink"), "{err}");
     }

@@ -299,7 +299,7 @@ fn process_chart(
         traces,
         refs,
     };
-    plot::render(p, &areas, &plot, theme);
+    plot::render(p, &areas, &plot, app.window_label(), theme);
     grid
 }
 

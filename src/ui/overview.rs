@@ -231,7 +231,7 @@ pub fn memory_chart(
         }],
         refs,
     };
-    plot::render(p, &areas, &plot, theme);
+    plot::render(p, &areas, &plot, app.window_label(), theme);
     scale
 }
 

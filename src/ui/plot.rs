@@ -87,7 +87,9 @@ pub fn split(area: Rect, time_row: bool) -> ChartAreas {
 }
 
 /// Draw the chart as three pieces: `axis`, `plot`, `time`.
-pub fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, theme: &Theme) {
+/// `zoom`: the zoom window's label (`5m`), shown under the value axis; the time axis itself
+/// may span less (only the history there is).
+pub fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, theme: &Theme) {
     if a.plot.width == 0 || a.plot.height == 0 {
         return;
     }
@@ -105,6 +107,13 @@ pub fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, theme: &Theme) {
     });
     if let Some(t) = a.time {
         p.paint("time axis", |buf| time_axis(buf, t, a.axis.width, &plot.grid, theme));
+        let label = format!("zoom {zoom}");
+        if a.axis.width > 1 && label.len() < usize::from(a.axis.width) {
+            let w = usize::from(a.axis.width - 1);
+            p.paint("zoom", |buf| {
+                buf.set_string(t.x, t.y, format!("{label:>w$}"), theme.dim())
+            });
+        }
     }
 }
 

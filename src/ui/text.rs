@@ -15,10 +15,13 @@ pub fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
         return cmd.to_string();
     }
     let cmd = drop_timestamps(cmd);
-    let len = cmd.chars().count();
-    if len <= width {
+    if cmd.chars().count() <= width {
         return cmd;
     }
+    if let Some(short) = drop_trailing_options(&cmd, width, ascii) {
+        return short;
+    }
+    let len = cmd.chars().count();
     let dots = if ascii { ".." } else { "…" };
     let d = dots.chars().count();
     if width <= d + 1 {
@@ -52,6 +55,30 @@ fn drop_timestamps(cmd: &str) -> String {
         i += 1;
     }
     out.join(" ")
+}
+
+/// Options are usually written most telling first (`--name run7 --seconds 157`): drop
+/// `--option value` pairs from the end, keeping the first, until the line fits, with a
+/// trailing `…` saying some were left out (when there is room for it).
+fn drop_trailing_options(cmd: &str, width: usize, ascii: bool) -> Option<String> {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    let first_opt = words.iter().position(|w| w.starts_with("--"))?;
+    let mut end = words.len();
+    while end > first_opt + 1 {
+        // Step back over one option and its values.
+        let start = (first_opt + 1..end).rev().find(|&i| words[i].starts_with("--"))?;
+        end = start;
+        let kept = words[..end].join(" ");
+        let n = kept.chars().count();
+        let dots = if ascii { " .." } else { " …" };
+        if n + dots.chars().count() <= width {
+            return Some(kept + dots);
+        }
+        if n <= width {
+            return Some(kept);
+        }
+    }
+    None
 }
 
 /// Drop `python3`, `python3.12 -u`, `/usr/bin/env python` and similar launchers.
@@ -91,6 +118,9 @@ mod tests {
         assert!(short.ends_with("nly"), "{short}");
         assert_eq!(fit_command("python3 -u train.py --lr 3e-4", 20, true), "train.py --lr 3e-4");
         assert_eq!(fit_command("abcdefghij", 6, true), "abc..j");
+        let demo = "python3 scenario2.py --name demo_leak --seconds 157";
+        assert_eq!(fit_command(demo, 31, false), "scenario2.py --name demo_leak …");
+        assert_eq!(fit_command(demo, 29, false), "scenario2.py --name demo_leak");
         assert_eq!(fit_command("abcdefghij", 2, true), "ab");
     }
 }
