@@ -256,3 +256,25 @@ fn the_default_demo_shows_its_growth_alert_in_the_first_loop() {
     assert!(text.contains("OOM"), "with its forecast:\n{text}");
     assert_eq!(app.pipe.state.gpus.len(), 2);
 }
+
+#[test]
+fn drawing_a_large_screen_is_cheap() {
+    // A budget, not a benchmark: the 8-GPU overview and detail at 200x60, 50 frames each,
+    // stay far under the 250 ms data redraw interval even in a debug build.
+    let path = combine::eight_gpu_file();
+    let app = app_from(path.to_str().expect("path"), None);
+    let theme = theme(false);
+    for view in [View::Overview, View::Detail] {
+        let app = with_view(app_from(path.to_str().expect("path"), None), view);
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 60))
+            .expect("backend");
+        let t = std::time::Instant::now();
+        for _ in 0..50 {
+            term.draw(|f| gpumon::ui::draw(f, &app, &theme)).expect("draw");
+        }
+        let per = t.elapsed() / 50;
+        eprintln!("{view:?} 200x60: {per:?} per frame (debug build)");
+        assert!(per < std::time::Duration::from_millis(60), "{view:?}: {per:?} per frame");
+    }
+    drop(app);
+}

@@ -111,7 +111,7 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     }
     let (table, side_panel) = if side {
         let [t, _, sp] = Layout::horizontal([
-            Constraint::Percentage(55),
+            Constraint::Percentage(58),
             Constraint::Length(1),
             Constraint::Min(30),
         ])

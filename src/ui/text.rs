@@ -21,6 +21,9 @@ pub fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
     if let Some(short) = drop_trailing_options(&cmd, width, ascii) {
         return short;
     }
+    if let Some(short) = first_option_only(&cmd, width, ascii) {
+        return short;
+    }
     let len = cmd.chars().count();
     let dots = if ascii { ".." } else { "…" };
     let d = dots.chars().count();
@@ -81,6 +84,23 @@ fn drop_trailing_options(cmd: &str, width: usize, ascii: bool) -> Option<String>
     None
 }
 
+/// Narrower still: when the script takes no positional arguments, its first option
+/// (`…--name demo_leak`, or just `…demo_leak`) says more than the script name every
+/// row shares.
+fn first_option_only(cmd: &str, width: usize, ascii: bool) -> Option<String> {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    if words.len() < 3 || !words[1].starts_with("--") || words[2].starts_with('-') {
+        return None;
+    }
+    let dots = if ascii { ".." } else { "…" };
+    [
+        format!("{dots}{} {}", words[1], words[2]),
+        format!("{dots}{}", words[2]),
+    ]
+    .into_iter()
+    .find(|s| s.chars().count() <= width)
+}
+
 /// Drop `python3`, `python3.12 -u`, `/usr/bin/env python` and similar launchers.
 fn strip_interpreter(cmd: &str) -> &str {
     let mut rest = cmd.trim_start();
@@ -112,15 +132,18 @@ mod tests {
             "scenario.py --name leak_nvml_only --deadline 1795971387"
         );
         assert_eq!(fit_command(c, 34, false), "scenario.py --name leak_nvml_only");
-        let short = fit_command(c, 20, false);
-        assert_eq!(short.chars().count(), 20);
-        assert!(short.starts_with("scenario.py --n"), "{short}");
-        assert!(short.ends_with("nly"), "{short}");
+        assert_eq!(fit_command(c, 20, false), "…leak_nvml_only");
+        // Positional arguments: the script name stays, the middle goes.
+        let short = fit_command("python3 hold.py 3.0 30 cvd_unset --step 0.25", 16, false);
+        assert_eq!(short.chars().count(), 16);
+        assert!(short.starts_with("hold.py 3.0"), "{short}");
         assert_eq!(fit_command("python3 -u train.py --lr 3e-4", 20, true), "train.py --lr 3e-4");
         assert_eq!(fit_command("abcdefghij", 6, true), "abc..j");
         let demo = "python3 scenario2.py --name demo_leak --seconds 157";
         assert_eq!(fit_command(demo, 31, false), "scenario2.py --name demo_leak …");
         assert_eq!(fit_command(demo, 29, false), "scenario2.py --name demo_leak");
+        assert_eq!(fit_command(demo, 17, false), "…--name demo_leak");
+        assert_eq!(fit_command(demo, 12, false), "…demo_leak");
         assert_eq!(fit_command("abcdefghij", 2, true), "ab");
     }
 }
