@@ -2,9 +2,9 @@
 //! people use (a small tmux pane to a large terminal): snapshots to read, and checks that
 //! no two pieces write the same cell and that at most a fifth of a screen is empty.
 
-mod support;
 #[path = "support/combine.rs"]
 mod combine;
+mod support;
 
 use gpumon::app::{App, SourceKind, View};
 use gpumon::frame::{Frame, Header};
@@ -61,7 +61,10 @@ fn check_all(name: &str, app: App) {
 
 #[test]
 fn one_gpu_three_processes() {
-    check_all("1gpu", app_from("h200_torch_grow_shrink.jsonl", Some(35_000)));
+    check_all(
+        "1gpu",
+        app_from("h200_torch_grow_shrink.jsonl", Some(35_000)),
+    );
 }
 
 #[test]
@@ -100,8 +103,10 @@ fn the_combined_recording_keeps_each_source_stream() {
     let header: serde_json::Value = serde_json::from_str(&lines[0]).expect("header");
     let gpus = header["gpus"].as_array().expect("gpus");
     assert_eq!(gpus.len(), 8);
-    let uuids: std::collections::BTreeSet<_> =
-        gpus.iter().map(|g| g["uuid"].as_str().expect("uuid")).collect();
+    let uuids: std::collections::BTreeSet<_> = gpus
+        .iter()
+        .map(|g| g["uuid"].as_str().expect("uuid"))
+        .collect();
     assert_eq!(uuids.len(), 8, "UUIDs are unique per GPU");
     // GPU 6 is GPU 0 of the grow/shrink run: its peak is that run's peak.
     let combined = app_from(combine::eight_gpu_file().to_str().expect("path"), None);
@@ -113,7 +118,11 @@ fn the_combined_recording_keeps_each_source_stream() {
     // Processes keep their GPU: the corpus run's PIDs sit on GPUs 0 and 1 only.
     for (pid, p) in &combined.pipe.state.procs {
         if *pid < 100_000 {
-            assert!(p.gpus.keys().all(|g| *g < 2), "pid {pid} on {:?}", p.gpus.keys());
+            assert!(
+                p.gpus.keys().all(|g| *g < 2),
+                "pid {pid} on {:?}",
+                p.gpus.keys()
+            );
         }
     }
 }
@@ -211,10 +220,14 @@ fn a_young_process_fills_the_detail_chart() {
     let (x0, x1) = (axis_x + 1, 79);
     let is_data = |x: u16, y: u16| {
         let s = buf[(x, y)].symbol();
-        s.chars().next().is_some_and(|c| ('\u{2801}'..='\u{28ff}').contains(&c))
+        s.chars()
+            .next()
+            .is_some_and(|c| ('\u{2801}'..='\u{28ff}').contains(&c))
             && !matches!(s, "⠁" | "⠂" | "⠄" | "⡀" | "⠈" | "⠐" | "⠠" | "⢀") // dotted references
     };
-    let cols = (x0..x1).filter(|&x| rows.iter().any(|&y| is_data(x, y))).count();
+    let cols = (x0..x1)
+        .filter(|&x| rows.iter().any(|&y| is_data(x, y)))
+        .count();
     let data_rows = rows
         .iter()
         .filter(|&&y| (x0..x1).any(|x| is_data(x, y)))
@@ -229,7 +242,10 @@ fn a_young_process_fills_the_detail_chart() {
         "data spans {data_rows} of {} rows\n{text}",
         rows.len()
     );
-    assert!(text.contains("pid 4242"), "the chart is the process's:\n{text}");
+    assert!(
+        text.contains("pid 4242"),
+        "the chart is the process's:\n{text}"
+    );
 }
 
 #[test]
@@ -238,8 +254,17 @@ fn overprinting_and_empty_screens_are_caught() {
     // is mostly empty, are both reported.
     let mut buf = Buffer::empty(Rect::new(0, 0, 40, 12));
     let mut p = gpumon::ui::paint::Painter::checked(&mut buf);
-    p.paint("process row", |b| b.set_string(0, 3, "  461 root  python3 train.py  24.6 GiB", ratatui::style::Style::new()));
-    p.paint("more indicator", |b| b.set_string(28, 3, "+1 below (j)", ratatui::style::Style::new()));
+    p.paint("process row", |b| {
+        b.set_string(
+            0,
+            3,
+            "  461 root  python3 train.py  24.6 GiB",
+            ratatui::style::Style::new(),
+        )
+    });
+    p.paint("more indicator", |b| {
+        b.set_string(28, 3, "+1 below (j)", ratatui::style::Style::new())
+    });
     assert_eq!(p.clashes().len(), 10);
     assert!(gpumon::ui::paint::blank_share(&buf, buf.area) > 0.8);
 }
@@ -266,15 +291,19 @@ fn drawing_a_large_screen_is_cheap() {
     let theme = theme(false);
     for view in [View::Overview, View::Detail] {
         let app = with_view(app_from(path.to_str().expect("path"), None), view);
-        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 60))
-            .expect("backend");
+        let mut term =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 60)).expect("backend");
         let t = std::time::Instant::now();
         for _ in 0..50 {
-            term.draw(|f| gpumon::ui::draw(f, &app, &theme)).expect("draw");
+            term.draw(|f| gpumon::ui::draw(f, &app, &theme))
+                .expect("draw");
         }
         let per = t.elapsed() / 50;
         eprintln!("{view:?} 200x60: {per:?} per frame (debug build)");
-        assert!(per < std::time::Duration::from_millis(60), "{view:?}: {per:?} per frame");
+        assert!(
+            per < std::time::Duration::from_millis(60),
+            "{view:?}: {per:?} per frame"
+        );
     }
     drop(app);
 }

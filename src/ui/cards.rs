@@ -35,7 +35,9 @@ pub fn plan(h: u16, wants: &[u16], sel: usize) -> Vec<Slot> {
     // The selected GPU as a card, the others as rows of two, else of one.
     let others = (n - 1) as u16;
     for row_h in [2u16, 1] {
-        let Some(e) = h.checked_sub(others * row_h) else { continue };
+        let Some(e) = h.checked_sub(others * row_h) else {
+            continue;
+        };
         // One process line is enough here: the card is the only one with a chart.
         if e < BASE + 1 {
             continue;
@@ -144,13 +146,20 @@ mod tests {
         // GPU 0 runs 7 processes (header + 7), GPU 1 one: no "+N more" beside empty rows.
         let v = plan(41, &[8, 2], 0);
         assert_eq!(height(&v), 41);
-        let Slot::Card { lines: l0, .. } = v[0] else { panic!("{v:?}") };
-        let Slot::Card { lines: l1, .. } = v[1] else { panic!("{v:?}") };
+        let Slot::Card { lines: l0, .. } = v[0] else {
+            panic!("{v:?}")
+        };
+        let Slot::Card { lines: l1, .. } = v[1] else {
+            panic!("{v:?}")
+        };
         assert_eq!((l0, l1), (8, 2));
         // Short of rows: both get at least a header and a row, the rest round robin.
         let v = plan(17, &[8, 8], 1);
         assert_eq!(height(&v), 17);
-        assert!(v.iter().all(|s| matches!(s, Slot::Card { lines, .. } if *lines >= 2)));
+        assert!(
+            v.iter()
+                .all(|s| matches!(s, Slot::Card { lines, .. } if *lines >= 2))
+        );
     }
 
     #[test]

@@ -52,10 +52,14 @@ impl Grid {
     pub fn new(now: Ts, span: i64, n: usize) -> Grid {
         let n = n.max(1);
         let want = (span.max(1) as f64 / n as f64).ceil() as i64;
-        let step = STEPS.iter().copied().find(|&s| s >= want).unwrap_or_else(|| {
-            // Longer than 15 min per slot (days on a narrow pane): whole minutes.
-            (want + 59_999) / 60_000 * 60_000
-        });
+        let step = STEPS
+            .iter()
+            .copied()
+            .find(|&s| s >= want)
+            .unwrap_or_else(|| {
+                // Longer than 15 min per slot (days on a narrow pane): whole minutes.
+                (want + 59_999) / 60_000 * 60_000
+            });
         let end = (now.div_euclid(step) + 1) * step;
         Grid {
             start: end - step * n as i64,
@@ -111,10 +115,12 @@ pub fn sample(series: &Series, g: &Grid) -> Vec<Col> {
 
 /// Lowest and highest value over the slots, ignoring gaps.
 pub fn extent(cols: &[Col]) -> Option<(f64, f64)> {
-    cols.iter().filter_map(|c| c.val()).fold(None, |acc, v| match acc {
-        None => Some((v, v)),
-        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
-    })
+    cols.iter()
+        .filter_map(|c| c.val())
+        .fold(None, |acc, v| match acc {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        })
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -164,7 +170,11 @@ impl Scale {
         if cap > 0.0 && s_hi > cap && hi <= cap {
             s_hi = cap;
         }
-        let (unit, unit_name) = if s_hi >= GIB { (GIB, "GiB") } else { (MIB, "MiB") };
+        let (unit, unit_name) = if s_hi >= GIB {
+            (GIB, "GiB")
+        } else {
+            (MIB, "MiB")
+        };
         Scale {
             lo: s_lo,
             hi: s_hi,
@@ -195,13 +205,19 @@ impl Scale {
         let n = ((self.hi - self.lo) / self.tick + 1e-9).floor() as i64;
         let last = self.lo + n as f64 * self.tick;
         let top = (self.hi - last > self.tick * 0.25).then_some(self.hi);
-        (0..=n).map(move |i| self.lo + i as f64 * self.tick).chain(top)
+        (0..=n)
+            .map(move |i| self.lo + i as f64 * self.tick)
+            .chain(top)
     }
 
     /// `label` in at most `w` characters: without the space before the unit if need be.
     pub fn label_in(&self, v: f64, w: usize) -> String {
         let l = self.label(v);
-        if l.len() <= w { l } else { l.replacen(' ', "", 1) }
+        if l.len() <= w {
+            l
+        } else {
+            l.replacen(' ', "", 1)
+        }
     }
 
     /// `20 GiB`, `2.5 GiB`, `512 MiB`: every label of one axis in the same unit.
@@ -256,7 +272,14 @@ pub fn time_ticks(g: &Grid, cells: u16, label_w: usize) -> (i64, Vec<(u16, Ts)>)
 }
 
 /// One-row sparkline scaled to `scale`, one cell per slot.
-pub fn sparkline(buf: &mut Buffer, area: Rect, cols: &[Col], scale: &Scale, theme: &Theme, style: Style) {
+pub fn sparkline(
+    buf: &mut Buffer,
+    area: Rect,
+    cols: &[Col],
+    scale: &Scale,
+    theme: &Theme,
+    style: Style,
+) {
     for (i, c) in cols.iter().enumerate().take(usize::from(area.width)) {
         let x = area.x + i as u16;
         let (ch, st) = match *c {
@@ -301,7 +324,11 @@ mod tests {
         let cols = sample(&s, &g);
         assert_eq!(cols[1], Col::Val(100.0), "spike survives a 10:1 reduction");
         assert_eq!(cols[0], Col::Val(10.0));
-        assert_eq!(cols[4], Col::Val(10.0), "one failed sample among good ones is data");
+        assert_eq!(
+            cols[4],
+            Col::Val(10.0),
+            "one failed sample among good ones is data"
+        );
         let fine = sample(&s, &Grid::new(59_999, 60_000, 60));
         assert_eq!(fine[40], Col::Gap);
         let before = sample(&s, &Grid::new(59_999, 120_000, 4));
@@ -346,7 +373,10 @@ mod tests {
             let g = Grid::fit(now, Some(now - secs * 1_000), 300_000, 144);
             let covered = (now - (now - secs * 1_000).max(g.start)) as f64;
             let frac = covered / (g.end() - g.start) as f64;
-            assert!(frac >= 0.6, "{secs} s of history fills {frac:.2} of the chart");
+            assert!(
+                frac >= 0.6,
+                "{secs} s of history fills {frac:.2} of the chart"
+            );
         }
     }
 
@@ -361,7 +391,10 @@ mod tests {
         assert!(leak.lo > 59.0 * GIB && leak.hi < 61.0 * GIB, "{leak:?}");
         assert_eq!(leak.label(leak.tick), "0.1 GiB");
         // Flat: from zero, so a constant 113 GiB reads as 113 GiB, not as a line in a band.
-        assert_eq!(Scale::fit(113.0 * GIB, 113.0 * GIB, 12, None, 140.0 * GIB).lo, 0.0);
+        assert_eq!(
+            Scale::fit(113.0 * GIB, 113.0 * GIB, 12, None, 140.0 * GIB).lo,
+            0.0
+        );
         assert!(leak.frac(60.3 * GIB) - leak.frac(60.0 * GIB) > 0.3);
         // Full-card scale: zero to the total, whatever the data.
         let full = Scale::fit(1.0 * GIB, 2.0 * GIB, 12, Some(140.0 * GIB), 140.0 * GIB);

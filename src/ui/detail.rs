@@ -92,22 +92,37 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
         Constraint::Length(rows.note),
     ])
     .areas(inner);
-    p.paint("usage", |buf| usage_line(g, usage.width, theme).render(usage, buf));
+    p.paint("usage", |buf| {
+        usage_line(g, usage.width, theme).render(usage, buf)
+    });
     let grid = match proc_chart {
         Some((pr, pg)) => Some(process_chart(p, app, g, pr, pg, dev, legend, chart, theme)),
         None => {
             card_legend(p, g, sel.is_some(), legend, theme);
             let first = s.header.as_ref().map(|h| h.started);
             let total = g.total();
-            memory_chart(p, chart, &g.used, first, Some(g.peak.value), total, app, theme);
+            memory_chart(
+                p,
+                chart,
+                &g.used,
+                first,
+                Some(g.peak.value),
+                total,
+                app,
+                theme,
+            );
             None
         }
     };
     if let (Some(grid), Some(pa), true) = (grid, companion, epochs.height > 0) {
-        p.paint("epoch marks", |buf| epoch_row(buf, pa, &grid, epochs, theme));
+        p.paint("epoch marks", |buf| {
+            epoch_row(buf, pa, &grid, epochs, theme)
+        });
     }
     if let (Some(d), true) = (dev, trend.height > 0) {
-        p.paint("fragmentation trend", |buf| frag_trend(buf, d, app, trend, theme));
+        p.paint("fragmentation trend", |buf| {
+            frag_trend(buf, d, app, trend, theme)
+        });
     }
     let (table, side_panel) = if side {
         let [t, _, sp] = Layout::horizontal([
@@ -126,7 +141,9 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     if let (None, Some((pr, pg)), Some(a)) = (companion, sel, side_panel) {
         let lines = process_facts(pr, pg, theme);
         p.paint("process facts", |buf| {
-            Paragraph::new(lines).wrap(Wrap { trim: false }).render(a, buf)
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .render(a, buf)
         });
     }
     if let (Some(proc_alloc), Some((_, pg))) = (companion, sel) {
@@ -138,7 +155,9 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
         };
         let target = side_panel.or((panel.height > 0).then_some(panel));
         if let Some(a) = target {
-            p.paint("allocator panel", |buf| render_process_alloc(a, buf, &view, theme));
+            p.paint("allocator panel", |buf| {
+                render_process_alloc(a, buf, &view, theme)
+            });
         }
     }
     if let (true, Some(text)) = (note.height > 0, note_text) {
@@ -163,18 +182,28 @@ fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'stati
         .clone()
         .or_else(|| pr.info.name.clone())
         .unwrap_or_else(|| "(command not readable)".into());
-    let now = pg.last_used.map_or_else(|| "n/a (not listed now)".into(), human);
+    let now = pg
+        .last_used
+        .map_or_else(|| "n/a (not listed now)".into(), human);
     vec![
         Line::from(vec![
             Span::styled(format!("pid {} ", pr.info.pid), theme.title()),
-            Span::raw(format!("{user} {} seen since {} ({age})", theme.dot(), theme.clock(pr.first_seen))),
+            Span::raw(format!(
+                "{user} {} seen since {} ({age})",
+                theme.dot(),
+                theme.clock(pr.first_seen)
+            )),
         ]),
         Line::from(Span::raw(cmd)),
         Line::from(vec![
             Span::raw("NVML: "),
             Span::styled(format!("{now} now"), theme.used()),
             Span::styled(
-                format!(", peak {} at {}", human(pg.peak.value), theme.clock(pg.peak.at)),
+                format!(
+                    ", peak {} at {}",
+                    human(pg.peak.value),
+                    theme.clock(pg.peak.at)
+                ),
                 theme.peak(),
             ),
         ]),
@@ -188,7 +217,15 @@ fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'stati
 }
 
 /// Heights of what surrounds the chart in `avail` rows; the chart keeps at least half.
-fn plan_rows(avail: u16, procs: u16, note_rows: u16, companion: bool, epochs: bool, dev: bool, side: bool) -> Rows {
+fn plan_rows(
+    avail: u16,
+    procs: u16,
+    note_rows: u16,
+    companion: bool,
+    epochs: bool,
+    dev: bool,
+    side: bool,
+) -> Rows {
     let mut r = Rows::default();
     let mut left = avail.saturating_sub((avail / 2).max(3));
     let take = |left: &mut u16, want: u16| {
@@ -277,10 +314,18 @@ fn process_chart(
     let (lo, hi) = traces
         .iter()
         .filter_map(|t| extent(t.cols))
-        .fold((f64::MAX, 0.0f64), |(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
+        .fold((f64::MAX, 0.0f64), |(a, b), (lo, hi)| {
+            (a.min(lo), b.max(hi))
+        });
     let lo = if lo == f64::MAX { 0.0 } else { lo };
     let total = g.total() as f64;
-    let scale = Scale::fit(lo, hi, areas.plot.height, app.full_scale.then_some(total), total);
+    let scale = Scale::fit(
+        lo,
+        hi,
+        areas.plot.height,
+        app.full_scale.then_some(total),
+        total,
+    );
     let limit = dev.and_then(|d| d.limit()).map(|l| l as f64);
     let mut refs = vec![(total, theme.error())];
     if let Some(l) = limit {
@@ -304,11 +349,17 @@ fn process_chart(
 }
 
 /// Per slot, the floor (or peak) of the epoch the slot belongs to: a step line.
-fn epoch_steps(d: &DevAlloc, g: &Grid, f: impl Fn(&crate::wire::EpochRecord) -> Option<u64>) -> Vec<Col> {
+fn epoch_steps(
+    d: &DevAlloc,
+    g: &Grid,
+    f: impl Fn(&crate::wire::EpochRecord) -> Option<u64>,
+) -> Vec<Col> {
     let mut cols = vec![Col::None; g.n];
     let mut prev_end: Option<i64> = None;
     for e in &d.epochs {
-        let (Some(t), Some(v)) = (e.t, f(e)) else { continue };
+        let (Some(t), Some(v)) = (e.t, f(e)) else {
+            continue;
+        };
         // An epoch record arrives at the end of its epoch: it spans from the previous end.
         let from = prev_end.unwrap_or(t).max(g.start);
         prev_end = Some(t);
@@ -362,7 +413,10 @@ fn process_legend(
         theme.peak(),
     ));
     if let Some(l) = limit.filter(|l| *l <= scale.hi) {
-        spans.push(Span::styled(format!("limit {} ", human(l as u64)), theme.warn()));
+        spans.push(Span::styled(
+            format!("limit {} ", human(l as u64)),
+            theme.warn(),
+        ));
     }
     let off = if total > scale.hi && !full {
         let up = if theme.ascii { "^" } else { "↑" };
@@ -394,8 +448,18 @@ fn card_legend(p: &mut Painter, g: &GpuState, has_sel: bool, area: Rect, theme: 
 }
 
 /// Epoch ends on their own row under the chart, at the columns of the chart's grid.
-fn epoch_row(buf: &mut ratatui::buffer::Buffer, pa: &ProcAlloc, g: &Grid, area: Rect, theme: &Theme) {
-    let axis = if area.width >= plot::Y_AXIS + 12 { plot::Y_AXIS } else { 0 };
+fn epoch_row(
+    buf: &mut ratatui::buffer::Buffer,
+    pa: &ProcAlloc,
+    g: &Grid,
+    area: Rect,
+    theme: &Theme,
+) {
+    let axis = if area.width >= plot::Y_AXIS + 12 {
+        plot::Y_AXIS
+    } else {
+        0
+    };
     let k = slots_per_cell(theme) as i64;
     let tick = if theme.ascii { '^' } else { '╹' };
     buf.set_stringn(area.x, area.y, "epochs", usize::from(axis), theme.dim());
@@ -420,7 +484,13 @@ fn epoch_row(buf: &mut ratatui::buffer::Buffer, pa: &ProcAlloc, g: &Grid, area: 
 
 /// One row: the selected process's fragmentation index over the same window, and its
 /// stranded bytes now, so a cache that shatters over hours is visible.
-fn frag_trend(buf: &mut ratatui::buffer::Buffer, d: &DevAlloc, app: &App, area: Rect, theme: &Theme) {
+fn frag_trend(
+    buf: &mut ratatui::buffer::Buffer,
+    d: &DevAlloc,
+    app: &App,
+    area: Rect,
+    theme: &Theme,
+) {
     let label = "frag F ";
     let now = match d
         .frag
@@ -431,9 +501,7 @@ fn frag_trend(buf: &mut ratatui::buffer::Buffer, d: &DevAlloc, app: &App, area: 
         None => " n/a".into(),
     };
     let lw = label.len() as u16;
-    let spark_w = area
-        .width
-        .saturating_sub(lw + now.chars().count() as u16);
+    let spark_w = area.width.saturating_sub(lw + now.chars().count() as u16);
     buf.set_stringn(area.x, area.y, label, usize::from(area.width), theme.dim());
     let s = app.view_state();
     let grid = Grid::new(s.now, app.window_ms(), usize::from(spark_w).max(1));

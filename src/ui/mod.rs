@@ -59,7 +59,9 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
         Constraint::Length(1),
     ])
     .areas(area);
-    p.paint("header", |buf| status::render_header(app, header, buf, theme));
+    p.paint("header", |buf| {
+        status::render_header(app, header, buf, theme)
+    });
     if let (Some(n), true) = (&app.notice, notice.height > 0) {
         let w = usize::from(notice.width);
         let text: String = if n.chars().count() <= w {
@@ -70,7 +72,13 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
             n.chars().take(keep).chain(dots.chars()).collect()
         };
         p.paint("notice", |buf| {
-            buf.set_stringn(notice.x, notice.y, text, usize::from(notice.width), theme.warn())
+            buf.set_stringn(
+                notice.x,
+                notice.y,
+                text,
+                usize::from(notice.width),
+                theme.warn(),
+            )
         });
     }
     match app.view {
@@ -86,7 +94,9 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
     p.paint("alert bar", |buf| {
         alerts::render_alert_bar(&visible, silenced, bar, buf, theme)
     });
-    p.paint("footer", |buf| status::render_footer(app, footer, buf, theme));
+    p.paint("footer", |buf| {
+        status::render_footer(app, footer, buf, theme)
+    });
     if app.help {
         p.overlay("help", |buf| help::render_help(body, buf, theme));
     }

@@ -277,9 +277,10 @@ fn card(
         .map(|sc| scale_note(&sc, g.total(), app.full_scale, theme))
         .filter(|n| n.chars().count() + t.chars().count() + 4 <= usize::from(area.width));
     p.paint("card border", |buf| {
-        let mut block = block
-            .title(t)
-            .title_style(if sel { theme.title() } else { theme.normal() });
+        let mut block =
+            block
+                .title(t)
+                .title_style(if sel { theme.title() } else { theme.normal() });
         if let Some(n) = note {
             block = block.title(Line::styled(n, theme.dim()).right_aligned());
         }
@@ -315,7 +316,10 @@ fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme
         return;
     }
     let all = s.gpu_infos();
-    let allocs: Vec<_> = procs.iter().map(|(pr, _)| alloc_of(s, pr, g, all)).collect();
+    let allocs: Vec<_> = procs
+        .iter()
+        .map(|(pr, _)| alloc_of(s, pr, g, all))
+        .collect();
     let need: u16 = allocs.iter().map(|a| 1 + u16::from(a.is_some())).sum();
     let header = area.height >= 2;
     let body = area.height - u16::from(header);
@@ -348,7 +352,9 @@ fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme
                 width: hist_w - 1,
                 ..row
             };
-            p.paint("process history", |buf| process_history(app, pr, pg, spark, buf, theme));
+            p.paint("process history", |buf| {
+                process_history(app, pr, pg, spark, buf, theme)
+            });
         }
         y += 1;
         shown += 1;
@@ -356,7 +362,9 @@ fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme
             && y < end
         {
             let row = Rect { y, ..row };
-            p.paint("allocator line", |buf| alloc_summary(pa, d, theme).render(row, buf));
+            p.paint("allocator line", |buf| {
+                alloc_summary(pa, d, theme).render(row, buf)
+            });
             y += 1;
         }
     }
@@ -376,7 +384,11 @@ fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme
         let hist_w = history_width(area.width);
         let mut titles = proc_header(area.width - hist_w);
         if hist_w > 0 {
-            titles.push_str(&format!(" {:<w$}", "USED OVER TIME", w = usize::from(hist_w - 1)));
+            titles.push_str(&format!(
+                " {:<w$}",
+                "USED OVER TIME",
+                w = usize::from(hist_w - 1)
+            ));
         }
         if left > 0 && !more_row {
             let note = if wide {
@@ -400,12 +412,28 @@ fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme
 /// On wide cards each process row ends with its own usage over the window, in the cells
 /// a padded command column would otherwise leave empty.
 fn history_width(width: u16) -> u16 {
-    if width >= 100 { (width - 80).min(61) } else { 0 }
+    if width >= 100 {
+        (width - 80).min(61)
+    } else {
+        0
+    }
 }
 
-fn process_history(app: &App, pr: &ProcState, pg: &ProcGpu, area: Rect, buf: &mut Buffer, theme: &Theme) {
+fn process_history(
+    app: &App,
+    pr: &ProcState,
+    pg: &ProcGpu,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
     let s = app.view_state();
-    let grid = Grid::fit(s.now, Some(pr.first_seen), app.window_ms(), usize::from(area.width).max(1));
+    let grid = Grid::fit(
+        s.now,
+        Some(pr.first_seen),
+        app.window_ms(),
+        usize::from(area.width).max(1),
+    );
     // A process missing from a tick has left the card (or not arrived): blank, not the
     // failed-sample mark a GPU gets.
     let cols: Vec<Col> = sample(&pg.used, &grid)
@@ -439,7 +467,11 @@ fn compact(p: &mut Painter, app: &App, g: &GpuState, sel: bool, area: Rect, them
     });
     let rest_w = area.width.saturating_sub(head_w);
     // One row keeps at least 8 cells for the sparkline; the usage drops its peak first.
-    let usage_room = if area.height >= 2 { rest_w } else { rest_w.saturating_sub(8).min(49) };
+    let usage_room = if area.height >= 2 {
+        rest_w
+    } else {
+        rest_w.saturating_sub(8).min(49)
+    };
     let line = usage_line(g, usage_room, theme);
     let line_w = line.width() as u16;
     let (usage, spark) = if area.height >= 2 {

@@ -5,9 +5,9 @@
 //! with both names and the position instead of silently hiding one of them.
 
 use ratatui::buffer::{Buffer, Cell};
+use ratatui::layout::Rect;
 #[cfg(test)]
 use ratatui::style::Style;
-use ratatui::layout::Rect;
 
 /// A cell no widget draws: marks "untouched" in the scratch buffer, so writes of plain
 /// spaces (padding that would erase a neighbour) count as writes too.
@@ -70,7 +70,9 @@ impl<'a> Painter<'a> {
 
     /// Cells written by more than one piece, as `x,y: first / second`.
     pub fn clashes(&self) -> Vec<String> {
-        self.check.as_ref().map_or_else(Vec::new, |c| c.clashes.clone())
+        self.check
+            .as_ref()
+            .map_or_else(Vec::new, |c| c.clashes.clone())
     }
 
     fn draw<R>(&mut self, name: &str, over: bool, f: impl FnOnce(&mut Buffer) -> R) {
@@ -168,7 +170,9 @@ mod tests {
         p.paint("row", |b| b.set_string(0, 0, "abcdef", Style::new()));
         p.paint("badge", |b| b.set_string(8, 0, "+2", Style::new()));
         assert!(p.clashes().is_empty());
-        p.paint("indicator", |b| b.set_string(4, 0, "+1 below", Style::new()));
+        p.paint("indicator", |b| {
+            b.set_string(4, 0, "+1 below", Style::new())
+        });
         let c = p.clashes();
         assert_eq!(c.first().map(String::as_str), Some("4,0: row / indicator"));
         assert_eq!(buf[(4, 0)].symbol(), "+");

@@ -94,7 +94,9 @@ pub fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, theme: &
         return;
     }
     if a.axis.width > 0 {
-        p.paint("value axis", |buf| value_axis(buf, a.axis, &plot.scale, theme));
+        p.paint("value axis", |buf| {
+            value_axis(buf, a.axis, &plot.scale, theme)
+        });
     }
     p.plot_area(a.plot);
     p.paint("plot", |buf| {
@@ -106,7 +108,9 @@ pub fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, theme: &
         mark_gaps(buf, a.plot, plot, theme);
     });
     if let Some(t) = a.time {
-        p.paint("time axis", |buf| time_axis(buf, t, a.axis.width, &plot.grid, theme));
+        p.paint("time axis", |buf| {
+            time_axis(buf, t, a.axis.width, &plot.grid, theme)
+        });
         let label = format!("zoom {zoom}");
         if a.axis.width > 1 && label.len() < usize::from(a.axis.width) {
             let w = usize::from(a.axis.width - 1);
@@ -119,14 +123,22 @@ pub fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, theme: &
 
 /// Row of `area` that holds value fraction `f` (0 bottom, 1 top).
 fn row_of(f: f64, rows: u16) -> u16 {
-    let from_bottom = (f * f64::from(rows) - 1e-9).floor().clamp(0.0, f64::from(rows - 1));
+    let from_bottom = (f * f64::from(rows) - 1e-9)
+        .floor()
+        .clamp(0.0, f64::from(rows - 1));
     rows - 1 - from_bottom as u16
 }
 
 fn value_axis(buf: &mut Buffer, area: Rect, s: &Scale, theme: &Theme) {
-    let (line, tick) = if theme.ascii { ('|', '+') } else { ('│', '┤') };
+    let (line, tick) = if theme.ascii {
+        ('|', '+')
+    } else {
+        ('│', '┤')
+    };
     for y in area.top()..area.bottom() {
-        buf[(area.right() - 1, y)].set_char(line).set_style(theme.dim());
+        buf[(area.right() - 1, y)]
+            .set_char(line)
+            .set_style(theme.dim());
     }
     let mut used = vec![false; usize::from(area.height)];
     // Top first: the highest tick names the scale and must not be skipped.
@@ -281,9 +293,16 @@ fn ascii_plot(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
 
 /// A cell whose every slot failed shows the gap mark on the floor (no data drawn there).
 fn mark_gaps(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
-    let Some(main) = plot.traces.first() else { return };
+    let Some(main) = plot.traces.first() else {
+        return;
+    };
     let k = slots_per_cell(theme);
-    for (i, cell) in main.cols.chunks(k).enumerate().take(usize::from(area.width)) {
+    for (i, cell) in main
+        .cols
+        .chunks(k)
+        .enumerate()
+        .take(usize::from(area.width))
+    {
         if cell.iter().all(|c| *c == Col::Gap) {
             buf[(area.x + i as u16, area.bottom() - 1)]
                 .set_char(theme.gap())
@@ -293,16 +312,26 @@ fn mark_gaps(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
 }
 
 fn time_axis(buf: &mut Buffer, area: Rect, axis_w: u16, g: &Grid, theme: &Theme) {
-    let (line, tick, corner) = if theme.ascii { ('-', '+', '+') } else { ('─', '┴', '└') };
+    let (line, tick, corner) = if theme.ascii {
+        ('-', '+', '+')
+    } else {
+        ('─', '┴', '└')
+    };
     let plot_x = area.x + axis_w;
     let cells = area.width - axis_w;
     if axis_w > 0 {
-        buf[(plot_x - 1, area.y)].set_char(corner).set_style(theme.dim());
+        buf[(plot_x - 1, area.y)]
+            .set_char(corner)
+            .set_style(theme.dim());
     }
     for x in plot_x..area.right() {
         buf[(x, area.y)].set_char(line).set_style(theme.dim());
     }
-    let label_w = if g.end() - g.start >= 20 * 60_000 { 5 } else { 8 };
+    let label_w = if g.end() - g.start >= 20 * 60_000 {
+        5
+    } else {
+        8
+    };
     let (every, ticks) = time_ticks(g, cells, label_w + 1);
     for (col, t) in ticks {
         let clock = theme.clock(t);

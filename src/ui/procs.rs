@@ -78,7 +78,10 @@ pub fn proc_header(width: u16) -> String {
     let (head, tail) = if w < 50 {
         ("    PID ", format!(" {:<8}{:>9}", "CUDA", "USED"))
     } else {
-        ("    PID USER     ", format!(" {:<8}{:>9}{:>13}", "CUDA", "USED", "PEAK"))
+        (
+            "    PID USER     ",
+            format!(" {:<8}{:>9}{:>13}", "CUDA", "USED", "PEAK"),
+        )
     };
     let cmd_w = w.saturating_sub(head.len() + tail.len() + 1);
     format!("{head}{:<cmd_w$} {tail}", "COMMAND")
@@ -141,7 +144,12 @@ pub fn render_table(
         let t = format!(" +{hidden} below (j) ");
         let y = area.y + area.height - 1;
         let rule = usize::from(area.width).saturating_sub(t.len());
-        buf.set_string(area.x, y, theme.hline().to_string().repeat(rule), theme.dim());
+        buf.set_string(
+            area.x,
+            y,
+            theme.hline().to_string().repeat(rule),
+            theme.dim(),
+        );
         buf.set_string(area.x + rule as u16, y, t, theme.warn());
     }
 }

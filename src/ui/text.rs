@@ -69,7 +69,9 @@ fn drop_trailing_options(cmd: &str, width: usize, ascii: bool) -> Option<String>
     let mut end = words.len();
     while end > first_opt + 1 {
         // Step back over one option and its values.
-        let start = (first_opt + 1..end).rev().find(|&i| words[i].starts_with("--"))?;
+        let start = (first_opt + 1..end)
+            .rev()
+            .find(|&i| words[i].starts_with("--"))?;
         end = start;
         let kept = words[..end].join(" ");
         let n = kept.chars().count();
@@ -131,17 +133,29 @@ mod tests {
             fit_command(c, 56, false),
             "scenario.py --name leak_nvml_only --deadline 1795971387"
         );
-        assert_eq!(fit_command(c, 34, false), "scenario.py --name leak_nvml_only");
+        assert_eq!(
+            fit_command(c, 34, false),
+            "scenario.py --name leak_nvml_only"
+        );
         assert_eq!(fit_command(c, 20, false), "…leak_nvml_only");
         // Positional arguments: the script name stays, the middle goes.
         let short = fit_command("python3 hold.py 3.0 30 cvd_unset --step 0.25", 16, false);
         assert_eq!(short.chars().count(), 16);
         assert!(short.starts_with("hold.py 3.0"), "{short}");
-        assert_eq!(fit_command("python3 -u train.py --lr 3e-4", 20, true), "train.py --lr 3e-4");
+        assert_eq!(
+            fit_command("python3 -u train.py --lr 3e-4", 20, true),
+            "train.py --lr 3e-4"
+        );
         assert_eq!(fit_command("abcdefghij", 6, true), "abc..j");
         let demo = "python3 scenario2.py --name demo_leak --seconds 157";
-        assert_eq!(fit_command(demo, 31, false), "scenario2.py --name demo_leak …");
-        assert_eq!(fit_command(demo, 29, false), "scenario2.py --name demo_leak");
+        assert_eq!(
+            fit_command(demo, 31, false),
+            "scenario2.py --name demo_leak …"
+        );
+        assert_eq!(
+            fit_command(demo, 29, false),
+            "scenario2.py --name demo_leak"
+        );
         assert_eq!(fit_command(demo, 17, false), "…--name demo_leak");
         assert_eq!(fit_command(demo, 12, false), "…demo_leak");
         assert_eq!(fit_command("abcdefghij", 2, true), "ab");

@@ -18,17 +18,34 @@ pub struct Source {
 /// The real recordings that make up the 8 GPUs: two 2-GPU companion runs, the
 /// CUDA_VISIBLE_DEVICES run, a grow/shrink run and an idle card.
 pub const EIGHT: [Source; 5] = [
-    Source { path: "corpus/corpus_leak.jsonl", gpus: 2 },
-    Source { path: "fixtures/h200x2_cvd.jsonl", gpus: 2 },
-    Source { path: "fixtures/h200_torch_companion.jsonl", gpus: 2 },
-    Source { path: "fixtures/h200_torch_grow_shrink.jsonl", gpus: 1 },
-    Source { path: "fixtures/h200_idle.jsonl", gpus: 1 },
+    Source {
+        path: "corpus/corpus_leak.jsonl",
+        gpus: 2,
+    },
+    Source {
+        path: "fixtures/h200x2_cvd.jsonl",
+        gpus: 2,
+    },
+    Source {
+        path: "fixtures/h200_torch_companion.jsonl",
+        gpus: 2,
+    },
+    Source {
+        path: "fixtures/h200_torch_grow_shrink.jsonl",
+        gpus: 1,
+    },
+    Source {
+        path: "fixtures/h200_idle.jsonl",
+        gpus: 1,
+    },
 ];
 
 const PID_STRIDE: u64 = 100_000;
 
 fn read(path: &str) -> Vec<String> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(path);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(path);
     std::fs::read_to_string(&p)
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
         .lines()
@@ -113,9 +130,17 @@ pub fn combine(sources: &[Source], interval_ms: i64) -> Vec<String> {
         }
         let header: Value = serde_json::from_str(&lines[0]).expect("header");
         let mut map = Vec::new();
-        for g in header["gpus"].as_array().expect("gpus").iter().take(src.gpus) {
+        for g in header["gpus"]
+            .as_array()
+            .expect("gpus")
+            .iter()
+            .take(src.gpus)
+        {
             let mut g = g.clone();
-            map.push((g["index"].as_u64().expect("index"), header_gpus.len() as u64));
+            map.push((
+                g["index"].as_u64().expect("index"),
+                header_gpus.len() as u64,
+            ));
             g["index"] = Value::from(header_gpus.len() as u64);
             header_gpus.push(g);
         }
