@@ -205,9 +205,13 @@ pub fn eight_gpu_file() -> PathBuf {
 }
 
 fn write_eight() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-recordings");
+    // One directory per test process (test binaries run in parallel); a fixed file name,
+    // since the screen shows it.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/test-recordings")
+        .join(std::process::id().to_string());
     std::fs::create_dir_all(&dir).expect("target dir");
-    let path = dir.join(format!("h200x8_combined.{}.jsonl", std::process::id()));
+    let path = dir.join("h200x8_combined.jsonl");
     let mut text = combine(&EIGHT, 500).join("\n");
     text.push('\n');
     std::fs::write(&path, text).expect("write combined recording");
