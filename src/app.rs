@@ -56,6 +56,10 @@ pub struct App {
     pub proc_row: usize,
     pub zoom: usize,
     pub alert_row: usize,
+    /// Charts run from zero to the card's total instead of fitting the data (key `f`).
+    pub full_scale: bool,
+    /// The detail chart shows the whole card instead of the selected process (key `c`).
+    pub card_chart: bool,
     /// Ring the terminal bell when an alert is raised or worsens.
     pub bell: bool,
     /// A note shown once in the status line (e.g. why the demo is playing).
@@ -76,6 +80,8 @@ impl App {
             proc_row: 0,
             zoom: 1,
             alert_row: 0,
+            full_scale: false,
+            card_chart: false,
             bell: false,
             notice: None,
             quit_reason: None,
@@ -195,6 +201,8 @@ impl App {
                     None => Some(Box::new(self.pipe.state.clone())),
                 };
             }
+            Action::FullScale => self.full_scale = !self.full_scale,
+            Action::CardChart => self.card_chart = !self.card_chart,
             Action::ZoomIn => self.zoom = self.zoom.saturating_sub(1),
             Action::ZoomOut => self.zoom = (self.zoom + 1).min(ZOOMS.len() - 1),
             Action::Faster | Action::Slower => {

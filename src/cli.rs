@@ -52,8 +52,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Print one sample of everything and exit.
     Snapshot(SnapshotArgs),
-    /// Play the bundled recording of a real H200 run.
-    Demo(DisplayArgs),
+    /// Play a bundled recording of a real H200 run (`gpumon demo list` names them).
+    Demo(DemoArgs),
     /// Serve Prometheus/OpenMetrics metrics headless (live, or from a recording).
     Serve(ServeArgs),
     /// Run a program with the gpumon companion loaded (Python) and report to gpumon.
@@ -95,6 +95,14 @@ pub struct FilterArgs {
     /// Only these process ids, comma-separated.
     #[arg(long, value_name = "PIDS", value_delimiter = ',')]
     pub pid: Vec<u32>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct DemoArgs {
+    /// Which recording: `list` prints them; without a name, the richest one.
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub display: DisplayArgs,
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -196,7 +196,7 @@ pub fn apply(cfg: &Resolved, cli: &mut Cli, matches: &ArgMatches) {
         None => Some(&mut cli.watch.display),
         Some(Command::Watch(w)) => Some(&mut w.display),
         Some(Command::Replay(r)) => Some(&mut r.display),
-        Some(Command::Demo(d)) => Some(d),
+        Some(Command::Demo(d)) => Some(&mut d.display),
         _ => None,
     };
     if let Some(d) = display {

@@ -23,6 +23,14 @@ pub const ASSETS: &[(&str, &[u8])] = &[
         "demo-companion.gpumon.jsonl",
         include_bytes!("../assets/demo-companion.gpumon.jsonl"),
     ),
+    (
+        "demo-leaks.gpumon.jsonl",
+        include_bytes!("../assets/demo-leaks.gpumon.jsonl"),
+    ),
+    (
+        "demo-grow-shrink.gpumon.jsonl",
+        include_bytes!("../assets/demo-grow-shrink.gpumon.jsonl"),
+    ),
 ];
 
 /// FNV-1a over names and contents: names a cache directory after what it holds.

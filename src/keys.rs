@@ -22,6 +22,8 @@ pub enum Action {
     SeekBack,
     SeekForward,
     ToEnd,
+    FullScale,
+    CardChart,
 }
 
 pub struct Binding {
@@ -78,6 +80,18 @@ pub const BINDINGS: &[Binding] = &[
         Char('=')
     ),
     bind!("-", "zoom out (longer time window)", ZoomOut, Char('-')),
+    bind!(
+        "f",
+        "charts: fit the data / the card's full scale",
+        FullScale,
+        Char('f')
+    ),
+    bind!(
+        "c",
+        "detail chart: the card / the selected process",
+        CardChart,
+        Char('c')
+    ),
     bind!(">", "replay faster", Faster, Char('>')),
     bind!("<", "replay slower", Slower, Char('<')),
     bind!("[", "replay: seek back one window", SeekBack, Char('[')),

@@ -99,11 +99,14 @@ fn replay_in_tmux_shows_gpu_and_process_and_q_restores_the_terminal() {
         p.contains("GPU-49ba6da8"),
         "detail view shows the UUID:\n{p}"
     );
-    assert!(p.contains("-5m"), "chart axis at the default window:\n{p}");
+    assert!(
+        p.contains("zoom 5m"),
+        "chart axis at the default window:\n{p}"
+    );
     keys(&s, &["-"]);
-    assert!(pane(&s).contains("-15m"), "zoom out widens the window");
+    assert!(pane(&s).contains("zoom 15m"), "zoom out widens the window");
     keys(&s, &["+", "+"]);
-    assert!(pane(&s).contains("-1m"), "zoom in narrows it");
+    assert!(pane(&s).contains("zoom 1m"), "zoom in narrows it");
     keys(&s, &["Tab"]);
     keys(&s, &["Space"]);
     assert!(

@@ -31,6 +31,7 @@ const QUEUE: usize = 1024;
 const INPUT_FRAME: Duration = Duration::from_millis(16);
 const DATA_FRAME: Duration = Duration::from_millis(250);
 
+pub mod demos;
 mod headless;
 mod threads;
 mod tui;
@@ -39,26 +40,9 @@ use headless::*;
 use threads::*;
 use tui::*;
 
-/// Where the bundled recording of a real H200 run lives.
+/// Where the default bundled recording (a real 2-GPU H200 run) lives.
 pub fn demo_path() -> Option<PathBuf> {
-    let name = "demo.gpumon.jsonl";
-    let mut candidates = Vec::new();
-    if let Some(p) = std::env::var_os("GPUMON_DEMO") {
-        candidates.push(PathBuf::from(p));
-    }
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(dir) = exe.parent()
-    {
-        candidates.push(dir.join("../share/gpumon").join(name));
-        candidates.push(dir.join("../../assets").join(name));
-    }
-    // Last, the copy inside the binary (src/embed.rs), so an installed gpumon needs no tree.
-    candidates.into_iter().find(|p| p.is_file()).or_else(|| {
-        crate::embed::asset(&crate::embed::cache_root(), name)
-            .map_err(|e| eprintln!("gpumon: {e:#}"))
-            .ok()
-            .flatten()
-    })
+    demos::find(None).ok().map(|(_, p)| p)
 }
 
 pub fn main_entry(cli: Cli) -> Result<i32> {
@@ -93,18 +77,25 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
             Some(Command::Watch(w)) => watch(w).await,
             Some(Command::Replay(r)) if r.out.headless => replay_headless(r).await,
             Some(Command::Replay(r)) => replay_tui(r, false, None).await,
+            Some(Command::Demo(d)) if d.name.as_deref() == Some("list") => {
+                print!("{}", demos::list());
+                Ok(0)
+            }
             Some(Command::Demo(d)) => {
-                let file = demo_path()
-                    .context("the bundled recording assets/demo.gpumon.jsonl is missing")?;
+                let (demo, file) = demos::find(d.name.as_deref()).map_err(anyhow::Error::msg)?;
                 let args = ReplayArgs {
                     file,
                     speed: Speed::Times(1.0),
                     follow: false,
                     filter: Default::default(),
                     out: OutputArgs::default(),
-                    display: d,
+                    display: d.display,
                 };
-                replay_tui(args, true, None).await
+                let note = format!(
+                    "demo '{}': a recorded H200 run, replayed in a loop (gpumon demo list)",
+                    demo.name
+                );
+                replay_tui(args, true, Some(note)).await
             }
             Some(Command::Record(r)) => record(r).await,
             Some(Command::Serve(s)) => serve(s).await,

@@ -46,7 +46,9 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
                 anyhow::bail!("{e}; and the bundled demo recording is missing");
             };
             eprintln!("gpumon: {e} -- showing the bundled recording of a real H200 run instead");
-            let notice = format!("{e}: playing the bundled recording");
+            // One short line on screen; the full reason went to stderr above.
+            let notice = "no NVIDIA driver: replaying a recorded 2-GPU H200 run (gpumon demo list)"
+                .to_string();
             let args = ReplayArgs {
                 file,
                 speed: Speed::Times(1.0),
@@ -89,6 +91,27 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
     code
 }
 
+/// The demo opens this far into its recording, so the charts already have history.
+const DEMO_SKIP_MS: i64 = 40_000;
+
+/// A demo that reached its end starts again (from where it opened, history rebuilt):
+/// the seek control to send, once per end reached.
+fn demo_loop(app: &App, looped_from: &mut Option<i64>) -> Option<replay::Control> {
+    let SourceKind::Replay { demo: true, .. } = app.source else {
+        return None;
+    };
+    let r = app.replay?;
+    if !r.ended || r.paused || r.following {
+        *looped_from = None;
+        return None;
+    }
+    if *looped_from == Some(r.pos) {
+        return None;
+    }
+    *looped_from = Some(r.pos);
+    Some(replay::Control::Seek(r.start + DEMO_SKIP_MS - r.pos))
+}
+
 pub(super) async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>) -> Result<i32> {
     if !r.follow {
         validate(&r.file)?;
@@ -99,7 +122,7 @@ pub(super) async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>
             path: r.file.clone(),
             speed: r.speed,
             follow: r.follow,
-            skip_ms: if demo { 40_000 } else { 0 },
+            skip_ms: if demo { DEMO_SKIP_MS } else { 0 },
         },
         tx.clone(),
     )?;
@@ -177,6 +200,7 @@ where
 {
     let mut dirty: Option<Duration> = Some(Duration::ZERO);
     let mut last_draw = Instant::now();
+    let mut looped_from = None;
     loop {
         if let Some(cap) = dirty {
             let wait = cap.saturating_sub(last_draw.elapsed());
@@ -224,5 +248,8 @@ where
             };
         }
         app.pipe.publish();
+        if let (Some(c), Some(h)) = (demo_loop(app, &mut looped_from), replay) {
+            let _ = h.control.send(c);
+        }
     }
 }

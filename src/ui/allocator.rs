@@ -274,7 +274,13 @@ fn link_line(p: &ProcAlloc, theme: &Theme) -> Option<Line<'static>> {
 pub fn render_process_alloc(area: Rect, buf: &mut Buffer, v: &AllocView<'_>, theme: &Theme) {
     let lines = panel_lines(v, area.width, area.height, theme);
     for (i, line) in lines.into_iter().take(usize::from(area.height)).enumerate() {
-        buf.set_line(area.x, area.y + i as u16, &line, area.width);
+        let y = area.y + i as u16;
+        buf.set_line(area.x, y, &line, area.width);
+        // A cut line says so in its last cell instead of ending mid-word.
+        if line.width() > usize::from(area.width) && area.width > 0 {
+            let dots = if theme.ascii { '>' } else { '…' };
+            buf[(area.right() - 1, y)].set_char(dots);
+        }
     }
 }
 

@@ -1,13 +1,13 @@
-//! Memory charts drawn cell by cell, so they work in ASCII as well as Unicode,
-//! show gaps as gaps (not zeros), and keep spikes: each column shows the
-//! maximum of the buckets it covers.
+//! Time and value geometry shared by every chart: a fixed time grid (so the past never
+//! changes as time moves on), reduction of a series onto it (max per slot: spikes survive,
+//! gaps stay gaps), round value scales in GiB/MiB, and wall-clock ticks.
+//! Drawing lives in `plot.rs`; this file never touches a buffer except the one-row sparkline.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 
 use super::theme::Theme;
-use crate::model::bytes::gib1;
 use crate::model::series::Series;
 use crate::model::time::Ts;
 
@@ -20,21 +20,88 @@ pub enum Col {
     Val(f64),
 }
 
-/// Reduce a series to `width` columns over `[from, to]` (max per column).
-pub fn columns(series: &Series, from: Ts, to: Ts, width: u16) -> Vec<Col> {
-    let w = usize::from(width);
-    let mut cols = vec![Col::None; w];
-    if w == 0 || to <= from {
-        return cols;
+impl Col {
+    pub fn val(self) -> Option<f64> {
+        match self {
+            Col::Val(v) => Some(v),
+            _ => None,
+        }
     }
-    let span = (to - from) as f64;
-    let res = series.resolution(from);
-    for b in series.window(from, to) {
-        // A bucket covers [start, start + res): mark every column it overlaps.
-        let c0 = (((b.start - from) as f64 / span) * w as f64).floor();
-        let c1 = (((b.start + res - 1 - from) as f64 / span) * w as f64).floor();
-        let (c0, c1) = (c0.max(0.0) as usize, (c1.max(0.0) as usize).min(w - 1));
-        for c in cols.iter_mut().take(c1 + 1).skip(c0) {
+}
+
+/// Slot widths a grid may use, in ms. Neighbours differ by at most 1.33x so a history
+/// shorter than the window still fills at least three quarters of the chart.
+const STEPS: [i64; 40] = [
+    50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 600, 750, 1_000, 1_250, 1_500, 2_000,
+    2_500, 3_000, 4_000, 5_000, 6_000, 7_500, 10_000, 12_500, 15_000, 20_000, 25_000, 30_000,
+    40_000, 50_000, 60_000, 75_000, 90_000, 120_000, 150_000, 180_000, 240_000, 300_000, 450_000,
+];
+
+/// `n` slots of `step` ms ending with the slot that holds `now`. Slot edges are multiples
+/// of `step` in absolute time, so a slot covers the same interval in every frame: as time
+/// passes, cells move left whole, and none changes value (no shimmer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    pub start: Ts,
+    pub step: i64,
+    pub n: usize,
+}
+
+impl Grid {
+    /// The grid for `n` slots that covers at least `span` ms up to `now`.
+    pub fn new(now: Ts, span: i64, n: usize) -> Grid {
+        let n = n.max(1);
+        let want = (span.max(1) as f64 / n as f64).ceil() as i64;
+        let step = STEPS
+            .iter()
+            .copied()
+            .find(|&s| s >= want)
+            .unwrap_or_else(|| {
+                // Longer than 15 min per slot (days on a narrow pane): whole minutes.
+                (want + 59_999) / 60_000 * 60_000
+            });
+        let end = (now.div_euclid(step) + 1) * step;
+        Grid {
+            start: end - step * n as i64,
+            step,
+            n,
+        }
+    }
+
+    /// The grid for a chart: the zoom window, or only the history when it is shorter (a
+    /// process that started 40 s ago fills the chart instead of being a bump at its edge).
+    pub fn fit(now: Ts, first: Option<Ts>, window: i64, n: usize) -> Grid {
+        let history = first.map_or(window, |f| (now - f).max(0));
+        // Ten seconds at least, so the first samples do not draw as a wall.
+        Grid::new(now, history.clamp(10_000, window.max(10_000)), n)
+    }
+
+    pub fn end(&self) -> Ts {
+        self.start + self.step * self.n as i64
+    }
+
+    /// Slot holding time `t`, if it is on the grid.
+    pub fn slot(&self, t: Ts) -> Option<usize> {
+        if t < self.start || t >= self.end() {
+            return None;
+        }
+        Some(((t - self.start) / self.step) as usize)
+    }
+}
+
+/// Reduce a series onto the grid: the maximum of the buckets each slot overlaps.
+pub fn sample(series: &Series, g: &Grid) -> Vec<Col> {
+    let mut cols = vec![Col::None; g.n];
+    let res = series.resolution(g.start);
+    for b in series.window(g.start, g.end()) {
+        // A bucket covers [start, start + res): mark every slot it overlaps.
+        let s0 = (b.start - g.start).div_euclid(g.step).max(0) as usize;
+        let s1 = (b.start + res - 1 - g.start).div_euclid(g.step);
+        if s1 < 0 {
+            continue;
+        }
+        let s1 = (s1 as usize).min(g.n - 1);
+        for c in cols.iter_mut().take(s1 + 1).skip(s0) {
             *c = match (*c, b.is_gap()) {
                 (Col::Val(v), false) => Col::Val(v.max(b.max)),
                 (Col::Val(v), true) => Col::Val(v),
@@ -46,152 +113,185 @@ pub fn columns(series: &Series, from: Ts, to: Ts, width: u16) -> Vec<Col> {
     cols
 }
 
-/// One-row sparkline scaled to `y_max`.
+/// Lowest and highest value over the slots, ignoring gaps.
+pub fn extent(cols: &[Col]) -> Option<(f64, f64)> {
+    cols.iter()
+        .filter_map(|c| c.val())
+        .fold(None, |acc, v| match acc {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        })
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+const GIB: f64 = MIB * 1024.0;
+
+/// A value axis: `lo..hi` in bytes, ticks every `tick`, labelled in `unit`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    pub lo: f64,
+    pub hi: f64,
+    pub tick: f64,
+    unit: f64,
+    unit_name: &'static str,
+}
+
+impl Scale {
+    /// A round scale for data in `[lo, hi]` drawn over `rows` rows. With `full` the axis
+    /// runs from zero to that value (the card's total). Otherwise it fits the data: from
+    /// zero when the data reaches down near it, else from a round value under the data, so
+    /// a 12 MiB/epoch leak on a 60 GiB process is a visible slope, not a flat line.
+    /// `cap` (the card's total) keeps a round-up from running past what the card holds.
+    pub fn fit(lo: f64, hi: f64, rows: u16, full: Option<f64>, cap: f64) -> Scale {
+        let intervals = f64::from((rows / 3).clamp(1, 5));
+        let (lo, hi) = match full {
+            Some(t) if t > 0.0 => (0.0, t.max(hi)),
+            _ => (lo.max(0.0), hi.max(lo).max(MIB)),
+        };
+        // Zero-based when the data reaches down near zero, and when it is flat (under 0.2%
+        // of its level): a band around a constant would only magnify noise.
+        let flat = hi - lo < hi * 0.002;
+        let lo_fit = if lo < hi * 0.5 || flat { 0.0 } else { lo };
+        let span = (hi - lo_fit).max(hi * 0.005).max(MIB);
+        let unit = if hi >= GIB { GIB } else { MIB };
+        let tick = nice_step(span / intervals, unit);
+        // Off zero, keep half a tick of room on each side so a flat line is not drawn
+        // on the frame.
+        let pad = if lo_fit > 0.0 { tick * 0.5 } else { 0.0 };
+        let mut s_lo = ((lo_fit - pad) / tick).floor().max(0.0) * tick;
+        let mut s_hi = ((hi + pad) / tick).ceil() * tick;
+        if full.is_some() {
+            s_lo = 0.0;
+            s_hi = s_hi.max(hi);
+        }
+        if s_hi <= s_lo {
+            s_hi = s_lo + tick;
+        }
+        if cap > 0.0 && s_hi > cap && hi <= cap {
+            s_hi = cap;
+        }
+        let (unit, unit_name) = if s_hi >= GIB {
+            (GIB, "GiB")
+        } else {
+            (MIB, "MiB")
+        };
+        Scale {
+            lo: s_lo,
+            hi: s_hi,
+            tick,
+            unit,
+            unit_name,
+        }
+    }
+
+    /// The 0..1 axis of an index (the fragmentation index F).
+    pub fn unit_fraction() -> Scale {
+        Scale {
+            lo: 0.0,
+            hi: 1.0,
+            tick: 0.5,
+            unit: 1.0,
+            unit_name: "",
+        }
+    }
+
+    /// Position of `v` as a fraction of the axis height (clamped to 0..1).
+    pub fn frac(&self, v: f64) -> f64 {
+        ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
+    }
+
+    /// Tick values from bottom to top: round multiples, and the top when it is the cap.
+    pub fn ticks(&self) -> impl Iterator<Item = f64> + '_ {
+        let n = ((self.hi - self.lo) / self.tick + 1e-9).floor() as i64;
+        let last = self.lo + n as f64 * self.tick;
+        let top = (self.hi - last > self.tick * 0.25).then_some(self.hi);
+        (0..=n)
+            .map(move |i| self.lo + i as f64 * self.tick)
+            .chain(top)
+    }
+
+    /// `label` in at most `w` characters: without the space before the unit if need be.
+    pub fn label_in(&self, v: f64, w: usize) -> String {
+        let l = self.label(v);
+        if l.len() <= w {
+            l
+        } else {
+            l.replacen(' ', "", 1)
+        }
+    }
+
+    /// `20 GiB`, `2.5 GiB`, `512 MiB`: every label of one axis in the same unit.
+    pub fn label(&self, v: f64) -> String {
+        let x = v / self.unit;
+        let decimals = if (self.tick / self.unit).fract().abs() < 1e-9 && x.fract().abs() < 1e-9 {
+            0
+        } else if (self.tick / self.unit * 10.0).fract().abs() < 1e-6 {
+            1
+        } else {
+            2
+        };
+        format!("{x:.decimals$} {}", self.unit_name)
+    }
+}
+
+/// 1, 2, 2.5 or 5 times a power of ten of `unit` (GiB or MiB), at least `raw`: ticks then
+/// read as round numbers in the unit the axis is labelled in.
+fn nice_step(raw: f64, unit: f64) -> f64 {
+    let x = (raw / unit).max(1e-9);
+    let p = 10f64.powf(x.log10().floor());
+    let m = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .find(|m| m * p >= x * (1.0 - 1e-9))
+        .unwrap_or(10.0);
+    (m * p * unit).max(if unit == MIB { MIB } else { 0.0 })
+}
+
+/// Wall-clock tick interval for a grid `cells` wide: round times (`16:54:30`) spaced so
+/// that a label of `label_w` characters fits between neighbours.
+pub fn time_ticks(g: &Grid, cells: u16, label_w: usize) -> (i64, Vec<(u16, Ts)>) {
+    const EVERY: [i64; 17] = [
+        1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000,
+        1_800_000, 3_600_000, 7_200_000, 10_800_000, 21_600_000, 43_200_000,
+    ];
+    let span = g.end() - g.start;
+    let per_cell = span as f64 / f64::from(cells.max(1));
+    let min_gap = (label_w + 2) as f64 * per_cell;
+    let every = EVERY
+        .iter()
+        .copied()
+        .find(|&e| e as f64 >= min_gap)
+        .unwrap_or(86_400_000);
+    let mut out = Vec::new();
+    let mut t = (g.start.div_euclid(every) + 1) * every;
+    while t < g.end() {
+        let col = ((t - g.start) as f64 / per_cell).floor() as u16;
+        out.push((col.min(cells.saturating_sub(1)), t));
+        t += every;
+    }
+    (every, out)
+}
+
+/// One-row sparkline scaled to `scale`, one cell per slot.
 pub fn sparkline(
     buf: &mut Buffer,
     area: Rect,
     cols: &[Col],
-    y_max: f64,
+    scale: &Scale,
     theme: &Theme,
     style: Style,
 ) {
     for (i, c) in cols.iter().enumerate().take(usize::from(area.width)) {
         let x = area.x + i as u16;
         let (ch, st) = match *c {
-            Col::None => (' ', style),
+            Col::None => (' ', theme.dim()),
             Col::Gap => (theme.gap(), theme.dim()),
-            Col::Val(v) => {
-                let f = if y_max > 0.0 { v / y_max } else { 0.0 };
-                // Anything above zero stays visible.
-                let ch = if v > 0.0 && theme.bar(f) == ' ' {
-                    theme.bar(0.13)
-                } else {
-                    theme.bar(f)
-                };
-                (ch, style)
-            }
+            // At the floor (an idle card): the lowest bar, dimmed, so a row of zeros
+            // reads as "nothing used" rather than "no data".
+            Col::Val(v) if v <= scale.lo => (theme.bar(1.0 / 8.0), theme.dim()),
+            // Anything above the axis floor stays visible.
+            Col::Val(v) => (theme.bar(scale.frac(v).max(1.0 / 8.0)), style),
         };
         buf[(x, area.y)].set_char(ch).set_style(st);
-    }
-}
-
-pub struct AreaChart<'a> {
-    pub cols: &'a [Col],
-    pub y_max: f64,
-    /// Horizontal reference lines (value, label) such as the peak.
-    pub lines: Vec<(f64, String, Style)>,
-    /// Vertical markers (column, label), e.g. epoch ends.
-    pub marks: Vec<(usize, String)>,
-    pub style: Style,
-    pub x_labels: (String, String),
-}
-
-pub const Y_AXIS: u16 = 6;
-
-impl AreaChart<'_> {
-    pub fn render(&self, buf: &mut Buffer, area: Rect, theme: &Theme) {
-        if area.height < 3 || area.width <= Y_AXIS + 4 {
-            return;
-        }
-        let plot = Rect {
-            x: area.x + Y_AXIS,
-            y: area.y,
-            width: area.width - Y_AXIS,
-            height: area.height - 1,
-        };
-        let h = f64::from(plot.height);
-        // Y axis: top, middle, zero, in GiB.
-        let label = |v: f64| format!("{:>5}", format!("{}G", gib1(v as u64)));
-        buf.set_string(area.x, plot.y, label(self.y_max), theme.dim());
-        if plot.height >= 5 {
-            buf.set_string(
-                area.x,
-                plot.y + plot.height / 2,
-                label(self.y_max * (1.0 - f64::from(plot.height / 2) / h)),
-                theme.dim(),
-            );
-        }
-        buf.set_string(
-            area.x,
-            plot.y + plot.height - 1,
-            format!("{:>5}", "0"),
-            theme.dim(),
-        );
-        for (i, c) in self.cols.iter().enumerate().take(usize::from(plot.width)) {
-            let x = plot.x + i as u16;
-            match *c {
-                Col::None => {}
-                Col::Gap => {
-                    buf[(x, plot.y + plot.height - 1)]
-                        .set_char(theme.gap())
-                        .set_style(theme.dim());
-                }
-                Col::Val(v) => {
-                    let filled = if self.y_max > 0.0 {
-                        (v / self.y_max).clamp(0.0, 1.0) * h
-                    } else {
-                        0.0
-                    };
-                    for r in 0..plot.height {
-                        let level = filled - f64::from(r);
-                        if level <= 0.0 {
-                            break;
-                        }
-                        let y = plot.y + plot.height - 1 - r;
-                        let ch = if level >= 1.0 {
-                            theme.full()
-                        } else {
-                            theme.bar(level)
-                        };
-                        if ch != ' ' {
-                            buf[(x, y)].set_char(ch).set_style(self.style);
-                        }
-                    }
-                    if v > 0.0 && filled < 0.5 {
-                        buf[(x, plot.y + plot.height - 1)]
-                            .set_char(theme.bar(0.13))
-                            .set_style(self.style);
-                    }
-                }
-            }
-        }
-        // Epoch marks first: a reference line's label (the peak) must stay readable.
-        let mut last_label_end = 0u16;
-        for (col, text) in &self.marks {
-            let Ok(c) = u16::try_from(*col) else { continue };
-            if c >= plot.width {
-                continue;
-            }
-            let x = plot.x + c;
-            for y in plot.y..plot.y + plot.height {
-                if buf[(x, y)].symbol() == " " {
-                    buf[(x, y)].set_char(theme.vmark()).set_style(theme.dim());
-                }
-            }
-            if x >= last_label_end && x + text.len() as u16 <= plot.x + plot.width {
-                buf.set_string(x, plot.y, text, theme.dim());
-                last_label_end = x + text.len() as u16 + 1;
-            }
-        }
-        for (value, text, style) in &self.lines {
-            if self.y_max <= 0.0 {
-                continue;
-            }
-            let r = ((value / self.y_max).clamp(0.0, 1.0) * h).ceil().max(1.0) as u16;
-            let y = plot.y + plot.height - r.min(plot.height);
-            for x in plot.x..plot.x + plot.width {
-                if buf[(x, y)].symbol() == " " {
-                    buf[(x, y)].set_char(theme.dashed()).set_style(*style);
-                }
-            }
-            let tx = plot.x + plot.width.saturating_sub(text.chars().count() as u16 + 1);
-            buf.set_stringn(tx, y, text, usize::from(plot.width), *style);
-        }
-        let y = area.y + area.height - 1;
-        buf.set_string(plot.x, y, &self.x_labels.0, theme.dim());
-        let right = &self.x_labels.1;
-        let rx = plot.x + plot.width.saturating_sub(right.chars().count() as u16);
-        buf.set_string(rx, y, right, theme.dim());
     }
 }
 
@@ -199,32 +299,129 @@ impl AreaChart<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn columns_keep_spikes_and_gaps() {
+    fn series(values: &[(i64, Option<f64>)]) -> Series {
         let mut s = Series::default();
-        for i in 0..60 {
-            let v = if i == 17 {
-                Some(100.0)
-            } else if i == 40 {
-                None
-            } else {
-                Some(10.0)
-            };
-            s.push(i * 1_000, v);
+        for &(t, v) in values {
+            s.push(t, v);
         }
-        let cols = columns(&s, 0, 60_000, 6);
+        s
+    }
+
+    #[test]
+    fn slots_keep_spikes_and_gaps() {
+        let mut pts = Vec::new();
+        for i in 0..60 {
+            let v = match i {
+                17 => Some(100.0),
+                40 => None,
+                _ => Some(10.0),
+            };
+            pts.push((i * 1_000, v));
+        }
+        let s = series(&pts);
+        let g = Grid::new(59_999, 60_000, 6);
+        assert_eq!((g.start, g.step), (0, 10_000));
+        let cols = sample(&s, &g);
         assert_eq!(cols[1], Col::Val(100.0), "spike survives a 10:1 reduction");
         assert_eq!(cols[0], Col::Val(10.0));
-        // The failed sample sits among good ones: the column still shows data.
-        assert_eq!(cols[4], Col::Val(10.0));
-        let fine = columns(&s, 0, 60_000, 60);
+        assert_eq!(
+            cols[4],
+            Col::Val(10.0),
+            "one failed sample among good ones is data"
+        );
+        let fine = sample(&s, &Grid::new(59_999, 60_000, 60));
         assert_eq!(fine[40], Col::Gap);
-        let before = columns(&s, -60_000, 60_000, 4);
+        let before = sample(&s, &Grid::new(59_999, 120_000, 4));
         assert_eq!(before[0], Col::None);
     }
 
     #[test]
-    fn ascii_sparkline_uses_only_ascii() {
+    fn past_slots_never_change_as_time_moves_on() {
+        // A wobbly series sampled every 250 ms; redraw every 100 ms for a minute and check
+        // that every slot that is complete keeps its value in every later frame.
+        let mut s = Series::default();
+        let mut seen: std::collections::BTreeMap<Ts, f64> = Default::default();
+        for k in 0..2_400i64 {
+            let t = k * 250;
+            s.push(t, Some(((k * 7919) % 97) as f64));
+            if k < 400 {
+                continue;
+            }
+            for dt in [0, 100, 200] {
+                let now = t + dt;
+                let g = Grid::new(now, 60_000, 37);
+                let cols = sample(&s, &g);
+                for (i, c) in cols.iter().enumerate() {
+                    let slot_start = g.start + i as i64 * g.step;
+                    // Complete: every sample of the slot (and its 1 s bucket) is in.
+                    if slot_start + g.step + 1_000 > now {
+                        continue;
+                    }
+                    let v = c.val().expect("complete slots hold data");
+                    let old = *seen.entry(slot_start).or_insert(v);
+                    assert_eq!(old, v, "slot at {slot_start} changed at now={now}");
+                }
+            }
+        }
+        assert!(seen.len() > 100);
+    }
+
+    #[test]
+    fn a_short_history_fills_most_of_the_chart() {
+        for secs in [11, 17, 40, 95, 200] {
+            let now = 1_000_000;
+            let g = Grid::fit(now, Some(now - secs * 1_000), 300_000, 144);
+            let covered = (now - (now - secs * 1_000).max(g.start)) as f64;
+            let frac = covered / (g.end() - g.start) as f64;
+            assert!(
+                frac >= 0.6,
+                "{secs} s of history fills {frac:.2} of the chart"
+            );
+        }
+    }
+
+    #[test]
+    fn scales_are_round_and_fit_the_data() {
+        let s = Scale::fit(0.0, 17.0 * GIB, 12, None, 140.0 * GIB);
+        assert_eq!((s.lo, s.hi, s.tick), (0.0, 20.0 * GIB, 5.0 * GIB));
+        let labels: Vec<_> = s.ticks().map(|v| s.label(v)).collect();
+        assert_eq!(labels, ["0 GiB", "5 GiB", "10 GiB", "15 GiB", "20 GiB"]);
+        // A narrow band high up: the axis starts under the data, not at zero.
+        let leak = Scale::fit(60.0 * GIB, 60.3 * GIB, 12, None, 140.0 * GIB);
+        assert!(leak.lo > 59.0 * GIB && leak.hi < 61.0 * GIB, "{leak:?}");
+        assert_eq!(leak.label(leak.tick), "0.1 GiB");
+        // Flat: from zero, so a constant 113 GiB reads as 113 GiB, not as a line in a band.
+        assert_eq!(
+            Scale::fit(113.0 * GIB, 113.0 * GIB, 12, None, 140.0 * GIB).lo,
+            0.0
+        );
+        assert!(leak.frac(60.3 * GIB) - leak.frac(60.0 * GIB) > 0.3);
+        // Full-card scale: zero to the total, whatever the data.
+        let full = Scale::fit(1.0 * GIB, 2.0 * GIB, 12, Some(140.0 * GIB), 140.0 * GIB);
+        assert_eq!(full.lo, 0.0);
+        assert!(full.hi >= 140.0 * GIB);
+        let small = Scale::fit(0.0, 300.0 * MIB, 6, None, 140.0 * GIB);
+        assert_eq!(small.label(small.hi), "400 MiB");
+        // A full card on a two-row chart: the axis stops at the total, not at 200 GiB.
+        let busy = Scale::fit(0.0, 139.6 * GIB, 2, None, 140.4 * GIB);
+        assert_eq!(busy.hi, 140.4 * GIB);
+        assert_eq!(busy.label(busy.hi), "140.4 GiB");
+    }
+
+    #[test]
+    fn clock_ticks_sit_on_round_times() {
+        let g = Grid::new(1_700_000_037_000, 300_000, 144);
+        let (every, ticks) = time_ticks(&g, 72, 8);
+        assert!(every >= 30_000, "{every}");
+        assert!(ticks.len() >= 2);
+        for (_, t) in &ticks {
+            assert_eq!(t % every, 0);
+        }
+        assert!(ticks.windows(2).all(|w| w[1].0 > w[0].0 + 8));
+    }
+
+    #[test]
+    fn ascii_sparkline_is_ascii_and_monotonic() {
         let theme = Theme {
             ascii: true,
             color: false,
@@ -234,15 +431,22 @@ mod tests {
             Col::None,
             Col::Gap,
             Col::Val(0.0),
-            Col::Val(1.0),
+            Col::Val(10.0),
             Col::Val(50.0),
+            Col::Val(75.0),
             Col::Val(100.0),
         ];
-        let area = Rect::new(0, 0, 6, 1);
+        let scale = Scale {
+            lo: 0.0,
+            hi: 100.0,
+            tick: 50.0,
+            unit: 1.0,
+            unit_name: "",
+        };
+        let area = Rect::new(0, 0, 7, 1);
         let mut buf = Buffer::empty(area);
-        sparkline(&mut buf, area, &cols, 100.0, &theme, Style::new());
-        let line: String = (0..6).map(|x| buf[(x, 0)].symbol().to_string()).collect();
-        assert!(line.is_ascii(), "{line}");
-        assert_eq!(line, " x _~#");
+        sparkline(&mut buf, area, &cols, &scale, &theme, Style::new());
+        let line: String = (0..7).map(|x| buf[(x, 0)].symbol().to_string()).collect();
+        assert_eq!(line, " x..:|#");
     }
 }

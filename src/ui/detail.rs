@@ -1,21 +1,37 @@
-//! Detail of one GPU: memory over time (used, peak, total), the process table,
-//! and what is known about the selected process.
+//! Detail of one GPU: a chart of the selected process (its NVML usage and, with a
+//! companion, allocated, reserved and the per-epoch floor and peak as separate series,
+//! epoch marks on their own row), or of the whole card (`c`); the process table; and
+//! what is known about the selected process. The chart keeps at least half the height.
 
-use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::widgets::{Block, Borders, Widget};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::allocator::{AllocView, frag_style, render_process_alloc};
-use super::chart::{AreaChart, columns, sparkline};
-use super::overview::{short_name, usage_line};
+use super::chart::{Col, Grid, Scale, extent, sample, sparkline};
+use super::overview::{memory_chart, short_name, usage_line};
+use super::paint::Painter;
+use super::plot::{self, Kind, Plot, Trace, slots_per_cell};
 use super::procs::{mapping_note, render_table};
 use super::theme::Theme;
 use crate::app::App;
 use crate::model::allocator::{DevAlloc, ProcAlloc};
 use crate::model::bytes::human;
-use crate::model::time::Ts;
+use crate::model::state::{GpuState, ProcGpu, ProcState};
 
-pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+/// Rows of the pieces under the chart, decided before the chart takes the rest.
+#[derive(Debug, Default, Clone, Copy)]
+struct Rows {
+    legend: u16,
+    epochs: u16,
+    trend: u16,
+    table: u16,
+    panel: u16,
+    note: u16,
+}
+
+pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     let s = app.view_state();
     let Some(g) = s.gpus.get(app.gpu) else { return };
     let bus = g.info.pci_bus_id.trim_start_matches("00000000:");
@@ -36,8 +52,8 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         .title(title)
         .title_style(theme.title());
     let inner = block.inner(area);
-    block.render(area, buf);
-    if inner.height < 3 {
+    p.paint("detail border", |buf| block.render(area, buf));
+    if inner.height < 3 || inner.width < 4 {
         return;
     }
     let procs = s.procs_on(g.info.index);
@@ -45,73 +61,91 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         .get(app.proc_row.min(procs.len().saturating_sub(1)))
         .copied();
     let all = s.gpu_infos();
-    let companion = sel.and_then(|(p, _)| s.companions.get(p.info.pid));
-    let dev = sel.and_then(|(p, _)| s.companions.for_gpu_in(p.info.pid, &g.info, all));
-    let side = companion.is_some() && inner.width >= 110;
-    let below = companion.is_some() && !side && inner.height >= 16;
-    let table_h = (procs.len() as u16 + 1)
-        .min(inner.height / 3)
-        .max(2)
-        .max(if side { 9 } else { 2 });
-    let panel_h = if below { 8.min(inner.height / 3) } else { 0 };
-    let note_h = u16::from(inner.height >= 14 && !below);
-    let trend_h = u16::from(dev.is_some() && inner.height >= 12);
-    let [usage, chart, trend, bottom, panel, note] = Layout::vertical([
+    let companion = sel.and_then(|(pr, _)| s.companions.get(pr.info.pid));
+    let dev = sel.and_then(|(pr, _)| s.companions.for_gpu_in(pr.info.pid, &g.info, all));
+    let proc_chart = sel.filter(|_| !app.card_chart);
+    // Wide: a panel beside the table, with the allocator (companion) or the process's facts.
+    let side = sel.is_some() && inner.width >= 110;
+    let note_text = sel.map(|(pr, pg)| mapping_note(pr, pg));
+    // Rows the wrapped note needs (word wrap may take one more than the plain division).
+    let note_rows = note_text.as_ref().filter(|_| !side).map_or(0, |t| {
+        let w = usize::from(inner.width.max(1));
+        (t.chars().count().div_ceil(w) + usize::from(t.chars().count() > w)).min(3) as u16
+    });
+    let rows = plan_rows(
+        inner.height - 1,
+        procs.len() as u16,
+        note_rows,
+        companion.is_some(),
+        dev.is_some() && proc_chart.is_some(),
+        dev.is_some(),
+        side,
+    );
+    let [usage, legend, chart, epochs, trend, bottom, panel, note] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(rows.legend),
         Constraint::Min(3),
-        Constraint::Length(trend_h),
-        Constraint::Length(table_h),
-        Constraint::Length(panel_h),
-        Constraint::Length(note_h),
+        Constraint::Length(rows.epochs),
+        Constraint::Length(rows.trend),
+        Constraint::Length(rows.table),
+        Constraint::Length(rows.panel),
+        Constraint::Length(rows.note),
     ])
     .areas(inner);
+    p.paint("usage", |buf| {
+        usage_line(g, usage.width, theme).render(usage, buf)
+    });
+    let grid = match proc_chart {
+        Some((pr, pg)) => Some(process_chart(p, app, g, pr, pg, dev, legend, chart, theme)),
+        None => {
+            card_legend(p, g, sel.is_some(), legend, theme);
+            let first = s.header.as_ref().map(|h| h.started);
+            let total = g.total();
+            memory_chart(
+                p,
+                chart,
+                &g.used,
+                first,
+                Some(g.peak.value),
+                total,
+                app,
+                theme,
+            );
+            None
+        }
+    };
+    if let (Some(grid), Some(pa), true) = (grid, companion, epochs.height > 0) {
+        p.paint("epoch marks", |buf| {
+            epoch_row(buf, pa, &grid, epochs, theme)
+        });
+    }
+    if let (Some(d), true) = (dev, trend.height > 0) {
+        p.paint("fragmentation trend", |buf| {
+            frag_trend(buf, d, app, trend, theme)
+        });
+    }
     let (table, side_panel) = if side {
-        let [t, _, p] = Layout::horizontal([
-            Constraint::Percentage(55),
+        let [t, _, sp] = Layout::horizontal([
+            Constraint::Percentage(58),
             Constraint::Length(1),
             Constraint::Min(30),
         ])
         .areas(bottom);
-        (t, Some(p))
+        (t, Some(sp))
     } else {
         (bottom, None)
     };
-    usage_line(g, usage.width, theme).render(usage, buf);
-    let now = s.now;
-    let from = now - app.window_ms();
-    let cols = columns(
-        &g.used,
-        from,
-        now,
-        chart.width.saturating_sub(super::chart::Y_AXIS),
-    );
-    let mut lines = Vec::new();
-    if g.peak.value > 0 {
-        let pk = format!(
-            " peak {} at {} ",
-            human(g.peak.value),
-            theme.clock(g.peak.at)
-        );
-        lines.push((g.peak.value as f64, pk, theme.peak()));
+    p.paint("process table", |buf| {
+        render_table(&procs, app.proc_row, table, buf, theme)
+    });
+    if let (None, Some((pr, pg)), Some(a)) = (companion, sel, side_panel) {
+        let lines = process_facts(pr, pg, theme);
+        p.paint("process facts", |buf| {
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .render(a, buf)
+        });
     }
-    AreaChart {
-        cols: &cols,
-        y_max: g.total() as f64,
-        lines,
-        marks: epoch_marks(
-            companion,
-            from,
-            now,
-            chart.width.saturating_sub(super::chart::Y_AXIS),
-        ),
-        style: theme.used(),
-        x_labels: (format!("-{}", app.window_label()), "now".into()),
-    }
-    .render(buf, chart, theme);
-    if let (Some(d), true) = (dev, trend.height > 0) {
-        frag_trend(d, from, now, trend, buf, theme);
-    }
-    render_table(&procs, app.proc_row, table, buf, theme);
     if let (Some(proc_alloc), Some((_, pg))) = (companion, sel) {
         let view = AllocView {
             nvml_used: pg.last_used,
@@ -119,45 +153,345 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             proc: proc_alloc,
             dev,
         };
-        if let Some(area) = side_panel {
-            render_process_alloc(area, buf, &view, theme);
-        } else if panel.height > 0 {
-            render_process_alloc(panel, buf, &view, theme);
+        let target = side_panel.or((panel.height > 0).then_some(panel));
+        if let Some(a) = target {
+            p.paint("allocator panel", |buf| {
+                render_process_alloc(a, buf, &view, theme)
+            });
         }
     }
-    if note.height > 0 {
-        if let Some((p, pg)) = procs.get(app.proc_row) {
-            buf.set_stringn(
-                note.x,
-                note.y,
-                mapping_note(p, pg),
-                usize::from(note.width),
-                theme.dim(),
-            );
+    if let (true, Some(text)) = (note.height > 0, note_text) {
+        // Wrapped, never cut: the answer is at the end of the sentence.
+        p.paint("mapping note", |buf| {
+            Paragraph::new(text)
+                .style(theme.dim())
+                .wrap(Wrap { trim: true })
+                .render(note, buf)
+        });
+    }
+}
+
+/// Beside the table when there is no companion: who the process is, its whole command
+/// line, which CUDA device it sees this card as, and how to get its allocator's view.
+fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'static>> {
+    let user = pr.info.user.clone().unwrap_or_else(|| "?".into());
+    let age = crate::model::time::duration_label(pg.last_seen - pr.first_seen);
+    let cmd = pr
+        .info
+        .cmdline
+        .clone()
+        .or_else(|| pr.info.name.clone())
+        .unwrap_or_else(|| "(command not readable)".into());
+    let now = pg
+        .last_used
+        .map_or_else(|| "n/a (not listed now)".into(), human);
+    vec![
+        Line::from(vec![
+            Span::styled(format!("pid {} ", pr.info.pid), theme.title()),
+            Span::raw(format!(
+                "{user} {} seen since {} ({age})",
+                theme.dot(),
+                theme.clock(pr.first_seen)
+            )),
+        ]),
+        Line::from(Span::raw(cmd)),
+        Line::from(vec![
+            Span::raw("NVML: "),
+            Span::styled(format!("{now} now"), theme.used()),
+            Span::styled(
+                format!(
+                    ", peak {} at {}",
+                    human(pg.peak.value),
+                    theme.clock(pg.peak.at)
+                ),
+                theme.peak(),
+            ),
+        ]),
+        Line::from(Span::styled(mapping_note(pr, pg), theme.dim())),
+        Line::from(Span::styled(
+            "no companion: start it with `gpumon run -- CMD` (or `import gpumon; gpumon.start()`) \
+             to see its allocator: allocated, cached, fragmentation, epochs",
+            theme.dim(),
+        )),
+    ]
+}
+
+/// Heights of what surrounds the chart in `avail` rows; the chart keeps at least half.
+fn plan_rows(
+    avail: u16,
+    procs: u16,
+    note_rows: u16,
+    companion: bool,
+    epochs: bool,
+    dev: bool,
+    side: bool,
+) -> Rows {
+    let mut r = Rows::default();
+    let mut left = avail.saturating_sub((avail / 2).max(3));
+    let take = |left: &mut u16, want: u16| {
+        let got = want.min(*left);
+        *left -= got;
+        got
+    };
+    // Beside a panel the table keeps rows for the panel's lines too.
+    let table_min = if side { 7 } else { 2 };
+    r.table = take(&mut left, (procs + 1).clamp(2, 4).max(table_min));
+    if avail >= 10 {
+        r.legend = take(&mut left, 1);
+    }
+    if epochs && avail >= 10 {
+        r.epochs = take(&mut left, 1);
+    }
+    if avail >= 14 {
+        r.note = take(&mut left, note_rows);
+    }
+    if dev && avail >= 14 {
+        r.trend = take(&mut left, 1);
+    }
+    if companion && !side && left >= 5 && avail >= 18 {
+        r.panel = take(&mut left, 8);
+    }
+    // Spare rows beyond the chart's half go to more process rows.
+    r.table += take(&mut left, (procs + 1).saturating_sub(r.table));
+    r
+}
+
+/// The selected process over time: NVML's view, and the allocator's view when a
+/// companion reports it. Returns the grid so epoch marks line up with it.
+#[allow(clippy::too_many_arguments)]
+fn process_chart(
+    p: &mut Painter,
+    app: &App,
+    g: &GpuState,
+    pr: &ProcState,
+    pg: &ProcGpu,
+    dev: Option<&DevAlloc>,
+    legend: Rect,
+    chart: Rect,
+    theme: &Theme,
+) -> Grid {
+    let s = app.view_state();
+    let areas = plot::split(chart, chart.height >= 3);
+    let n = usize::from(areas.plot.width) * slots_per_cell(theme);
+    let grid = Grid::fit(s.now, Some(pr.first_seen), app.window_ms(), n.max(1));
+    let used = sample(&pg.used, &grid);
+    let (alloc, reserved, floor, peak) = match dev {
+        Some(d) => (
+            sample(&d.allocated, &grid),
+            sample(&d.reserved, &grid),
+            epoch_steps(d, &grid, |e| e.floor),
+            epoch_steps(d, &grid, |e| e.peak),
+        ),
+        None => Default::default(),
+    };
+    let mut traces = vec![Trace {
+        cols: &used,
+        kind: Kind::Area,
+        style: theme.used(),
+        ascii: '#',
+    }];
+    // Thin series over the area, each with its own colour and ASCII letter.
+    for (cols, style, ch) in [
+        (&reserved, theme.reserved(), 'r'),
+        (&alloc, theme.allocated(), 'a'),
+        (&floor, theme.floor(), 'f'),
+        (&peak, theme.peak(), 'p'),
+    ] {
+        if cols.iter().any(|c| c.val().is_some()) {
+            traces.push(Trace {
+                cols,
+                kind: Kind::Line,
+                style,
+                ascii: ch,
+            });
+        }
+    }
+    // With allocator series the NVML usage is a line too: an area would hide the
+    // allocator's lines under it (they are at or below it).
+    if traces.len() > 1 {
+        traces[0].kind = Kind::Line;
+    }
+    let (lo, hi) = traces
+        .iter()
+        .filter_map(|t| extent(t.cols))
+        .fold((f64::MAX, 0.0f64), |(a, b), (lo, hi)| {
+            (a.min(lo), b.max(hi))
+        });
+    let lo = if lo == f64::MAX { 0.0 } else { lo };
+    let total = g.total() as f64;
+    let scale = Scale::fit(
+        lo,
+        hi,
+        areas.plot.height,
+        app.full_scale.then_some(total),
+        total,
+    );
+    let limit = dev.and_then(|d| d.limit()).map(|l| l as f64);
+    let mut refs = vec![(total, theme.error())];
+    if let Some(l) = limit {
+        refs.push((l, theme.warn()));
+    }
+    if pg.peak.value > 0 {
+        refs.push((pg.peak.value as f64, theme.peak()));
+    }
+    let legend_line = process_legend(pr, pg, &traces, &scale, total, limit, app.full_scale, theme);
+    if legend.height > 0 {
+        p.paint("chart legend", |buf| legend_line.render(legend, buf));
+    }
+    let plot = Plot {
+        grid,
+        scale,
+        traces,
+        refs,
+    };
+    plot::render(p, &areas, &plot, app.window_label(), theme);
+    grid
+}
+
+/// Per slot, the floor (or peak) of the epoch the slot belongs to: a step line.
+fn epoch_steps(
+    d: &DevAlloc,
+    g: &Grid,
+    f: impl Fn(&crate::wire::EpochRecord) -> Option<u64>,
+) -> Vec<Col> {
+    let mut cols = vec![Col::None; g.n];
+    let mut prev_end: Option<i64> = None;
+    for e in &d.epochs {
+        let (Some(t), Some(v)) = (e.t, f(e)) else {
+            continue;
+        };
+        // An epoch record arrives at the end of its epoch: it spans from the previous end.
+        let from = prev_end.unwrap_or(t).max(g.start);
+        prev_end = Some(t);
+        if t < g.start || from >= g.end() {
+            continue;
+        }
+        let a = g.slot(from).unwrap_or(0);
+        let b = g.slot(t.min(g.end() - 1)).unwrap_or(g.n - 1);
+        for c in cols.iter_mut().take(b + 1).skip(a) {
+            *c = Col::Val(v as f64);
+        }
+    }
+    cols
+}
+
+#[allow(clippy::too_many_arguments)]
+fn process_legend(
+    pr: &ProcState,
+    pg: &ProcGpu,
+    traces: &[Trace],
+    scale: &Scale,
+    total: f64,
+    limit: Option<f64>,
+    full: bool,
+    theme: &Theme,
+) -> Line<'static> {
+    let mark = |t: &Trace| {
+        if theme.ascii {
+            t.ascii.to_string()
+        } else if t.kind == Kind::Area {
+            "█".into()
+        } else {
+            "━".into()
+        }
+    };
+    let names = ["used", "resv", "alloc", "floor/ep", "peak/ep"];
+    let mut spans = vec![Span::styled(format!("pid {} ", pr.info.pid), theme.title())];
+    for t in traces {
+        let name = match t.ascii {
+            'r' => names[1],
+            'a' => names[2],
+            'f' => names[3],
+            'p' => names[4],
+            _ => names[0],
+        };
+        spans.push(Span::styled(mark(t), t.style));
+        spans.push(Span::raw(format!(" {name}  ")));
+    }
+    spans.push(Span::styled(
+        format!("peak {} ", human(pg.peak.value)),
+        theme.peak(),
+    ));
+    if let Some(l) = limit.filter(|l| *l <= scale.hi) {
+        spans.push(Span::styled(
+            format!("limit {} ", human(l as u64)),
+            theme.warn(),
+        ));
+    }
+    let off = if total > scale.hi && !full {
+        let up = if theme.ascii { "^" } else { "↑" };
+        format!("card {} {up} ", human(total as u64))
+    } else {
+        format!("card {} ", human(total as u64))
+    };
+    spans.push(Span::styled(off, theme.error()));
+    spans.push(Span::styled("c: card  f: scale", theme.dim()));
+    Line::from(spans)
+}
+
+fn card_legend(p: &mut Painter, g: &GpuState, has_sel: bool, area: Rect, theme: &Theme) {
+    if area.height == 0 {
+        return;
+    }
+    let full = if theme.ascii { "#" } else { "█" };
+    let mut spans = vec![
+        Span::styled(format!("GPU {} ", g.info.index), theme.title()),
+        Span::styled(full, theme.used()),
+        Span::raw(" used by all processes  "),
+        Span::styled(format!("peak {} ", human(g.peak.value)), theme.peak()),
+        Span::styled(format!("card {}  ", human(g.total())), theme.error()),
+    ];
+    if has_sel {
+        spans.push(Span::styled("c: chart the process  f: scale", theme.dim()));
+    }
+    p.paint("chart legend", |buf| Line::from(spans).render(area, buf));
+}
+
+/// Epoch ends on their own row under the chart, at the columns of the chart's grid.
+fn epoch_row(
+    buf: &mut ratatui::buffer::Buffer,
+    pa: &ProcAlloc,
+    g: &Grid,
+    area: Rect,
+    theme: &Theme,
+) {
+    let axis = if area.width >= plot::Y_AXIS + 12 {
+        plot::Y_AXIS
+    } else {
+        0
+    };
+    let k = slots_per_cell(theme) as i64;
+    let tick = if theme.ascii { '^' } else { '╹' };
+    buf.set_stringn(area.x, area.y, "epochs", usize::from(axis), theme.dim());
+    let mut free_from = area.x + axis;
+    for (t, e) in pa.epoch_times() {
+        let Some(slot) = g.slot(t) else { continue };
+        let x = area.x + axis + (slot as i64 / k) as u16;
+        if x < free_from || x >= area.right() {
+            continue;
+        }
+        buf[(x, area.y)].set_char(tick).set_style(theme.dim());
+        let label = format!("e{e}");
+        let end = x + 1 + label.len() as u16;
+        if end <= area.right() {
+            buf.set_string(x + 1, area.y, &label, theme.dim());
+            free_from = end + 1;
+        } else {
+            free_from = x + 1;
         }
     }
 }
 
-/// Epoch ends inside the window as chart columns, labelled `e12`.
-fn epoch_marks(p: Option<&ProcAlloc>, from: Ts, to: Ts, width: u16) -> Vec<(usize, String)> {
-    let Some(p) = p else { return Vec::new() };
-    if to <= from || width == 0 {
-        return Vec::new();
-    }
-    p.epoch_times()
-        .into_iter()
-        .filter(|(t, _)| *t >= from && *t <= to)
-        .map(|(t, e)| {
-            let col = ((t - from) as f64 / (to - from) as f64 * f64::from(width)) as usize;
-            (col.min(usize::from(width) - 1), format!("e{e}"))
-        })
-        .collect()
-}
-
-/// One row under the chart: the selected process's fragmentation index over the same
-/// window, and its stranded bytes now, so a cache that shatters over hours is visible.
-fn frag_trend(d: &DevAlloc, from: Ts, to: Ts, area: Rect, buf: &mut Buffer, theme: &Theme) {
-    let label = "      F ";
+/// One row: the selected process's fragmentation index over the same window, and its
+/// stranded bytes now, so a cache that shatters over hours is visible.
+fn frag_trend(
+    buf: &mut ratatui::buffer::Buffer,
+    d: &DevAlloc,
+    app: &App,
+    area: Rect,
+    theme: &Theme,
+) {
+    let label = "frag F ";
     let now = match d
         .frag
         .as_ref()
@@ -166,32 +500,28 @@ fn frag_trend(d: &DevAlloc, from: Ts, to: Ts, area: Rect, buf: &mut Buffer, them
         Some((f, stranded)) => format!(" {f:.2} now, {} stranded", human(stranded)),
         None => " n/a".into(),
     };
-    let spark_w = area
-        .width
-        .saturating_sub((label.len() + now.chars().count()) as u16);
-    buf.set_string(area.x, area.y, label, theme.dim());
-    let cols = columns(&d.frag_f, from, to, spark_w);
+    let lw = label.len() as u16;
+    let spark_w = area.width.saturating_sub(lw + now.chars().count() as u16);
+    buf.set_stringn(area.x, area.y, label, usize::from(area.width), theme.dim());
+    let s = app.view_state();
+    let grid = Grid::new(s.now, app.window_ms(), usize::from(spark_w).max(1));
+    let cols = sample(&d.frag_f, &grid);
     let spark = Rect {
-        x: area.x + label.len() as u16,
+        x: area.x + lw,
         width: spark_w,
         ..area
     };
-    sparkline(
-        buf,
-        spark,
-        &cols,
-        1.0,
+    let unit = Scale::unit_fraction();
+    let style: Style = frag_style(
+        d.frag.as_ref().and_then(|f| f.index()).unwrap_or(0.0),
         theme,
-        frag_style(
-            d.frag.as_ref().and_then(|f| f.index()).unwrap_or(0.0),
-            theme,
-        ),
     );
+    sparkline(buf, spark, &cols, &unit, theme, style);
     buf.set_stringn(
         spark.x + spark_w,
         area.y,
         now,
-        usize::from(area.width),
+        usize::from(area.width.saturating_sub(lw + spark_w)),
         theme.dim(),
     );
 }

@@ -1,54 +1,103 @@
-//! Rendering: pure functions of `App`, no I/O, no mutation.
+//! Rendering: pure functions of `App`, no I/O, no mutation. Every piece is drawn through
+//! `paint::Painter` under a name, so tests can prove no two pieces share a cell.
 
 pub mod alerts;
 pub mod allocator;
+pub mod cards;
 pub mod chart;
 pub mod detail;
 pub mod help;
 pub mod overview;
+pub mod paint;
+pub mod plot;
 pub mod procs;
 pub mod status;
+pub mod text;
 pub mod theme;
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout};
 
 use crate::app::{App, View};
+use paint::Painter;
 use theme::Theme;
 
 /// Smallest area gpumon draws into; below it says so instead of drawing garbage.
 pub const MIN_SIZE: (u16, u16) = (20, 5);
 
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
-    let area = f.area();
-    let buf = f.buffer_mut();
+    let mut p = Painter::new(f.buffer_mut());
+    draw_into(&mut p, app, theme);
+}
+
+/// Draw into `buf` with overlap checking: every cell two pieces both wrote, and the share
+/// of the screen left empty (outside chart plots).
+pub fn draw_checked(buf: &mut Buffer, app: &App, theme: &Theme) -> (Vec<String>, f64) {
+    let mut p = Painter::checked(buf);
+    draw_into(&mut p, app, theme);
+    (p.clashes(), p.empty_share().unwrap_or(1.0))
+}
+
+fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
+    let area = p.buf.area;
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         let msg = format!("gpumon: {}x{} too small", area.width, area.height);
-        buf.set_stringn(area.x, area.y, msg, usize::from(area.width), theme.warn());
+        p.paint("too small", |buf| {
+            buf.set_stringn(area.x, area.y, msg, usize::from(area.width), theme.warn())
+        });
         return;
     }
-    // The alert bar has its own line on every screen, even in a 40x12 pane.
-    let [header, body, bar, footer] = Layout::vertical([
+    // The alert bar has its own line on every screen, even in a 40x12 pane; a notice (why
+    // a recording plays) gets its own line too, never the key hints' place.
+    let notice_h = u16::from(app.notice.is_some() && area.height >= 10);
+    let [header, notice, body, bar, footer] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(notice_h),
         Constraint::Min(1),
         Constraint::Length(1),
         Constraint::Length(1),
     ])
     .areas(area);
-    status::render_header(app, header, buf, theme);
+    p.paint("header", |buf| {
+        status::render_header(app, header, buf, theme)
+    });
+    if let (Some(n), true) = (&app.notice, notice.height > 0) {
+        let w = usize::from(notice.width);
+        let text: String = if n.chars().count() <= w {
+            n.clone()
+        } else {
+            let dots = if theme.ascii { "..." } else { "…" };
+            let keep = w.saturating_sub(dots.chars().count());
+            n.chars().take(keep).chain(dots.chars()).collect()
+        };
+        p.paint("notice", |buf| {
+            buf.set_stringn(
+                notice.x,
+                notice.y,
+                text,
+                usize::from(notice.width),
+                theme.warn(),
+            )
+        });
+    }
     match app.view {
-        View::Overview => overview::render_overview(app, body, buf, theme),
-        View::Detail => detail::render_detail(app, body, buf, theme),
-        View::Alerts => {
+        View::Overview => overview::render_overview(p, app, body, theme),
+        View::Detail => detail::render_detail(p, app, body, theme),
+        View::Alerts => p.paint("alerts panel", |buf| {
             alerts::render_alerts_panel(&app.pipe.alerts, app.alert_row, body, buf, theme)
-        }
+        }),
     }
     let active = app.pipe.alerts.active();
     let silenced = active.iter().filter(|a| a.silenced).count();
     let visible: Vec<_> = active.into_iter().filter(|a| !a.silenced).collect();
-    alerts::render_alert_bar(&visible, silenced, bar, buf, theme);
-    status::render_footer(app, footer, buf, theme);
+    p.paint("alert bar", |buf| {
+        alerts::render_alert_bar(&visible, silenced, bar, buf, theme)
+    });
+    p.paint("footer", |buf| {
+        status::render_footer(app, footer, buf, theme)
+    });
     if app.help {
-        help::render_help(body, buf, theme);
+        p.overlay("help", |buf| help::render_help(body, buf, theme));
     }
 }

@@ -1,17 +1,23 @@
-//! Overview: every GPU at a glance. Cards shrink with the terminal (full card,
-//! two lines, one line) and scroll around the selected GPU, saying how many are off-screen.
+//! Overview: every GPU at a glance. With few GPUs each is a card with a memory chart, its
+//! processes (with column titles) and the allocator summary of companions; with many,
+//! the others shrink to compact rows with a sparkline while the selected GPU keeps its
+//! card (`cards.rs` decides the heights).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
-use super::chart::{columns, sparkline};
-use super::procs::proc_line;
+use super::cards::{Slot, plan};
+use super::chart::{Col, Grid, Scale, extent, sample, sparkline};
+use super::paint::Painter;
+use super::plot::{self, Kind, Plot, Trace, slots_per_cell};
+use super::procs::{proc_header, proc_line};
 use super::theme::Theme;
 use crate::app::App;
+use crate::model::allocator::{DevAlloc, ProcAlloc};
 use crate::model::bytes::{gib1, human};
-use crate::model::state::GpuState;
+use crate::model::state::{GpuState, ProcGpu, ProcState, State};
 
 pub fn short_name(name: &str) -> &str {
     name.strip_prefix("NVIDIA ").unwrap_or(name)
@@ -59,15 +65,19 @@ pub fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'static> {
     let peak_at = theme.clock(g.peak.at);
     if w < 50 {
         spans.push(Span::styled(
-            format!(" {}/{}G", gib1(used), gib1(total)),
+            format!("{}/{} GiB", gib1(used), gib1(total)),
             theme.pressure(frac),
         ));
-        spans.push(Span::styled(
-            format!(" pk {}", gib1(g.peak.value)),
-            theme.peak(),
-        ));
-        if w >= 34 {
-            spans.push(Span::raw(util));
+        let pk = format!(" peak {} GiB", gib1(g.peak.value));
+        if w >= 14 + pk.len() {
+            spans.push(Span::styled(pk, theme.peak()));
+        }
+        let used_w: usize = spans.iter().map(|s| s.width()).sum();
+        if used_w + util.chars().count() <= w {
+            spans.push(Span::raw(util.clone()));
+            if used_w + util.chars().count() + temp.chars().count() <= w {
+                spans.push(Span::raw(temp));
+            }
         }
         return Line::from(spans);
     }
@@ -93,203 +103,427 @@ pub fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'static> {
     Line::from(spans)
 }
 
-pub fn render_overview(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
-    let s = app.view_state();
-    let n = s.gpus.len();
-    if n == 0 {
-        companions_only(app, area, buf, theme);
-        return;
-    }
-    let per = usize::from(area.height) / n;
-    if per >= 4 {
-        let h = per as u16;
-        for (i, g) in s.gpus.iter().enumerate() {
-            let r = Rect {
-                x: area.x,
-                y: area.y + i as u16 * h,
-                width: area.width,
-                height: h,
-            };
-            card(app, g, i == app.gpu, r, buf, theme);
-        }
-        return;
-    }
-    // Compact: rows per GPU = 2 (line + sparkline) or 1; scroll around the selection.
-    let rows = if per >= 2 { 2u16 } else { 1 };
-    let fit = (usize::from(area.height) / usize::from(rows)).max(1);
-    let (first, more_below) = scroll(app.gpu, n, fit);
-    let shown = fit.min(n);
-    for (slot, i) in (first..first + shown).enumerate() {
-        let g = &s.gpus[i];
-        let y = area.y + slot as u16 * rows;
-        let is_last_slot = slot + 1 == shown;
-        if is_last_slot && (more_below > 0 || first > 0) && rows == 1 && shown < n {
-            let text = format!(
-                " ... {} more GPUs: Tab to scroll ({}/{n})",
-                n - shown,
-                app.gpu + 1
-            );
-            buf.set_stringn(area.x, y, text, usize::from(area.width), theme.warn());
-            break;
-        }
-        compact(
-            app,
-            g,
-            i == app.gpu,
-            Rect {
-                x: area.x,
-                y,
-                width: area.width,
-                height: rows,
-            },
-            buf,
-            theme,
-        );
-    }
-    if shown < n && rows == 2 {
-        let text = format!(" {}/{n} {}Tab scrolls", app.gpu + 1, theme.dot());
-        let x = area.x + area.width.saturating_sub(text.chars().count() as u16);
-        buf.set_string(x, area.y + area.height - 1, text, theme.warn());
-    }
-}
-
-/// First visible index and how many GPUs are below the window.
-fn scroll(sel: usize, n: usize, fit: usize) -> (usize, usize) {
-    if n <= fit {
-        return (0, 0);
-    }
-    let first = sel.saturating_sub(fit - 1).min(n - fit);
-    (first, n - (first + fit))
-}
-
-fn title(g: &GpuState, width: u16) -> String {
-    let name = short_name(&g.info.name);
-    if width < 50 {
-        format!(" GPU{} {name} ", g.info.index)
-    } else {
-        let bus = g.info.pci_bus_id.trim_start_matches("00000000:");
-        format!(" GPU {} · {name} · {bus} ", g.info.index)
-    }
-}
-
-fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme: &Theme) {
-    let s = app.view_state();
-    let mut block = Block::new()
-        .borders(Borders::ALL)
-        .border_set(theme.border());
-    let t = title(g, area.width);
-    let t = if theme.ascii { t.replace('·', "-") } else { t };
-    block = block
-        .title(t)
-        .title_style(if sel { theme.title() } else { theme.normal() });
-    if sel {
-        block = block.border_style(theme.title());
-    }
-    let inner = block.inner(area);
-    block.render(area, buf);
-    if inner.height == 0 {
-        return;
-    }
-    usage_line(g, inner.width, theme).render(Rect { height: 1, ..inner }, buf);
-    if inner.height < 2 {
-        return;
-    }
-    let now = s.now;
-    let from = now - app.window_ms();
-    let label = format!(" last {}", app.window_label());
-    let spark_w = inner.width.saturating_sub(label.len() as u16);
-    let cols = columns(&g.used, from, now, spark_w);
-    let spark = Rect {
-        y: inner.y + 1,
-        height: 1,
-        width: spark_w,
-        ..inner
-    };
-    sparkline(buf, spark, &cols, g.total() as f64, theme, theme.used());
-    buf.set_string(inner.x + spark_w, inner.y + 1, label, theme.dim());
+/// Process lines one card wants: a title row and each process (plus its allocator line).
+fn wanted_lines(s: &State, g: &GpuState) -> u16 {
     let procs = s.procs_on(g.info.index);
-    let rows = usize::from(inner.height.saturating_sub(2));
+    if procs.is_empty() {
+        return 1;
+    }
     let all = s.gpu_infos();
-    let mut y = inner.y + 2;
-    let end = inner.y + inner.height;
-    for (i, (p, pg)) in procs.iter().enumerate() {
-        if y >= end {
-            break;
-        }
-        let left = procs.len() - i;
-        if y + 1 == end && left > 1 {
-            let text = format!("+{left} more processes: Enter for the detail view");
-            buf.set_stringn(inner.x, y, text, usize::from(inner.width), theme.dim());
-            break;
-        }
-        let row = Rect {
-            x: inner.x,
-            y,
-            width: inner.width,
-            height: 1,
-        };
-        proc_line(p, pg, inner.width, theme).render(row, buf);
-        y += 1;
-        let dev = s.companions.for_gpu_in(p.info.pid, &g.info, all);
-        if let (Some(d), Some(pa)) = (dev, s.companions.get(p.info.pid)) {
-            if y < end && (left == 1 || y + 1 < end) {
-                alloc_summary(pa, d, theme).render(Rect { y, ..row }, buf);
+    let rows: usize = procs
+        .iter()
+        .map(|(p, _)| 1 + usize::from(alloc_of(s, p, g, all).is_some()))
+        .sum();
+    (1 + rows).min(usize::from(u16::MAX)) as u16
+}
+
+fn alloc_of<'a>(
+    s: &'a State,
+    p: &ProcState,
+    g: &GpuState,
+    all: &[crate::model::sample::GpuInfo],
+) -> Option<(&'a ProcAlloc, &'a DevAlloc)> {
+    let d = s.companions.for_gpu_in(p.info.pid, &g.info, all)?;
+    Some((s.companions.get(p.info.pid)?, d))
+}
+
+pub fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
+    let s = app.view_state();
+    if s.gpus.is_empty() {
+        p.paint("companions", |buf| companions_only(app, area, buf, theme));
+        return;
+    }
+    let wants: Vec<u16> = s.gpus.iter().map(|g| wanted_lines(s, g)).collect();
+    let mut y = area.y;
+    for slot in plan(area.height, &wants, app.gpu) {
+        match slot {
+            Slot::Card { gpu, height, lines } => {
+                let r = Rect { y, height, ..area };
+                card(p, app, &s.gpus[gpu], gpu == app.gpu, lines, r, theme);
+                y += height;
+            }
+            Slot::Row { gpu, height } => {
+                let r = Rect { y, height, ..area };
+                compact(p, app, &s.gpus[gpu], gpu == app.gpu, r, theme);
+                y += height;
+            }
+            Slot::More { hidden } => {
+                let text = format!(
+                    " {} {hidden} more GPUs: Tab to scroll ({}/{})",
+                    theme.dot(),
+                    app.gpu + 1,
+                    s.gpus.len()
+                );
+                p.paint("more GPUs", |buf| {
+                    buf.set_stringn(area.x, y, text, usize::from(area.width), theme.warn())
+                });
                 y += 1;
             }
         }
     }
-    if procs.is_empty() && rows > 0 && g.error().is_none() {
-        buf.set_string(inner.x, inner.y + 2, "no processes", theme.dim());
+}
+
+fn title(g: &GpuState, width: u16, theme: &Theme) -> String {
+    let name = short_name(&g.info.name);
+    let dot = theme.dot();
+    if width < 50 {
+        format!(" GPU{} {name} ", g.info.index)
+    } else {
+        let bus = g.info.pci_bus_id.trim_start_matches("00000000:");
+        format!(" GPU {} {dot} {name} {dot} {bus} ", g.info.index)
     }
 }
 
-fn compact(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme: &Theme) {
-    let s = app.view_state();
-    let head = format!(
-        "{}GPU{} {} ",
-        if sel { ">" } else { " " },
-        g.info.index,
-        short_name(&g.info.name)
-    );
-    let head_w = head.chars().count() as u16;
-    buf.set_stringn(
-        area.x,
-        area.y,
-        &head,
-        usize::from(area.width),
-        if sel { theme.title() } else { theme.normal() },
-    );
-    let rest = Rect {
-        x: area.x + head_w.min(area.width),
-        y: area.y,
-        width: area.width.saturating_sub(head_w),
-        height: 1,
-    };
-    usage_line(g, rest.width.min(49), theme).render(rest, buf);
-    if area.height >= 2 {
-        let now = s.now;
-        let cols = columns(&g.used, now - app.window_ms(), now, area.width);
-        sparkline(
-            buf,
-            Rect {
-                y: area.y + 1,
-                height: 1,
-                ..area
-            },
-            &cols,
-            g.total() as f64,
-            theme,
-            theme.used(),
-        );
+/// The scale note on the card's border: the chart's range against the card's total, and
+/// the key that switches between them.
+fn scale_note(s: &Scale, total: u64, full: bool, theme: &Theme) -> String {
+    let dash = if theme.ascii { "-" } else { "–" };
+    let dot = theme.dot();
+    if full {
+        format!(" card scale {dot} f: fit data ")
+    } else {
+        let lo = s.label(s.lo);
+        let lo = lo.split(' ').next().unwrap_or("0");
+        if s.hi >= total as f64 {
+            format!(" {lo}{dash}{} (card) {dot} f: card scale ", human(total))
+        } else {
+            format!(
+                " {lo}{dash}{} of {} {dot} f: card scale ",
+                s.label(s.hi),
+                human(total)
+            )
+        }
     }
+}
+
+/// The chart of a series on a fitted (or full-card) scale with the peak and total as
+/// references; returns the scale used.
+#[allow(clippy::too_many_arguments)]
+pub fn memory_chart(
+    p: &mut Painter,
+    chart: Rect,
+    series: &crate::model::series::Series,
+    first: Option<i64>,
+    peak: Option<u64>,
+    total: u64,
+    app: &App,
+    theme: &Theme,
+) -> Scale {
+    let areas = plot::split(chart, chart.height >= 3);
+    let n = usize::from(areas.plot.width) * slots_per_cell(theme);
+    let grid = Grid::fit(app.view_state().now, first, app.window_ms(), n.max(1));
+    let cols = sample(series, &grid);
+    let (lo, hi) = extent(&cols).unwrap_or((0.0, 0.0));
+    let full = app.full_scale.then_some(total as f64);
+    let scale = Scale::fit(lo, hi, areas.plot.height, full, total as f64);
+    let mut refs = vec![(total as f64, theme.error())];
+    if let Some(pk) = peak.filter(|&v| v > 0) {
+        refs.push((pk as f64, theme.peak()));
+    }
+    let plot = Plot {
+        grid,
+        scale,
+        traces: vec![Trace {
+            cols: &cols,
+            kind: Kind::Area,
+            style: theme.used(),
+            ascii: '#',
+        }],
+        refs,
+    };
+    plot::render(p, &areas, &plot, app.window_label(), theme);
+    scale
+}
+
+fn card(
+    p: &mut Painter,
+    app: &App,
+    g: &GpuState,
+    sel: bool,
+    lines: u16,
+    area: Rect,
+    theme: &Theme,
+) {
+    let s = app.view_state();
+    let block = Block::new()
+        .borders(Borders::ALL)
+        .border_set(theme.border());
+    let inner = block.inner(area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let chart_h = inner.height.saturating_sub(1 + lines);
+    let chart = Rect {
+        y: inner.y + 1,
+        height: chart_h,
+        ..inner
+    };
+    let mut scale = None;
+    if chart_h >= 2 {
+        let first = s.header.as_ref().map(|h| h.started);
+        scale = Some(memory_chart(
+            p,
+            chart,
+            &g.used,
+            first,
+            Some(g.peak.value),
+            g.total(),
+            app,
+            theme,
+        ));
+    }
+    let t = title(g, area.width, theme);
+    let note = scale
+        .map(|sc| scale_note(&sc, g.total(), app.full_scale, theme))
+        .filter(|n| n.chars().count() + t.chars().count() + 4 <= usize::from(area.width));
+    p.paint("card border", |buf| {
+        let mut block =
+            block
+                .title(t)
+                .title_style(if sel { theme.title() } else { theme.normal() });
+        if let Some(n) = note {
+            block = block.title(Line::styled(n, theme.dim()).right_aligned());
+        }
+        if sel {
+            block = block.border_style(theme.title());
+        }
+        block.render(area, buf);
+    });
+    p.paint("usage", |buf| {
+        usage_line(g, inner.width, theme).render(Rect { height: 1, ..inner }, buf)
+    });
+    let procs_area = Rect {
+        y: inner.y + 1 + chart_h,
+        height: inner.height - 1 - chart_h,
+        ..inner
+    };
+    proc_rows(p, app, g, procs_area, theme);
+}
+
+/// Title row, process rows with allocator lines, and "+N more" on a row of its own.
+fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme) {
+    let s = app.view_state();
+    if area.height == 0 {
+        return;
+    }
+    let procs = s.procs_on(g.info.index);
+    if procs.is_empty() {
+        if g.error().is_none() {
+            p.paint("no processes", |buf| {
+                buf.set_string(area.x, area.y, "no processes", theme.dim())
+            });
+        }
+        return;
+    }
+    let all = s.gpu_infos();
+    let allocs: Vec<_> = procs
+        .iter()
+        .map(|(pr, _)| alloc_of(s, pr, g, all))
+        .collect();
+    let need: u16 = allocs.iter().map(|a| 1 + u16::from(a.is_some())).sum();
+    let header = area.height >= 2;
+    let body = area.height - u16::from(header);
+    let fits = need <= body;
+    // "+N more" gets a row of its own when there is room for it and two processes;
+    // otherwise it goes into the title row, in the command column's spare width.
+    let more_row = !fits && body >= 3;
+    let budget = body - u16::from(more_row);
+    let end = area.y + u16::from(header) + budget;
+    let mut y = area.y + u16::from(header);
+    let mut shown = 0;
+    for ((pr, pg), alloc) in procs.iter().zip(&allocs) {
+        if y >= end {
+            break;
+        }
+        let row = Rect {
+            y,
+            height: 1,
+            ..area
+        };
+        let hist_w = history_width(row.width);
+        let text = Rect {
+            width: row.width - hist_w,
+            ..row
+        };
+        p.paint("process row", |buf| proc_row(pr, pg, text, buf, theme));
+        if hist_w > 0 {
+            let spark = Rect {
+                x: text.right() + 1,
+                width: hist_w - 1,
+                ..row
+            };
+            p.paint("process history", |buf| {
+                process_history(app, pr, pg, spark, buf, theme)
+            });
+        }
+        y += 1;
+        shown += 1;
+        if let Some((pa, d)) = alloc
+            && y < end
+        {
+            let row = Rect { y, ..row };
+            p.paint("allocator line", |buf| {
+                alloc_summary(pa, d, theme).render(row, buf)
+            });
+            y += 1;
+        }
+    }
+    let left = procs.len() - shown;
+    let wide = area.width >= 50;
+    if left > 0 && more_row {
+        let text = if wide {
+            format!("+{left} more processes: Enter for the detail view")
+        } else {
+            format!("+{left} more: Enter shows all")
+        };
+        p.paint("more processes", |buf| {
+            buf.set_stringn(area.x, y, text, usize::from(area.width), theme.dim())
+        });
+    }
+    if header {
+        let hist_w = history_width(area.width);
+        let mut titles = proc_header(area.width - hist_w);
+        if hist_w > 0 {
+            titles.push_str(&format!(
+                " {:<w$}",
+                "USED OVER TIME",
+                w = usize::from(hist_w - 1)
+            ));
+        }
+        if left > 0 && !more_row {
+            let note = if wide {
+                format!("COMMAND  (+{left} more: Enter)")
+            } else {
+                format!("COMMAND +{left}")
+            };
+            // Only into the spaces after COMMAND: the other titles stay where they are.
+            let at = titles.find("COMMAND").unwrap_or(0);
+            let room = titles[at..].find("  CUDA").map_or(0, |i| i);
+            if note.len() < room {
+                titles.replace_range(at..at + note.len(), &note);
+            }
+        }
+        p.paint("process titles", |buf| {
+            buf.set_stringn(area.x, area.y, titles, usize::from(area.width), theme.dim())
+        });
+    }
+}
+
+/// On wide cards each process row ends with its own usage over the window, in the cells
+/// a padded command column would otherwise leave empty.
+fn history_width(width: u16) -> u16 {
+    if width >= 100 {
+        (width - 80).min(61)
+    } else {
+        0
+    }
+}
+
+fn process_history(
+    app: &App,
+    pr: &ProcState,
+    pg: &ProcGpu,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
+    let s = app.view_state();
+    let grid = Grid::fit(
+        s.now,
+        Some(pr.first_seen),
+        app.window_ms(),
+        usize::from(area.width).max(1),
+    );
+    // A process missing from a tick has left the card (or not arrived): blank, not the
+    // failed-sample mark a GPU gets.
+    let cols: Vec<Col> = sample(&pg.used, &grid)
+        .into_iter()
+        .map(|c| if c == Col::Gap { Col::None } else { c })
+        .collect();
+    let (lo, hi) = extent(&cols).unwrap_or((0.0, 0.0));
+    // Zero-based: a row compares processes, so 0 is the floor for every row.
+    let scale = Scale::fit(0.0, hi.max(lo), 3, Some(hi.max(1.0)), hi);
+    sparkline(buf, area, &cols, &scale, theme, theme.used());
+}
+
+fn proc_row(pr: &ProcState, pg: &ProcGpu, row: Rect, buf: &mut Buffer, theme: &Theme) {
+    proc_line(pr, pg, row.width, theme).render(row, buf);
+}
+
+/// One or two rows for a GPU when there is no room for its card: name, usage and a
+/// sparkline on one row; with two, the sparkline gets the whole second row.
+fn compact(p: &mut Painter, app: &App, g: &GpuState, sel: bool, area: Rect, theme: &Theme) {
+    let s = app.view_state();
+    let mark = if sel {
+        if theme.ascii { ">" } else { "▶" }
+    } else {
+        " "
+    };
+    let head = format!("{mark}GPU{} {} ", g.info.index, short_name(&g.info.name));
+    let head_w = head.chars().count() as u16;
+    let style = if sel { theme.title() } else { theme.normal() };
+    p.paint("gpu row name", |buf| {
+        buf.set_stringn(area.x, area.y, &head, usize::from(area.width), style)
+    });
+    let rest_w = area.width.saturating_sub(head_w);
+    // One row keeps at least 8 cells for the sparkline; the usage drops its peak first.
+    let usage_room = if area.height >= 2 {
+        rest_w
+    } else {
+        rest_w.saturating_sub(8).min(49)
+    };
+    let line = usage_line(g, usage_room, theme);
+    let line_w = line.width() as u16;
+    let (usage, spark) = if area.height >= 2 {
+        (
+            Rect {
+                x: area.x + head_w,
+                y: area.y,
+                width: rest_w,
+                height: 1,
+            },
+            Rect {
+                x: area.x + 1,
+                y: area.y + 1,
+                width: area.width.saturating_sub(1),
+                height: 1,
+            },
+        )
+    } else {
+        // One row: usage at the right, the sparkline fills between name and usage.
+        let usage_w = line_w.min(rest_w.saturating_sub(7));
+        (
+            Rect {
+                x: area.right() - usage_w,
+                y: area.y,
+                width: usage_w,
+                height: 1,
+            },
+            Rect {
+                x: area.x + head_w,
+                y: area.y,
+                width: rest_w.saturating_sub(usage_w + 1),
+                height: 1,
+            },
+        )
+    };
+    p.paint("gpu row usage", |buf| line.render(usage, buf));
+    if spark.width == 0 {
+        return;
+    }
+    let first = s.header.as_ref().map(|h| h.started);
+    let grid = Grid::fit(s.now, first, app.window_ms(), usize::from(spark.width));
+    let cols = sample(&g.used, &grid);
+    let (lo, hi) = extent(&cols).unwrap_or((0.0, 0.0));
+    let total = g.total() as f64;
+    let scale = Scale::fit(lo, hi, 3, app.full_scale.then_some(total), total);
+    p.paint("sparkline", |buf| {
+        sparkline(buf, spark, &cols, &scale, theme, theme.used())
+    });
 }
 
 /// Second line under a process with a companion: allocator split, fragmentation, epoch.
-fn alloc_summary(
-    pa: &crate::model::allocator::ProcAlloc,
-    d: &crate::model::allocator::DevAlloc,
-    theme: &Theme,
-) -> Line<'static> {
+pub fn alloc_summary(pa: &ProcAlloc, d: &DevAlloc, theme: &Theme) -> Line<'static> {
     let opt = |v: Option<u64>| v.map_or_else(|| "n/a".into(), human);
     let arrow = if theme.ascii { "  `-" } else { "  ↳" };
     let mut spans = vec![

@@ -64,7 +64,7 @@ pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line
     };
     let tail_w = used.len() + map.len() + if w >= 50 { peak.len() } else { 0 };
     let cmd_w = w.saturating_sub(head.len() + tail_w + 1);
-    let cmd: String = command(p).chars().take(cmd_w).collect();
+    let cmd = super::text::fit_command(&command(p), cmd_w, theme.ascii);
     let mut spans = vec![
         Span::raw(head),
         Span::raw(format!("{cmd:<cmd_w$} ")),
@@ -75,6 +75,21 @@ pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line
         spans.push(Span::styled(peak, theme.peak()));
     }
     Line::from(spans)
+}
+
+/// Column titles over `proc_line` rows of the same `width` (same column arithmetic).
+pub fn proc_header(width: u16) -> String {
+    let w = usize::from(width);
+    let (head, tail) = if w < 50 {
+        ("    PID ", format!(" {:<8}{:>9}", "CUDA", "USED"))
+    } else {
+        (
+            "    PID USER     ",
+            format!(" {:<8}{:>9}{:>13}", "CUDA", "USED", "PEAK"),
+        )
+    };
+    let cmd_w = w.saturating_sub(head.len() + tail.len() + 1);
+    format!("{head}{:<cmd_w$} {tail}", "COMMAND")
 }
 
 /// Process table of one GPU with a header row and the selected row highlighted.
@@ -88,30 +103,15 @@ pub fn render_table(
     if area.height == 0 {
         return;
     }
-    let header = if area.width < 50 {
-        "    PID COMMAND"
-    } else {
-        "    PID USER     COMMAND"
-    };
+    // The same column arithmetic as the rows, so titles sit over their numbers.
     buf.set_stringn(
         area.x,
         area.y,
-        header,
+        proc_header(area.width),
         usize::from(area.width),
         theme.title(),
     );
-    let tail = if area.width < 50 {
-        " CUDA         USED"
-    } else {
-        " CUDA         USED      PEAK"
-    };
-    let tail = format!(
-        "{tail:>width$}",
-        width = if area.width < 50 { 18 } else { 31 }
-    );
-    let x = area.x + area.width.saturating_sub(tail.len() as u16 + 1);
-    buf.set_string(x, area.y, tail, theme.title());
-    let body = usize::from(area.height - 1);
+    let mut body = usize::from(area.height - 1);
     if rows.is_empty() {
         buf.set_stringn(
             area.x,
@@ -124,6 +124,11 @@ pub fn render_table(
     }
     // The selection may outlive the process it pointed at: show the last row selected instead.
     let selected = selected.min(rows.len() - 1);
+    // The "+N below" indicator gets its own row rather than covering the last process.
+    let indicator = rows.len() > body && body >= 2;
+    if indicator {
+        body -= 1;
+    }
     let first = selected.saturating_sub(body.saturating_sub(1));
     for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(body) {
         let y = area.y + 1 + (i - first) as u16;
@@ -139,10 +144,18 @@ pub fn render_table(
         }
     }
     let hidden = rows.len().saturating_sub(first + body);
-    if hidden > 0 {
+    if hidden > 0 && indicator {
+        // A rule with the count at its end: reads as "the list goes on below".
         let t = format!(" +{hidden} below (j) ");
-        let x = area.x + area.width.saturating_sub(t.len() as u16);
-        buf.set_string(x, area.y + area.height - 1, t, theme.warn());
+        let y = area.y + area.height - 1;
+        let rule = usize::from(area.width).saturating_sub(t.len());
+        buf.set_string(
+            area.x,
+            y,
+            theme.hline().to_string().repeat(rule),
+            theme.dim(),
+        );
+        buf.set_string(area.x + rule as u16, y, t, theme.warn());
     }
 }
 

@@ -95,10 +95,6 @@ pub fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         buf.set_stringn(area.x, area.y, text, usize::from(area.width), theme.error());
         return;
     }
-    if let Some(n) = &app.notice {
-        buf.set_stringn(area.x, area.y, n, usize::from(area.width), theme.warn());
-        return;
-    }
     let hints = if area.width < 60 {
         "q quit  ? help  Tab GPU  Enter detail"
     } else if app.is_replay() {

@@ -23,7 +23,9 @@ impl Default for Theme {
 }
 
 const BARS_UNICODE: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-const BARS_ASCII: [char; 9] = [' ', '_', '.', '-', '~', '=', '*', '#', '#'];
+// Each step reaches higher in the cell and carries more ink than the one before, so a
+// rising ASCII curve reads as rising (`_` then `.` read as a drop).
+const BARS_ASCII: [char; 9] = [' ', '.', '.', ':', ':', '|', '|', '#', '#'];
 
 impl Theme {
     /// Decide from flags and the environment: `NO_COLOR` (any value) disables colour;
@@ -132,6 +134,20 @@ impl Theme {
 
     pub fn used(&self) -> Style {
         self.fg(Color::Green)
+    }
+
+    /// Allocator series in the process chart: reserved (the pool) and allocated (tensors).
+    pub fn reserved(&self) -> Style {
+        self.fg(Color::Blue)
+    }
+
+    pub fn allocated(&self) -> Style {
+        self.fg(Color::Magenta)
+    }
+
+    /// The per-epoch floor: what a leak raises.
+    pub fn floor(&self) -> Style {
+        self.fg(Color::Cyan)
     }
 
     pub fn peak(&self) -> Style {

@@ -1,0 +1,350 @@
+//! A memory chart: value axis with round ticks, the plot (braille through ratatui's
+//! `Canvas` in Unicode, two time slots and four levels per cell; a monotonic ramp in
+//! ASCII), and a wall-clock axis. Axis, plot and time row are separate pieces drawn in
+//! their own cells, so labels never sit on the data.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::symbols::Marker;
+use ratatui::widgets::Widget;
+use ratatui::widgets::canvas::{Canvas, Painter as Dots, Shape};
+
+use super::chart::{Col, Grid, Scale, time_ticks};
+use super::paint::Painter;
+use super::theme::Theme;
+
+/// Width of the value axis: the longest label (`17.5 GiB`) and its tick mark.
+pub const Y_AXIS: u16 = 9;
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Filled from the axis floor up: the main series (memory in use).
+    Area,
+    /// A line over the area: allocator counters, epoch floors and peaks.
+    Line,
+}
+
+pub struct Trace<'a> {
+    pub cols: &'a [Col],
+    pub kind: Kind,
+    pub style: Style,
+    /// Its mark in ASCII mode, where colour cannot be relied on.
+    pub ascii: char,
+}
+
+pub struct Plot<'a> {
+    pub grid: Grid,
+    pub scale: Scale,
+    pub traces: Vec<Trace<'a>>,
+    /// Horizontal references (the peak, the card total or allocator limit), drawn only
+    /// where there is no data.
+    pub refs: Vec<(f64, Style)>,
+}
+
+/// Time slots per cell: braille has two dot columns per cell.
+pub fn slots_per_cell(theme: &Theme) -> usize {
+    if theme.ascii { 1 } else { 2 }
+}
+
+/// Rows of dots per cell.
+fn levels(theme: &Theme) -> usize {
+    if theme.ascii { 8 } else { 4 }
+}
+
+/// Where the pieces of a chart go inside `area`.
+#[derive(Debug, Clone, Copy)]
+pub struct ChartAreas {
+    pub axis: Rect,
+    pub plot: Rect,
+    pub time: Option<Rect>,
+}
+
+/// Split `area` into value axis, plot and (when `time_row`) the wall-clock row.
+pub fn split(area: Rect, time_row: bool) -> ChartAreas {
+    let axis_w = if area.width >= Y_AXIS + 12 { Y_AXIS } else { 0 };
+    let t = u16::from(time_row && area.height >= 3);
+    let plot = Rect {
+        x: area.x + axis_w,
+        y: area.y,
+        width: area.width - axis_w,
+        height: area.height - t,
+    };
+    ChartAreas {
+        axis: Rect {
+            width: axis_w,
+            height: plot.height,
+            ..area
+        },
+        plot,
+        time: (t == 1).then_some(Rect {
+            y: area.y + plot.height,
+            height: 1,
+            ..area
+        }),
+    }
+}
+
+/// Draw the chart as three pieces: `axis`, `plot`, `time`.
+/// `zoom`: the zoom window's label (`5m`), shown under the value axis; the time axis itself
+/// may span less (only the history there is).
+pub fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, theme: &Theme) {
+    if a.plot.width == 0 || a.plot.height == 0 {
+        return;
+    }
+    if a.axis.width > 0 {
+        p.paint("value axis", |buf| {
+            value_axis(buf, a.axis, &plot.scale, theme)
+        });
+    }
+    p.plot_area(a.plot);
+    p.paint("plot", |buf| {
+        if theme.ascii {
+            ascii_plot(buf, a.plot, plot, theme);
+        } else {
+            braille_plot(buf, a.plot, plot, theme);
+        }
+        mark_gaps(buf, a.plot, plot, theme);
+    });
+    if let Some(t) = a.time {
+        p.paint("time axis", |buf| {
+            time_axis(buf, t, a.axis.width, &plot.grid, theme)
+        });
+        let label = format!("zoom {zoom}");
+        if a.axis.width > 1 && label.len() < usize::from(a.axis.width) {
+            let w = usize::from(a.axis.width - 1);
+            p.paint("zoom", |buf| {
+                buf.set_string(t.x, t.y, format!("{label:>w$}"), theme.dim())
+            });
+        }
+    }
+}
+
+/// Row of `area` that holds value fraction `f` (0 bottom, 1 top).
+fn row_of(f: f64, rows: u16) -> u16 {
+    let from_bottom = (f * f64::from(rows) - 1e-9)
+        .floor()
+        .clamp(0.0, f64::from(rows - 1));
+    rows - 1 - from_bottom as u16
+}
+
+fn value_axis(buf: &mut Buffer, area: Rect, s: &Scale, theme: &Theme) {
+    let (line, tick) = if theme.ascii {
+        ('|', '+')
+    } else {
+        ('│', '┤')
+    };
+    for y in area.top()..area.bottom() {
+        buf[(area.right() - 1, y)]
+            .set_char(line)
+            .set_style(theme.dim());
+    }
+    let mut used = vec![false; usize::from(area.height)];
+    // Top first: the highest tick names the scale and must not be skipped.
+    let ticks: Vec<f64> = s.ticks().collect();
+    for v in ticks.into_iter().rev() {
+        let r = row_of(s.frac(v), area.height);
+        if used[usize::from(r)] {
+            continue;
+        }
+        used[usize::from(r)] = true;
+        let w = usize::from(area.width - 1);
+        let label = s.label_in(v, w);
+        let text = format!("{label:>w$}");
+        buf.set_stringn(area.x, area.y + r, text, w, theme.dim());
+        buf[(area.right() - 1, area.y + r)].set_char(tick);
+    }
+}
+
+/// An area says "this much from zero"; on an axis that does not start at zero (a fitted
+/// band around a slow leak) the same series is drawn as a line instead.
+fn drawn_as(kind: Kind, s: &Scale) -> Kind {
+    if s.lo > 0.0 { Kind::Line } else { kind }
+}
+
+/// Dot height (in `levels` per row) of value `v`; anything above the floor shows.
+fn dots(v: f64, s: &Scale, h: usize) -> usize {
+    let d = (s.frac(v) * h as f64).round() as usize;
+    if v > s.lo && d == 0 { 1 } else { d.min(h) }
+}
+
+struct BrailleShape<'a> {
+    plot: &'a Plot<'a>,
+    w: usize,
+    h: usize,
+    color: bool,
+}
+
+fn fg(style: Style, color: bool) -> Color {
+    if color {
+        style.fg.unwrap_or(Color::Reset)
+    } else {
+        Color::Reset
+    }
+}
+
+impl Shape for BrailleShape<'_> {
+    fn draw(&self, painter: &mut Dots) {
+        let (w, h) = (self.w, self.h);
+        let s = &self.plot.scale;
+        for (v, style) in &self.plot.refs {
+            if *v > s.hi || *v < s.lo {
+                continue;
+            }
+            let y = h - dots(*v, s, h).max(1);
+            for x in (0..w).step_by(2) {
+                painter.paint(x, y, fg(*style, self.color));
+            }
+        }
+        for t in &self.plot.traces {
+            let c = fg(t.style, self.color);
+            let kind = drawn_as(t.kind, s);
+            let mut prev: Option<usize> = None;
+            for (x, col) in t.cols.iter().enumerate().take(w) {
+                let Some(v) = col.val() else {
+                    prev = None;
+                    continue;
+                };
+                let d = dots(v, s, h);
+                match kind {
+                    Kind::Area => {
+                        // Zero is data too: a dot on the floor, unlike a slot with no data.
+                        for y in (h - d.max(1))..h {
+                            painter.paint(x, y, c);
+                        }
+                    }
+                    Kind::Line => {
+                        let d = d.max(1);
+                        // Join steps with a vertical run so the line stays continuous.
+                        let (a, b) = match prev {
+                            Some(p) => (p.min(d), p.max(d)),
+                            None => (d, d),
+                        };
+                        for dd in a..=b {
+                            painter.paint(x, h - dd.max(1), c);
+                        }
+                        prev = Some(d);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn braille_plot(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
+    let shape = BrailleShape {
+        plot,
+        w: usize::from(area.width) * 2,
+        h: usize::from(area.height) * 4,
+        color: theme.color,
+    };
+    Canvas::default()
+        .marker(Marker::Braille)
+        .x_bounds([0.0, 1.0])
+        .y_bounds([0.0, 1.0])
+        .paint(|ctx| ctx.draw(&shape))
+        .render(area, buf);
+}
+
+fn ascii_plot(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
+    let h = usize::from(area.height) * levels(theme);
+    let s = &plot.scale;
+    let bottom = area.bottom() - 1;
+    for t in &plot.traces {
+        for (i, col) in t.cols.iter().enumerate().take(usize::from(area.width)) {
+            let Some(v) = col.val() else { continue };
+            let x = area.x + i as u16;
+            let d = dots(v, s, h);
+            match drawn_as(t.kind, s) {
+                Kind::Area => {
+                    for r in 0..area.height {
+                        let level = d as f64 / 8.0 - f64::from(r);
+                        if level <= 0.0 {
+                            break;
+                        }
+                        let ch = theme.bar(level.min(1.0));
+                        if ch != ' ' {
+                            buf[(x, bottom - r)].set_char(ch).set_style(t.style);
+                        }
+                    }
+                }
+                Kind::Line => {
+                    let r = ((d.max(1) - 1) / 8) as u16;
+                    buf[(x, bottom - r.min(area.height - 1))]
+                        .set_char(t.ascii)
+                        .set_style(t.style);
+                }
+            }
+        }
+    }
+    for (v, style) in &plot.refs {
+        if *v > s.hi || *v < s.lo {
+            continue;
+        }
+        let y = area.y + row_of(s.frac(*v), area.height);
+        for x in area.left()..area.right() {
+            if buf[(x, y)].symbol() == " " {
+                buf[(x, y)].set_char(theme.dashed()).set_style(*style);
+            }
+        }
+    }
+}
+
+/// A cell whose every slot failed shows the gap mark on the floor (no data drawn there).
+fn mark_gaps(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
+    let Some(main) = plot.traces.first() else {
+        return;
+    };
+    let k = slots_per_cell(theme);
+    for (i, cell) in main
+        .cols
+        .chunks(k)
+        .enumerate()
+        .take(usize::from(area.width))
+    {
+        if cell.iter().all(|c| *c == Col::Gap) {
+            buf[(area.x + i as u16, area.bottom() - 1)]
+                .set_char(theme.gap())
+                .set_style(theme.dim());
+        }
+    }
+}
+
+fn time_axis(buf: &mut Buffer, area: Rect, axis_w: u16, g: &Grid, theme: &Theme) {
+    let (line, tick, corner) = if theme.ascii {
+        ('-', '+', '+')
+    } else {
+        ('─', '┴', '└')
+    };
+    let plot_x = area.x + axis_w;
+    let cells = area.width - axis_w;
+    if axis_w > 0 {
+        buf[(plot_x - 1, area.y)]
+            .set_char(corner)
+            .set_style(theme.dim());
+    }
+    for x in plot_x..area.right() {
+        buf[(x, area.y)].set_char(line).set_style(theme.dim());
+    }
+    let label_w = if g.end() - g.start >= 20 * 60_000 {
+        5
+    } else {
+        8
+    };
+    let (every, ticks) = time_ticks(g, cells, label_w + 1);
+    for (col, t) in ticks {
+        let clock = theme.clock(t);
+        let text = if every >= 60_000 && clock.len() >= 5 {
+            &clock[..5]
+        } else {
+            clock.as_str()
+        };
+        let x = plot_x + col;
+        if x + 1 + text.len() as u16 > area.right() {
+            continue;
+        }
+        buf[(x, area.y)].set_char(tick).set_style(theme.dim());
+        buf.set_string(x + 1, area.y, text, theme.dim());
+    }
+}

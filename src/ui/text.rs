@@ -1,0 +1,163 @@
+//! Fitting text into cells: command lines shortened in the middle so the script name and
+//! the arguments that tell runs apart survive, and explanations wrapped instead of cut.
+
+/// `python3 -u train.py --lr 3e-4 --name run7` in `width` cells: whole if it fits; else
+/// without the interpreter (every row says `python3`); else cut in the middle with `…`
+/// (`..` in ASCII), three quarters kept from the start (script, first arguments) and a
+/// quarter from the end (the last argument often names the run).
+pub fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
+    let len = cmd.chars().count();
+    if len <= width {
+        return cmd.to_string();
+    }
+    let cmd = strip_interpreter(cmd);
+    if cmd.chars().count() <= width {
+        return cmd.to_string();
+    }
+    let cmd = drop_timestamps(cmd);
+    if cmd.chars().count() <= width {
+        return cmd;
+    }
+    if let Some(short) = drop_trailing_options(&cmd, width, ascii) {
+        return short;
+    }
+    if let Some(short) = first_option_only(&cmd, width, ascii) {
+        return short;
+    }
+    let len = cmd.chars().count();
+    let dots = if ascii { ".." } else { "…" };
+    let d = dots.chars().count();
+    if width <= d + 1 {
+        return cmd.chars().take(width).collect();
+    }
+    let keep = width - d;
+    let tail = keep / 4;
+    let head = keep - tail;
+    let mut out: String = cmd.chars().take(head).collect();
+    out.push_str(dots);
+    out.extend(cmd.chars().skip(len - tail));
+    out
+}
+
+/// Without options whose value is a Unix time (`--deadline 1795971387`): every run of a
+/// batch differs there, so it crowds out the argument that names the run.
+fn drop_timestamps(cmd: &str) -> String {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    let is_time = |w: &str| w.len() >= 9 && w.bytes().all(|b| b.is_ascii_digit());
+    let mut out: Vec<&str> = Vec::with_capacity(words.len());
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i];
+        if w.starts_with('-') && words.get(i + 1).is_some_and(|v| is_time(v)) {
+            i += 2;
+            continue;
+        }
+        if !is_time(w) {
+            out.push(w);
+        }
+        i += 1;
+    }
+    out.join(" ")
+}
+
+/// Options are usually written most telling first (`--name run7 --seconds 157`): drop
+/// `--option value` pairs from the end, keeping the first, until the line fits, with a
+/// trailing `…` saying some were left out (when there is room for it).
+fn drop_trailing_options(cmd: &str, width: usize, ascii: bool) -> Option<String> {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    let first_opt = words.iter().position(|w| w.starts_with("--"))?;
+    let mut end = words.len();
+    while end > first_opt + 1 {
+        // Step back over one option and its values.
+        let start = (first_opt + 1..end)
+            .rev()
+            .find(|&i| words[i].starts_with("--"))?;
+        end = start;
+        let kept = words[..end].join(" ");
+        let n = kept.chars().count();
+        let dots = if ascii { " .." } else { " …" };
+        if n + dots.chars().count() <= width {
+            return Some(kept + dots);
+        }
+        if n <= width {
+            return Some(kept);
+        }
+    }
+    None
+}
+
+/// Narrower still: when the script takes no positional arguments, its first option
+/// (`…--name demo_leak`, or just `…demo_leak`) says more than the script name every
+/// row shares.
+fn first_option_only(cmd: &str, width: usize, ascii: bool) -> Option<String> {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    if words.len() < 3 || !words[1].starts_with("--") || words[2].starts_with('-') {
+        return None;
+    }
+    let dots = if ascii { ".." } else { "…" };
+    [
+        format!("{dots}{} {}", words[1], words[2]),
+        format!("{dots}{}", words[2]),
+    ]
+    .into_iter()
+    .find(|s| s.chars().count() <= width)
+}
+
+/// Drop `python3`, `python3.12 -u`, `/usr/bin/env python` and similar launchers.
+fn strip_interpreter(cmd: &str) -> &str {
+    let mut rest = cmd.trim_start();
+    loop {
+        let (word, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+        let base = word.rsplit('/').next().unwrap_or(word);
+        let launcher = base == "env"
+            || base.starts_with("python")
+            || base == "uv"
+            || base == "torchrun"
+            || (word.starts_with('-') && word.len() <= 3 && rest.len() != cmd.trim_start().len());
+        if !launcher || tail.is_empty() {
+            return rest;
+        }
+        rest = tail.trim_start();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_keep_script_and_distinguishing_args() {
+        let c = "python3 scenario.py --name leak_nvml_only --deadline 1795971387";
+        assert_eq!(fit_command(c, 80, false), c);
+        assert_eq!(
+            fit_command(c, 56, false),
+            "scenario.py --name leak_nvml_only --deadline 1795971387"
+        );
+        assert_eq!(
+            fit_command(c, 34, false),
+            "scenario.py --name leak_nvml_only"
+        );
+        assert_eq!(fit_command(c, 20, false), "…leak_nvml_only");
+        // Positional arguments: the script name stays, the middle goes.
+        let short = fit_command("python3 hold.py 3.0 30 cvd_unset --step 0.25", 16, false);
+        assert_eq!(short.chars().count(), 16);
+        assert!(short.starts_with("hold.py 3.0"), "{short}");
+        assert_eq!(
+            fit_command("python3 -u train.py --lr 3e-4", 20, true),
+            "train.py --lr 3e-4"
+        );
+        assert_eq!(fit_command("abcdefghij", 6, true), "abc..j");
+        let demo = "python3 scenario2.py --name demo_leak --seconds 157";
+        assert_eq!(
+            fit_command(demo, 31, false),
+            "scenario2.py --name demo_leak …"
+        );
+        assert_eq!(
+            fit_command(demo, 29, false),
+            "scenario2.py --name demo_leak"
+        );
+        assert_eq!(fit_command(demo, 17, false), "…--name demo_leak");
+        assert_eq!(fit_command(demo, 12, false), "…demo_leak");
+        assert_eq!(fit_command("abcdefghij", 2, true), "ab");
+    }
+}
