@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: Rust (workspace: gpumon + the LD_PRELOAD interposer) and the Python
-# companion. Needs cargo and python3; tmux- and Prometheus-based tests skip when those are
-# missing unless GPUMON_REQUIRE_TMUX / GPUMON_REQUIRE_PROMETHEUS are set (CI sets both).
+# The whole test suite: Rust (workspace: gpumon + the LD_PRELOAD interposer), the Python
+# companion, and both installs. Needs cargo and python3 (with venv); tmux- and
+# Prometheus-based tests skip when those are missing unless GPUMON_REQUIRE_TMUX / GPUMON_REQUIRE_PROMETHEUS are set (CI sets both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! python3 -c "import pytest" 2>/dev/null; then
@@ -9,3 +9,8 @@ if ! python3 -c "import pytest" 2>/dev/null; then
 fi
 cargo test --workspace --locked
 python3 -m pytest -q python/tests
+# The two ways users install gpumon, used as a user would from outside the tree: `cargo
+# install` (scripts/install_check.sh) and the Python wheel in a fresh venv
+# (scripts/wheel_check.sh; it pip-installs maturin into a venv of its own).
+scripts/install_check.sh
+scripts/wheel_check.sh
