@@ -23,7 +23,7 @@ B=$D/bin/gpumon
 S=$D/corpus2
 DEMO_S=${DEMO_S:-170}
 CORPUS_S=${CORPUS_S:-310}
-BENCH_S=${BENCH_S:-60}
+BENCH_S=${BENCH_S:-55}
 W=$(mktemp -d /tmp/corpus2.XXXXXX)
 T0=$(date +%s)
 say() { echo "[+$(($(date +%s) - T0))s] $*"; }
@@ -121,12 +121,6 @@ sleep $((CORPUS_S / 6)); nvidia-smi --query-compute-apps=pid,used_memory --forma
 nvidia-smi --query-gpu=index,memory.used --format=csv,noheader | sed 's/^/smi gpu: /'
 wait $REC0; wait $REC1; say "corpus recorders done"
 sleep 3
-# ------------------------------------------------------------------ 3. bench
-say "bench"
-CUDA_VISIBLE_DEVICES=0 timeout -k 3 "$BENCH_S" python3 "$D/bench/companion_overhead.py" \
-    --steps 30 --rounds 4 --epoch-every 15 --epoch-calls 8 --out "$W/bench.json" >"$W/bench.log" 2>&1
-say "bench rc=$?"; tail -n 14 "$W/bench.log"
-
 # ------------------------------------------------------------------ outputs
 python3 - "$W" "$W/truth2.jsonl" <<'EOF'
 import glob, json, os, sys
@@ -150,6 +144,13 @@ for line in open(dst):
 EOF
 for f in "$W"/*.err "$W"/rec_*.log; do echo "== $(basename "$f")"; tail -n 3 "$f" | cut -c1-300; done
 cp "$W/truth2.jsonl" "$OUT/"
+# ------------------------------------------------------------------ 3. bench
+say "bench"
+CUDA_VISIBLE_DEVICES=0 timeout -k 3 "$BENCH_S" python3 "$D/bench/companion_overhead.py" \
+    --steps 30 --rounds 4 --epoch-every 15 --epoch-calls 8 --out "$W/bench.json" >"$W/bench.log" 2>&1
+say "bench rc=$?"; tail -n 14 "$W/bench.log"
+
 [ -f "$W/bench.json" ] && cp "$W/bench.json" "$OUT/"
+cp "$W/bench.log" "$OUT/bench.log" 2>/dev/null
 ls -l "$OUT"
 say "total"
