@@ -42,6 +42,9 @@ gpumon's output. Scenarios (SCENARIOS holds every number):
                       activations per step), an LRU "sample cache" of random-size entries,
                       and an eval every 5 epochs that needs one 160 MiB block.
   clean_capped_varsize frag_varsize without the LRU cache (everything freed): never OOMs.
+  frag_curriculum(_b) PyTorch under a cap: a burst of 1-4 MiB blocks (one in eight kept)
+                      leaves the cache in holes; a contiguous buffer rebuilt every epoch
+                      grows (a curriculum): retries, then an OOM with the cache mostly free.
   demo_leak / demo_frag  the demo recording (issue 11): a GPT-2 style LM leaking 96 MiB per
                       epoch from epoch 3 (kept hidden states and an un-detached loss sum),
                       and frag_fill under a 6 GiB cap filling 80 MiB per epoch.
@@ -87,6 +90,14 @@ SCENARIOS = {
                       eval_every=5, ckpt_every=10),
     "demo_frag": dict(kind="frag_fill", cap_gib=6.0, fill_from=5, fill_mib=80, block_mib=2,
                       keep_every=10, buffer_mib=64),
+    # curriculum: a contiguous per-step buffer that grows every epoch, after a burst of
+    # 1-4 MiB blocks (one in eight kept) filled the cap's memory with holes
+    "frag_curriculum": dict(kind="frag_curriculum", cap_gib=3.0, burst_at=5, leave_mib=768,
+                            keep_every=8, t0_mib=32, t_step_mib=24, epoch_s=1.5),
+    "frag_curriculum_b": dict(kind="frag_curriculum", cap_gib=5.0, burst_at=8, leave_mib=1280,
+                              keep_every=6, t0_mib=96, t_step_mib=24, epoch_s=2.0),
+    "demo_frag2": dict(kind="frag_curriculum", cap_gib=6.0, burst_at=5, leave_mib=1024,
+                       keep_every=8, t0_mib=64, t_step_mib=8, epoch_s=2.2),
     "frag_varsize": dict(kind="frag_varsize", cap_gib=1.5, lru=96, eval_mib=160, eval_every=5),
     "clean_capped_varsize": dict(kind="frag_varsize", cap_gib=1.5, lru=0, eval_mib=160,
                                  eval_every=5),
@@ -595,6 +606,75 @@ def run_frag_fill(sc, comp, truth):
     finish(truth, log_, oom)
 
 
+def run_frag_curriculum(sc, comp, truth):
+    """A burst of 1-4 MiB blocks at epoch `burst_at` fills the cap up to `leave_mib`, one in
+    `keep_every` kept: the cache holds ~(cap - leave) in holes of at most ~18 MiB. A
+    contiguous buffer (a curriculum's per-step buffer) is rebuilt every epoch `t_step_mib`
+    larger, the new one made before the old is dropped. Each rebuild needs a fresh segment;
+    near the cap the allocator frees the old buffer's cached segment and retries
+    (num_alloc_retries rises), until the buffer fits in no hole and not in what the cap
+    leaves: an OOM with most of the cache free in pieces."""
+    if ARGS.dry_run:
+        return dry_epochs(dict(sc, onset=sc["burst_at"], leak_mib=sc["t_step_mib"]), comp, truth)
+    torch, total = torch_setup(sc["cap_gib"])
+    dev = torch.device("cuda:0")
+    cap = int(sc["cap_gib"] * GiB)
+    rng = random.Random(21)
+    w1 = torch.randn(256, 512, device=dev, requires_grad=True)
+    w2 = torch.randn(512, 256, device=dev, requires_grad=True)
+    opt = torch.optim.AdamW([w1, w2], lr=1e-4)
+    size = sc["t0_mib"] * MiB
+    buf = torch.empty(size, dtype=torch.uint8, device=dev)
+    kept = []
+    log_ = EpochLog()
+    truth.update(cap_bytes=cap, total_bytes=total, burst_at=sc["burst_at"],
+                 t0_bytes=size, t_step_bytes=sc["t_step_mib"] * MiB)
+    e = 0
+    oom = None
+    while left() > 0:
+        t0 = time.time()
+        try:
+            if e == sc["burst_at"]:
+                comp.mark("bucket_cache_fill", epoch=e)
+                blocks = []
+                leave = sc["leave_mib"] * MiB
+                while torch.cuda.memory_reserved() + 20 * MiB + leave <= cap:
+                    blocks.append(torch.empty(rng.randint(1 * MiB, 4 * MiB), dtype=torch.uint8, device=dev))
+                kept = blocks[::sc["keep_every"]]
+                n = len(blocks)
+                del blocks
+                torch.cuda.synchronize()
+                truth.update(burst_t_ms=now_ms(), burst_blocks=n, burst_kept=len(kept),
+                             burst_state=dict(torch_stats(torch), **frag_state(torch)))
+            if e > 0:
+                size += sc["t_step_mib"] * MiB
+                nb = torch.empty(size, dtype=torch.uint8, device=dev)  # new before old dropped
+                nb[:1].fill_(1)
+                buf = nb
+                del nb
+            t_end = t0 + sc["epoch_s"]
+            while time.time() < t_end:
+                x = torch.randn(128, 256, device=dev)
+                loss = ((x @ w1).relu() @ w2).pow(2).mean()
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                time.sleep(0.005)
+            torch.cuda.synchronize()
+        except Exception as ex:
+            if not is_oom(ex):
+                raise
+            oom = oom_record(e, ex, request=size, **torch_stats(torch), **frag_state(torch))
+            log("OOM in epoch", e, str(ex)[:200])
+            break
+        gc.collect()
+        log_.add(e, request=size, kept=len(kept), dur_s=round(time.time() - t0, 3),
+                 **torch_stats(torch), **frag_state(torch))
+        comp.epoch(e)
+        e += 1
+    finish(truth, log_, oom)
+
+
 def frag_state(torch):
     """T and L from the block map, as the scenario sees it (not gpumon's reading)."""
     free_total = largest = 0
@@ -825,7 +905,7 @@ def run_cpu(sc, comp, truth):
 RUNNERS = {"lm": run_lm, "vit": run_vit, "gpt2": run_gpt2, "resnet": run_resnet, "flax_mlp": run_flax,
            "flax_cnn": run_flax, "jax_small": run_jax_small, "torch_grab": run_torch_grab,
            "cupy": run_cupy, "cpu": run_cpu, "mlp_markerless": run_mlp_markerless,
-           "frag_fill": run_frag_fill, "frag_varsize": run_frag_varsize}
+           "frag_fill": run_frag_fill, "frag_curriculum": run_frag_curriculum, "frag_varsize": run_frag_varsize}
 
 
 def main():
