@@ -151,7 +151,10 @@ mod tests {
         gpumon_epoch();
         gpumon_epoch();
         let recs: Vec<Value> = tr.tick(2).into_iter().filter(|v| v["dev"] == 3).collect();
-        assert_eq!(recs.len(), (REQUESTED.load(Ordering::Relaxed) - before) as usize);
+        assert_eq!(
+            recs.len(),
+            (REQUESTED.load(Ordering::Relaxed) - before) as usize
+        );
         assert!(recs.iter().all(|r| r["floor"].as_u64() >= Some(1 << 20)));
         assert!(tr.tick(3).is_empty());
     }
