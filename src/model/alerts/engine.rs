@@ -17,7 +17,7 @@ use super::growth::{self, Ceiling, GrowthContext, WindowSource};
 use super::headroom::{self, HeadroomInput};
 use super::memory::Memory;
 use super::snapshot::{CompanionView, GpuView, ProcView, Snapshot};
-use super::{Alert, AlertKey, AlertKind, Basis, Finding, Named, Severity};
+use super::{Alert, AlertKey, AlertKind, Basis, Finding, Gate, Named, Severity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -352,17 +352,28 @@ impl AlertEngine {
             fi.request_source.words(),
             fragmentation::advice(&c.runtime)
         );
-        f.evidence.values.push(Named {
-            name: "retries in the last epochs".into(),
-            bytes: retries,
+        for g in &mut f.evidence.gates {
+            if g.name.starts_with("R > max") {
+                g.name = "R > L at the step's peak".into();
+            }
+        }
+        f.evidence.gates.push(Gate {
+            name: "allocator retries in the last epochs".into(),
+            value: retries as f64,
+            threshold: 1.0,
+            passed: true,
         });
+        f.evidence.gates.push(Gate {
+            name: "T / reserved".into(),
+            value: (t as f64 / reserved.max(1) as f64 * 1000.0).round() / 1000.0,
+            threshold: fc.min_free_share,
+            passed: true,
+        });
+        f.evidence.values.retain(|v| v.name != "D from card");
         f.evidence.values.push(Named {
             name: "D from card".into(),
             bytes: fi.device_avail,
         });
-        f.evidence
-            .values
-            .retain(|v| !(v.name == "D from card" && v.bytes == 0));
         Some(f)
     }
 
