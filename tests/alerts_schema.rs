@@ -54,25 +54,48 @@ fn validate(s: &Value, v: &Value, path: &str, errs: &mut Vec<String>) {
         errs.push(format!("{path}: {v} is not one of {allowed:?}"));
     }
     if let Some(n) = v.as_f64() {
-        if s.get("minimum").and_then(Value::as_f64).is_some_and(|m| n < m) {
+        if s.get("minimum")
+            .and_then(Value::as_f64)
+            .is_some_and(|m| n < m)
+        {
             errs.push(format!("{path}: {n} below the minimum"));
         }
-        if s.get("maximum").and_then(Value::as_f64).is_some_and(|m| n > m) {
+        if s.get("maximum")
+            .and_then(Value::as_f64)
+            .is_some_and(|m| n > m)
+        {
             errs.push(format!("{path}: {n} above the maximum"));
         }
     }
     if let Some(text) = v.as_str() {
         let n = text.chars().count() as u64;
-        if s.get("maxLength").and_then(Value::as_u64).is_some_and(|m| n > m) {
-            errs.push(format!("{path}: {n} characters, at most {:?}", s["maxLength"]));
+        if s.get("maxLength")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| n > m)
+        {
+            errs.push(format!(
+                "{path}: {n} characters, at most {:?}",
+                s["maxLength"]
+            ));
         }
-        if s.get("minLength").and_then(Value::as_u64).is_some_and(|m| n < m) {
-            errs.push(format!("{path}: {n} characters, at least {:?}", s["minLength"]));
+        if s.get("minLength")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| n < m)
+        {
+            errs.push(format!(
+                "{path}: {n} characters, at least {:?}",
+                s["minLength"]
+            ));
         }
     }
     if let Value::Object(obj) = v {
         let props = s.get("properties").and_then(Value::as_object);
-        for r in s.get("required").and_then(Value::as_array).into_iter().flatten() {
+        for r in s
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let Some(r) = r.as_str()
                 && !obj.contains_key(r)
             {
@@ -109,7 +132,11 @@ fn replay_lines(recording: &str) -> Vec<Value> {
         .current_dir(root())
         .output()
         .expect("gpumon replay runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("each line is JSON"))
@@ -121,11 +148,19 @@ fn real_output_validates_against_the_schema() {
     let mut lines = replay_lines("tests/corpus2/corpus2_frag.jsonl");
     lines.extend(replay_lines("tests/corpus/corpus_frag.jsonl"));
     let kinds: Vec<&str> = lines.iter().filter_map(|l| l["kind"].as_str()).collect();
-    for k in ["growth", "fragmentation_risk", "fragmentation_oom", "grab_all"] {
+    for k in [
+        "growth",
+        "fragmentation_risk",
+        "fragmentation_oom",
+        "grab_all",
+    ] {
         assert!(kinds.contains(&k), "the replays raise {k}: {kinds:?}");
     }
     let changes: Vec<&str> = lines.iter().filter_map(|l| l["change"].as_str()).collect();
-    assert!(changes.contains(&"raised") && changes.contains(&"cleared"), "{changes:?}");
+    assert!(
+        changes.contains(&"raised") && changes.contains(&"cleared"),
+        "{changes:?}"
+    );
     for l in &lines {
         let errs = errors(l);
         assert!(errs.is_empty(), "{errs:?}\n{l}");
@@ -162,6 +197,9 @@ fn the_validator_rejects_what_the_schema_forbids() {
     bad.as_object_mut().map(|o| o.remove("gpu"));
     let errs = errors(&bad);
     for want in ["severity", "extra", "summary", "bytes", "missing gpu"] {
-        assert!(errs.iter().any(|e| e.contains(want)), "{want} not caught: {errs:?}");
+        assert!(
+            errs.iter().any(|e| e.contains(want)),
+            "{want} not caught: {errs:?}"
+        );
     }
 }
