@@ -318,6 +318,14 @@ impl AlertEngine {
         epoch: Option<u64>,
     ) -> Option<Finding> {
         let fc = &self.cfg.fragmentation;
+        // Once raised it stays while the pieces still cannot serve R: the retries that
+        // showed the distress come every few epochs, the stranded cache stays (without
+        // this the demo's alert cleared and came back every 5 s).
+        let active = self.active.contains_key(&AlertKey {
+            kind: AlertKind::FragmentationRisk,
+            pid: Some(p.pid),
+            gpu: p.gpu,
+        });
         let retries = self.memory.recent_retries(p.pid, p.gpu)?;
         let hole = match (self.memory.smallest_hole(p.pid, p.gpu), fi.largest_free) {
             (Some(a), Some(b)) => a.min(b),
@@ -327,7 +335,7 @@ impl AlertEngine {
         let (t, r) = (fi.free_total, fi.request);
         let pieces = t as f64 >= fc.oom_free_multiple * r as f64
             && t as f64 >= fc.min_free_share * reserved as f64;
-        if retries == 0 || r <= hole || !pieces {
+        if (retries == 0 && !active) || r <= hole || !pieces {
             return None;
         }
         let mut f = fragmentation::risk(
@@ -341,11 +349,20 @@ impl AlertEngine {
             &c.runtime,
             epoch,
         )?;
+        let distress = match retries {
+            0 => {
+                "had to flush its cache and retry in earlier epochs (num_alloc_retries)".to_string()
+            }
+            1 => "had to flush its cache and retry once in the last epochs (num_alloc_retries)"
+                .to_string(),
+            n => format!(
+                "had to flush its cache and retry {n} times in the last epochs (num_alloc_retries)"
+            ),
+        };
         f.message = format!(
-            "PID {} on GPU {}: the allocator had to flush its cache and retry {retries} time{} in the last epochs (num_alloc_retries), it holds {} free but its largest hole at the step's peak is {}, so the next {} request ({}) fits in no hole and only a flush can make room: an OOM from fragmentation is likely. {}",
+            "PID {} on GPU {}: the allocator {distress}, it holds {} free but its largest hole at the step's peak is {}, so the next {} request ({}) fits in no hole and only a flush can make room: an OOM from fragmentation is likely. {}",
             p.pid,
             p.gpu,
-            if retries == 1 { "" } else { "s" },
             compact(t),
             compact(hole),
             compact(r),
