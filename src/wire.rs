@@ -196,6 +196,14 @@ pub struct Sample {
         skip_serializing_if = "Option::is_none"
     )]
     pub requested: Option<u64>,
+    /// PyTorch `inactive_split_bytes`: free pieces of split segments (issue 13: its growth
+    /// across epochs is a fragmentation signal).
+    #[serde(
+        default,
+        deserialize_with = "opt_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub inactive_split: Option<u64>,
     #[serde(
         default,
         deserialize_with = "opt_u64",

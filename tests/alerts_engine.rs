@@ -406,3 +406,60 @@ fn fragmentation_oom_event_from_frames() {
             .contains("TF_GPU_ALLOCATOR=cuda_malloc_async")
     );
 }
+
+#[test]
+fn alerts_of_an_exited_process_end_and_move_to_history() {
+    let mut e = AlertEngine::new(AlertConfig::default());
+    let floor = |ep: u64| 20 * G + ep * G;
+    let mut raised = false;
+    for n in 6..12u64 {
+        let snap = snapshot(
+            n as i64 * EPOCH_MS,
+            60 * G,
+            vec![proc_view(1, 30 * G, Some(companion(epochs(n, floor))))],
+        );
+        raised |= e
+            .evaluate_snapshot(&snap)
+            .iter()
+            .any(|c| c.change == ChangeKind::Raised);
+    }
+    assert!(raised && e.get(&key(AlertKind::Growth, 1)).is_some());
+    // The process is gone: NVML stopped listing it and its companion left.
+    let gone = gpumon::model::alerts::snapshot::ProcView {
+        exited: true,
+        ..proc_view(1, 30 * G, Some(companion(epochs(12, floor))))
+    };
+    let changes = e.evaluate_snapshot(&snapshot(12 * EPOCH_MS, 90 * G, vec![gone]));
+    let cleared: Vec<_> = changes
+        .iter()
+        .filter(|c| c.change == ChangeKind::Cleared)
+        .collect();
+    assert_eq!(cleared.len(), 1, "{changes:?}");
+    assert!(
+        cleared[0]
+            .alert
+            .message
+            .ends_with("(ended: process exited)"),
+        "{}",
+        cleared[0].alert.message
+    );
+    assert!(e.active().is_empty());
+    assert!(
+        e.history()
+            .any(|a| a.message.contains("ended: process exited"))
+    );
+    // A process that merely left the snapshot (expired) ends the same way.
+    let mut e2 = AlertEngine::new(AlertConfig::default());
+    for n in 6..12u64 {
+        e2.evaluate_snapshot(&snapshot(
+            n as i64 * EPOCH_MS,
+            60 * G,
+            vec![proc_view(1, 30 * G, Some(companion(epochs(n, floor))))],
+        ));
+    }
+    let changes = e2.evaluate_snapshot(&snapshot(12 * EPOCH_MS, 90 * G, vec![]));
+    assert!(
+        changes.iter().any(|c| c.change == ChangeKind::Cleared
+            && c.alert.message.contains("ended: process exited"))
+    );
+}

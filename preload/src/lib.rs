@@ -13,11 +13,13 @@
 //! - `record`: what a successful call changes in the bookkeeping
 //! - `table`, `vmm`, `devices`, `hist`, `ring`: the bookkeeping itself
 //! - `reporter`: socket, handshake, messages, history
+//! - `epochs`: epoch markers from `gpumon_epoch()` or `GPUMON_EPOCH_SIGNAL`
 //! - `lifecycle`: lazy init, fork and exit handling, the one-line stderr notices
 
 pub mod clock;
 pub mod cuda;
 pub mod devices;
+pub mod epochs;
 pub mod hist;
 pub mod hooks;
 pub mod lifecycle;

@@ -74,7 +74,8 @@ def stop(reason: str = "stop") -> None:
 def epoch(n: Optional[int] = None, step: Optional[int] = None) -> None:
     """Mark the end of an epoch (`n`: the number just completed, counted
     automatically from 0 when omitted). Records the epoch's floor (allocated
-    after gc) and peak per device."""
+    after gc) and peak per device; with no readable framework the epoch is
+    still marked and gpumon reads the floor from NVML."""
     c = _instance
     try:
         if c is not None:

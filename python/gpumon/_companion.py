@@ -21,6 +21,24 @@ DETECT_EVERY_S = 1.0
 SNAPSHOT_DUTY = 0.002
 
 
+def _gc_mode(arg, env):
+    """`auto` (default): young-generation collection at each epoch end, a full one only
+    when the floor it measured rose (see epoch()); `full`: gc.collect() every epoch (the
+    old default, ~270 ms on a BERT-base process); `off`: none. True/False from the API
+    mean auto/off; the environment's "1"/"0" likewise."""
+    v = arg if arg is not None else env
+    if v is None or v is True:
+        return "auto"
+    if v is False:
+        return "off"
+    v = str(v).strip().lower()
+    if v in ("0", "off", "false", "no", "none"):
+        return "off"
+    if v in ("full", "2"):
+        return "full"
+    return "auto"
+
+
 def _env_float(name, default):
     try:
         return float(os.environ.get(name, ""))
@@ -38,9 +56,7 @@ class Config(object):
         self.detail = detail
         self.sample_hz = sample_hz or _env_float("GPUMON_SAMPLE_HZ", hz)
         self.snapshot_s = snapshot_s or _env_float("GPUMON_SNAPSHOT_S", snap)
-        if epoch_gc is None:
-            epoch_gc = os.environ.get("GPUMON_EPOCH_GC", "1") != "0"
-        self.epoch_gc = epoch_gc
+        self.epoch_gc = _gc_mode(epoch_gc, os.environ.get("GPUMON_EPOCH_GC"))
         self.sock_dir = sock_dir
 
 
@@ -63,6 +79,10 @@ class Companion(object):
         self._lock = threading.Lock()
         self._detect_lock = threading.Lock()
         self._epoch_max = {}
+        self._last_floor = {}
+        # Per device: when the block map was last read at a new in-epoch high of
+        # `allocated` (the largest hole at the step's peak, issue 13 item 2).
+        self._peak_frag_t = {}
         self._lifetime_at_epoch = {}
         self.epoch_n = -1
         self.epoch_start_t = self.started
@@ -129,35 +149,19 @@ class Companion(object):
             n = self.epoch_n + 1
         self.epoch_n = int(n)
         t = _proto.now_ms()
-        records = []
-        if self.cfg.epoch_gc:
-            gc.collect()
         self._add_sources()
-        for src in list(self.sources):
-            if not src.ready():
-                continue
-            for s in src.sample():
-                dev = s.get("dev", 0)
-                alloc = s.get("allocated")
-                life = s.get("peak_allocated")
-                with self._lock:
-                    sampled = self._epoch_max.pop((src.name, dev), None)
-                    prev_life = self._lifetime_at_epoch.get((src.name, dev))
-                    self._lifetime_at_epoch[(src.name, dev)] = life
-                peak = sampled
-                if life is not None and (prev_life is None or life > prev_life):
-                    # The lifetime peak moved during this epoch, so it is this epoch's peak.
-                    peak = life if peak is None else max(peak, life)
-                if alloc is not None and peak is not None:
-                    peak = max(peak, alloc)
-                rec = {"type": "epoch", "t": t, "epoch": self.epoch_n, "dev": dev,
-                       "floor": alloc, "peak": peak, "reserved": s.get("reserved"),
-                       "start_t": self.epoch_start_t}
-                if step is not None:
-                    rec["steps"] = step
-                if peak is None:
-                    rec["na"] = {"peak": "not sampled during this epoch and the lifetime peak did not move"}
-                records.append(({k: v for k, v in rec.items() if v is not None}, s))
+        records = self._epoch_records(t, step)
+        if not records:
+            # No framework is readable (CPU-only so far, or a CUDA library gpumon cannot
+            # read): still mark the epoch. The record carries no floor and no device, and
+            # gpumon takes the process's NVML (or interposer) bytes at this time as the
+            # floor on every GPU the process uses (issue 13 item 3).
+            rec = {"type": "epoch", "t": t, "epoch": self.epoch_n, "start_t": self.epoch_start_t,
+                   "na": {"floor": "no framework readable at the epoch end: gpumon uses the "
+                                   "process's NVML bytes"}}
+            if step is not None:
+                rec["steps"] = step
+            records = [(rec, None)]
         self.epoch_start_t = t
         frags = []
         if self.live > 0:
@@ -171,6 +175,61 @@ class Companion(object):
                             frags.append(f)
         self.inbox.append(("epoch", (records, frags)))
         self._poke()
+
+    def _collect(self, full):
+        """Garbage before the floor is read. A young-generation pass frees what the last
+        steps dropped (most tensors die young) in well under a millisecond; the full pass
+        walks every object the program holds, which on a large model costs ~100x more."""
+        mode = self.cfg.epoch_gc
+        if mode == "off":
+            return
+        if mode == "full" or full:
+            gc.collect()
+        else:
+            gc.collect(0)
+
+    def _epoch_records(self, t, step):
+        self._collect(full=False)
+        read = self._read()
+        if self.cfg.epoch_gc == "auto" and any(
+                s.get("allocated") is not None
+                and s["allocated"] > self._last_floor.get((name, s.get("dev", 0)), s["allocated"])
+                for name, s in read):
+            # The floor rose: garbage in older generations (reference cycles holding
+            # tensors) must not read as growth, so collect fully and read it again. A flat
+            # or falling floor needs no full pass, and the floor stays comparable because
+            # every rise is measured after a full collection.
+            self._collect(full=True)
+            read = self._read()
+        records = []
+        for name, s in read:
+            dev = s.get("dev", 0)
+            alloc = s.get("allocated")
+            if alloc is not None:
+                self._last_floor[(name, dev)] = alloc
+            life = s.get("peak_allocated")
+            with self._lock:
+                sampled = self._epoch_max.pop((name, dev), None)
+                prev_life = self._lifetime_at_epoch.get((name, dev))
+                self._lifetime_at_epoch[(name, dev)] = life
+            peak = sampled
+            if life is not None and (prev_life is None or life > prev_life):
+                # The lifetime peak moved during this epoch, so it is this epoch's peak.
+                peak = life if peak is None else max(peak, life)
+            if alloc is not None and peak is not None:
+                peak = max(peak, alloc)
+            rec = {"type": "epoch", "t": t, "epoch": self.epoch_n, "dev": dev,
+                   "floor": alloc, "peak": peak, "reserved": s.get("reserved"),
+                   "start_t": self.epoch_start_t}
+            if step is not None:
+                rec["steps"] = step
+            if peak is None:
+                rec["na"] = {"peak": "not sampled during this epoch and the lifetime peak did not move"}
+            records.append(({k: v for k, v in rec.items() if v is not None}, s))
+        return records
+
+    def _read(self):
+        return [(src.name, s) for src in list(self.sources) if src.ready() for s in src.sample()]
 
     def mark(self, label, kind="mark", epoch=None, step=None):
         m = {"type": "marker", "t": _proto.now_ms(), "kind": kind, "label": label,
@@ -315,11 +374,15 @@ class Companion(object):
                 s = {k: v for k, v in s.items() if v is not None}
                 key = (src.name, s.get("dev", 0))
                 alloc = s.get("allocated")
+                new_high = False
                 if alloc is not None:
                     with self._lock:
                         prev = self._epoch_max.get(key)
                         if prev is None or alloc > prev:
                             self._epoch_max[key] = alloc
+                            new_high = prev is not None
+                if new_high:
+                    self._frag_at_peak(src, s.get("dev", 0), now_t)
                 if now_t - self._ring_t.get(key, 0) >= 1000:
                     self._ring_t[key] = now_t
                     self.samples.append(s)
@@ -328,6 +391,22 @@ class Companion(object):
                 self.server.broadcast(s)
         if unannounced and self.server.live_count():
             self.server.broadcast(self._hello())
+
+    def _frag_at_peak(self, src, dev, now_t):
+        """The block map read while the step is near its peak: at the epoch end the big
+        transient blocks are free again and merge into one large hole, so L looks fine
+        exactly when the next peak will not fit. Rate-limited like the periodic snapshot."""
+        if now_t - self._peak_frag_t.get(dev, 0) < 1000 * self.cfg.snapshot_s / 2:
+            return
+        self._peak_frag_t[dev] = now_t
+        t0 = time.perf_counter()
+        f = src.frag(dev)
+        if f is None or f.get("free_total") is None:
+            return
+        f["t"] = now_t
+        f["source"] = "peak"
+        self.server.broadcast(f)
+        self.cpu_snap_s = getattr(self, "cpu_snap_s", 0.0) + time.perf_counter() - t0
 
     def _snapshot(self):
         t0 = time.perf_counter()
@@ -352,9 +431,10 @@ class Companion(object):
                 records, frags = val
                 for rec, s in records:
                     self.epochs.append(rec)
-                    s = dict(s, t=rec["t"], epoch=rec["epoch"])
-                    self.samples.append(s)
-                    self.server.broadcast(s)
+                    if s is not None:
+                        s = dict(s, t=rec["t"], epoch=rec["epoch"])
+                        self.samples.append(s)
+                        self.server.broadcast(s)
                     self.server.broadcast(rec)
                 for f in frags:
                     self.last_frag[f.get("dev", 0)] = f

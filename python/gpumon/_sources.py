@@ -260,6 +260,11 @@ class TorchSource(Source):
                                "requested": "cudaMallocAsync backend does not track it"}
                 else:
                     s["active"] = st["active_bytes"]["all"]["current"]
+                    # Free pieces of split segments: empty_cache() cannot return them,
+                    # and their growth across epochs is a fragmentation signal.
+                    isb = st.get("inactive_split_bytes")
+                    if isb:
+                        s["inactive_split"] = isb["all"]["current"]
                     req = st.get("requested_bytes")
                     if req:
                         s["requested"] = req["all"]["current"]

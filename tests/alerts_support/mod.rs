@@ -66,6 +66,7 @@ pub fn proc_view(pid: u32, used: u64, c: Option<CompanionView>) -> ProcView {
         nvml_used_min_recent: Some(used),
         nvml_windows: Vec::new(),
         companion: c,
+        ..ProcView::default()
     }
 }
 

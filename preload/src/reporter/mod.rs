@@ -118,6 +118,7 @@ struct Reporter {
     history: VecDeque<Value>,
     next_sample: Instant,
     next_history: Instant,
+    epochs: crate::epochs::Tracker,
 }
 
 impl Reporter {
@@ -161,6 +162,7 @@ impl Reporter {
             history: VecDeque::new(),
             next_sample: now,
             next_history: now,
+            epochs: crate::epochs::Tracker::default(),
         })
     }
 
@@ -209,6 +211,10 @@ impl Reporter {
             }
         }
         self.drain_events();
+        for rec in self.epochs.tick(now_ms()) {
+            let l: Arc<str> = Arc::from(messages::line(&rec));
+            self.broadcast(&l);
+        }
         if now >= self.next_sample {
             self.next_sample = now + SAMPLE_EVERY;
             self.sample(now);

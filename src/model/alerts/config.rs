@@ -49,6 +49,14 @@ pub struct GrowthConfig {
     pub window_ms: i64,
     /// Fallback: windows that start within this long of the process's first sighting are warm-up.
     pub window_warmup_ms: i64,
+    /// The same for the native interposer's live bytes: exact (every allocation counted, no
+    /// cache), so a window need only span a few steps (issue 13: flagged within 2 minutes).
+    pub exact_window_ms: i64,
+    pub exact_window_warmup_ms: i64,
+    /// The same for NVML usage without a companion: it moves in the allocator's segment
+    /// steps, so windows are longer (issue 13: within 10 minutes of the onset).
+    pub nvml_window_ms: i64,
+    pub nvml_window_warmup_ms: i64,
 }
 
 impl Default for GrowthConfig {
@@ -65,8 +73,12 @@ impl Default for GrowthConfig {
             sustained_frac: 0.5,
             confirm: 2,
             critical_epochs: 10.0,
-            window_ms: 10 * 60_000,
-            window_warmup_ms: 10 * 60_000,
+            window_ms: 30_000,
+            window_warmup_ms: 60_000,
+            exact_window_ms: 10_000,
+            exact_window_warmup_ms: 20_000,
+            nvml_window_ms: 20_000,
+            nvml_window_warmup_ms: 40_000,
         }
     }
 }
@@ -85,6 +97,10 @@ pub struct FragConfig {
     /// T = 1.0–1.5 × the request): compacting it would serve the failing request and not
     /// the next one, so the process was out of memory, not fragmented.
     pub oom_free_multiple: f64,
+    /// The retry-based risk also needs the free pieces to be at least this share of
+    /// reserved: a caching allocator's normal mid-step slack was 19–22 % of reserved at the
+    /// card-full OOMs of the first corpus; the fragmented runs of the second held 70–78 %.
+    pub min_free_share: f64,
 }
 
 impl Default for FragConfig {
@@ -93,6 +109,7 @@ impl Default for FragConfig {
             persist_ms: 15_000,
             oom_hold_ms: 10 * 60_000,
             oom_free_multiple: 2.0,
+            min_free_share: 0.3,
         }
     }
 }
@@ -100,23 +117,30 @@ impl Default for FragConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GrabAllConfig {
-    /// The process holds at least this share of the card (NVML)...
+    /// With a companion: the process holds at least this share of the card (NVML), half
+    /// of it: what a preallocating framework takes from everyone else (JAX's default is
+    /// 75 %, TensorFlow's nearly all), or it keeps more idle than the card has free while
+    /// others share it...
     pub held_frac: f64,
     /// ...while its allocator has at most this share of what it holds in use...
     pub used_frac: f64,
     /// ...continuously for this long.
     pub persist_ms: i64,
-    /// Also raise (at info level) when only NVML is known, saying it may be real use.
+    /// Also raise (at info level) when only NVML is known, saying it may be real use...
     pub nvml_only: bool,
+    /// ...and only from this share of the card: without the allocator's numbers half the
+    /// card is as likely a large model as a pool.
+    pub nvml_held_frac: f64,
 }
 
 impl Default for GrabAllConfig {
     fn default() -> Self {
         GrabAllConfig {
-            held_frac: 0.8,
+            held_frac: 0.5,
             used_frac: 0.25,
             persist_ms: 120_000,
             nvml_only: true,
+            nvml_held_frac: 0.8,
         }
     }
 }

@@ -9,13 +9,15 @@ use serde::{Deserialize, Serialize};
 use crate::model::time::Ts;
 
 use super::config::AlertConfig;
+use super::format::compact;
 use super::fragmentation::{self, FragInput, LeakNote, OomContext, RequestSource};
 use super::from_state;
 use super::grab_all::{self, GrabInput};
 use super::growth::{self, Ceiling, GrowthContext, WindowSource};
 use super::headroom::{self, HeadroomInput};
+use super::memory::Memory;
 use super::snapshot::{CompanionView, GpuView, ProcView, Snapshot};
-use super::{Alert, AlertKey, AlertKind, Finding, Severity};
+use super::{Alert, AlertKey, AlertKind, Basis, Finding, Gate, Named, Severity};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -94,6 +96,8 @@ pub struct AlertEngine {
     /// OOM events already turned into alerts: (pid, gpu) → (newest event time, count).
     ooms_seen: BTreeMap<(u32, u32), (Ts, u32)>,
     events: BTreeMap<AlertKey, HeldEvent>,
+    /// Signals followed across evaluations (retries per epoch, holes at the step's peak).
+    memory: Memory,
 }
 
 impl AlertEngine {
@@ -119,7 +123,17 @@ impl AlertEngine {
         let now = s.now;
         let mut findings = Vec::new();
         let mut conditions = Vec::new();
-        for p in &s.procs {
+        // A process that exited raises nothing more, and its alerts (held OOM events too)
+        // end now, saying why, into history.
+        let exited: BTreeSet<u32> = s.procs.iter().filter(|p| p.exited).map(|p| p.pid).collect();
+        self.events
+            .retain(|k, _| k.pid.is_none_or(|pid| !exited.contains(&pid)));
+        for p in s.procs.iter().filter(|p| !p.exited) {
+            self.memory.observe(p);
+        }
+        let live: Vec<(u32, u32)> = s.procs.iter().map(|p| (p.pid, p.gpu)).collect();
+        self.memory.retain(&live);
+        for p in s.procs.iter().filter(|p| !p.exited) {
             let g = s.gpus.iter().find(|g| g.index == p.gpu);
             let growth = self.growth(p, g);
             conditions.extend(self.conditions(p, g));
@@ -140,7 +154,13 @@ impl AlertEngine {
         }
         self.events.retain(|_, e| e.until >= now);
         findings.extend(self.events.values().map(|e| e.finding.clone()));
-        self.reconcile(now, findings)
+        let gone: BTreeSet<u32> = self
+            .active
+            .keys()
+            .filter_map(|k| k.pid)
+            .filter(|pid| exited.contains(pid) || !s.procs.iter().any(|p| p.pid == *pid))
+            .collect();
+        self.reconcile(now, findings, &gone)
     }
 
     fn growth(&self, p: &ProcView, g: Option<&GpuView>) -> Option<Finding> {
@@ -174,10 +194,14 @@ impl AlertEngine {
             if !c.epochs.is_empty() {
                 return growth::epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg);
             }
-            if !c.allocated_windows.is_empty() {
+            if !c.allocated_windows.is_empty() && p.nvml_epochs.is_empty() {
                 return growth::window_growth(
                     &c.allocated_windows,
-                    WindowSource::Allocated,
+                    if c.interposer {
+                        WindowSource::Exact
+                    } else {
+                        WindowSource::Allocated
+                    },
                     &ctx,
                     cfg,
                 );
@@ -194,6 +218,21 @@ impl AlertEngine {
             }),
             _ => None,
         };
+        if !p.nvml_epochs.is_empty() {
+            // Epoch markers without a readable framework: NVML's bytes at each marker are
+            // the floor. Coarser than an allocator's floor (the cache and the context are
+            // in it), and the message says so.
+            ctx.current_epoch = p.nvml_epochs.last().map(|e| e.epoch);
+            return growth::epoch_growth(&p.nvml_epochs, None, &ctx, cfg).map(|mut f| {
+                f.message = f.message.replace(
+                    "the allocated floor at each epoch end",
+                    "the process's NVML usage at each epoch marker (no framework gpumon can read: the allocator's cache and the CUDA context are in it)",
+                );
+                f.evidence.series = Some("NVML usage at epoch markers".into());
+                f.evidence.basis = Basis::Nvml;
+                f
+            });
+        }
         growth::window_growth(&p.nvml_windows, WindowSource::Nvml, &ctx, cfg)
     }
 
@@ -219,8 +258,12 @@ impl AlertEngine {
                     request: r,
                     request_source: src,
                 };
+                let fc = &self.cfg.fragmentation;
                 if let Some(f) = fragmentation::risk(p.pid, p.gpu, &fi, &c.runtime, epoch) {
-                    out.push((f, self.cfg.fragmentation.persist_ms));
+                    out.push((f, fc.persist_ms));
+                } else if let Some(f) = self.retry_risk(p, c, &fi, epoch) {
+                    // Already an event, not a reading: no persistence needed.
+                    out.push((f, 0));
                 }
                 let hi = HeadroomInput {
                     free_total: t,
@@ -239,6 +282,13 @@ impl AlertEngine {
                 held,
                 total,
                 allocator_used: p.companion.as_ref().and_then(|c| c.allocated),
+                card_free: free,
+                policy: p.companion.as_ref().and_then(|c| c.policy.clone()),
+                settings: p
+                    .companion
+                    .as_ref()
+                    .map(|c| c.settings.clone())
+                    .unwrap_or_default(),
             };
             let rt = p
                 .companion
@@ -250,6 +300,98 @@ impl AlertEngine {
             }
         }
         out
+    }
+
+    /// Fragmentation risk from the allocator's own distress (issue 13, item 2): it had to
+    /// flush its cache and retry during the last epochs (`num_alloc_retries` rose), the
+    /// largest request fits in no hole at the step's peak (the lowest L read since the
+    /// previous epoch end), and the free pieces are a real share of the cache, not the
+    /// slack a caching allocator keeps mid-step: at least `oom_free_multiple` × the request
+    /// and `min_free_share` of reserved. A leak running into its cap also causes retries,
+    /// but leaves little free; a full card too (T 1.0–1.5 × the request on the first
+    /// corpus).
+    fn retry_risk(
+        &self,
+        p: &ProcView,
+        c: &CompanionView,
+        fi: &FragInput,
+        epoch: Option<u64>,
+    ) -> Option<Finding> {
+        let fc = &self.cfg.fragmentation;
+        // Once raised it stays while the pieces still cannot serve R: the retries that
+        // showed the distress come every few epochs, the stranded cache stays (without
+        // this the demo's alert cleared and came back every 5 s).
+        let active = self.active.contains_key(&AlertKey {
+            kind: AlertKind::FragmentationRisk,
+            pid: Some(p.pid),
+            gpu: p.gpu,
+        });
+        let retries = self.memory.recent_retries(p.pid, p.gpu)?;
+        let hole = match (self.memory.smallest_hole(p.pid, p.gpu), fi.largest_free) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        let reserved = c.reserved?;
+        let (t, r) = (fi.free_total, fi.request);
+        let pieces = t as f64 >= fc.oom_free_multiple * r as f64
+            && t as f64 >= fc.min_free_share * reserved as f64;
+        if (retries == 0 && !active) || r <= hole || !pieces {
+            return None;
+        }
+        let mut f = fragmentation::risk(
+            p.pid,
+            p.gpu,
+            &FragInput {
+                largest_free: Some(hole),
+                device_avail: 0,
+                ..*fi
+            },
+            &c.runtime,
+            epoch,
+        )?;
+        let distress = match retries {
+            0 => {
+                "had to flush its cache and retry in earlier epochs (num_alloc_retries)".to_string()
+            }
+            1 => "had to flush its cache and retry once in the last epochs (num_alloc_retries)"
+                .to_string(),
+            n => format!(
+                "had to flush its cache and retry {n} times in the last epochs (num_alloc_retries)"
+            ),
+        };
+        f.message = format!(
+            "PID {} on GPU {}: the allocator {distress}, it holds {} free but its largest hole at the step's peak is {}, so the next {} request ({}) fits in no hole and only a flush can make room: an OOM from fragmentation is likely. {}",
+            p.pid,
+            p.gpu,
+            compact(t),
+            compact(hole),
+            compact(r),
+            fi.request_source.words(),
+            fragmentation::advice(&c.runtime)
+        );
+        for g in &mut f.evidence.gates {
+            if g.name.starts_with("R > max") {
+                g.name = "R > L at the step's peak".into();
+            }
+        }
+        f.evidence.gates.push(Gate {
+            name: "allocator retries in the last epochs".into(),
+            value: retries as f64,
+            threshold: 1.0,
+            passed: true,
+        });
+        f.evidence.gates.push(Gate {
+            name: "T / reserved".into(),
+            value: (t as f64 / reserved.max(1) as f64 * 1000.0).round() / 1000.0,
+            threshold: fc.min_free_share,
+            passed: true,
+        });
+        f.evidence.values.retain(|v| v.name != "D from card");
+        f.evidence.values.push(Named {
+            name: "D from card".into(),
+            bytes: fi.device_avail,
+        });
+        Some(f)
     }
 
     /// What an OOM alert needs besides the event: an active (or just found) leak on the
@@ -288,6 +430,7 @@ impl AlertEngine {
             largest_other: others.iter().copied().max_by_key(|o| o.1),
             card_total: g.map(|g| g.total).filter(|t| *t > 0),
             free_multiple: self.cfg.fragmentation.oom_free_multiple,
+            min_free_share: self.cfg.fragmentation.min_free_share,
         }
     }
 
@@ -322,7 +465,13 @@ impl AlertEngine {
         self.ooms_seen.insert((p.pid, p.gpu), (last_t, count));
     }
 
-    fn reconcile(&mut self, now: Ts, findings: Vec<Finding>) -> Vec<AlertChange> {
+    /// `exited`: processes that are gone; their alerts clear with "ended: process exited".
+    fn reconcile(
+        &mut self,
+        now: Ts,
+        findings: Vec<Finding>,
+        exited: &BTreeSet<u32>,
+    ) -> Vec<AlertChange> {
         let shrink = self.cfg.engine.ack_forecast_shrink;
         let mut changes = Vec::new();
         let mut seen = BTreeSet::new();
@@ -401,6 +550,9 @@ impl AlertEngine {
             if let Some(mut tr) = self.active.remove(&k) {
                 tr.alert.cleared_at = Some(now);
                 tr.alert.updated_at = now;
+                if k.pid.is_some_and(|p| exited.contains(&p)) {
+                    tr.alert.message.push_str(" (ended: process exited)");
+                }
                 changes.push(AlertChange {
                     change: ChangeKind::Cleared,
                     at: now,

@@ -6,6 +6,10 @@ use std::collections::BTreeSet;
 
 use crate::model::allocator::{DevAlloc, ProcAlloc};
 use crate::model::series::Series;
+
+/// NVML can miss a live process for a tick; longer than this unlisted (and no companion)
+/// is an exit.
+const EXIT_GRACE_MS: i64 = 3_000;
 use crate::model::state::State;
 use crate::model::time::Ts;
 
@@ -86,13 +90,24 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
         .filter(|e| e.kind == "config_change")
         .filter_map(|e| e.t)
         .max();
-    let current_epoch = d.last.as_ref().and_then(|s| s.epoch);
+    let current_epoch = d
+        .last
+        .as_ref()
+        .and_then(|s| s.epoch)
+        .or(d.epochs.back().map(|e| e.epoch));
     let keep = g.max_window + g.confirm;
+    // The interposer's live bytes are exact: no cache, so a short window's minimum already
+    // is the program's floor (its windows only need to span a few steps).
+    let (width, warmup) = if d.interposer {
+        (g.exact_window_ms, g.exact_window_warmup_ms)
+    } else {
+        (g.window_ms, g.window_warmup_ms)
+    };
     let allocated_windows = fixed_windows(
         &d.allocated,
-        p.first_seen.saturating_add(g.window_warmup_ms),
+        p.first_seen.saturating_add(warmup),
         now,
-        g.window_ms,
+        width,
         keep,
     );
     let frag = d.frag.as_ref().and_then(|f| {
@@ -136,7 +151,51 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
         frag,
         largest_alloc: d.largest_alloc,
         ooms,
+        retries: d.last.as_ref().and_then(|s| s.num_alloc_retries),
+        policy: p.hello.as_ref().and_then(|h| h.policy.clone()),
+        settings: p
+            .hello
+            .as_ref()
+            .map(|h| {
+                h.settings
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        interposer: d.interposer,
     }
+}
+
+/// Epoch markers of a companion that reads no framework, with NVML's usage of the process
+/// at each marker as the floor (the lowest reading of the second before it: the marker
+/// comes at the epoch end, after the step's transients were freed).
+fn nvml_epochs(p: &ProcAlloc, used: &Series, cfg: &AlertConfig) -> Vec<EpochPoint> {
+    let keep = 2 * cfg.growth.max_window + cfg.growth.confirm + 2;
+    let marks: Vec<(u64, Ts)> = p
+        .devices
+        .values()
+        .flat_map(|d| d.epochs.iter())
+        .filter(|e| e.floor.is_none())
+        .filter_map(|e| Some((e.epoch, e.t?)))
+        .collect();
+    let mut out: Vec<EpochPoint> = marks
+        .iter()
+        .skip(marks.len().saturating_sub(keep))
+        .filter_map(|&(epoch, t)| {
+            let (lo, _) = used.range(t.saturating_sub(1_000), t)?;
+            Some(EpochPoint {
+                epoch,
+                t,
+                floor: lo.max(0.0) as u64,
+                peak: None,
+                reserved: None,
+            })
+        })
+        .collect();
+    out.sort_by_key(|e| e.epoch);
+    out.dedup_by_key(|e| e.epoch);
+    out
 }
 
 /// The snapshot the rules read, built from the model at `state.now`.
@@ -185,9 +244,9 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
             let nvml_windows = pg.map_or_else(Vec::new, |pg| {
                 fixed_windows(
                     &pg.used,
-                    first_seen.saturating_add(g.window_warmup_ms),
+                    first_seen.saturating_add(g.nvml_window_warmup_ms),
                     now,
-                    g.window_ms,
+                    g.nvml_window_ms,
                     g.max_window + g.confirm,
                 )
             });
@@ -196,13 +255,28 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
                 let d = state.companions.for_gpu_in(pid, info, infos)?;
                 Some(companion_view(p, d, now, cfg))
             });
+            let comp = state.companions.get(pid);
+            // A companion that reads no framework has no floors of its own (and may be
+            // matched to no card, or to this one by default): NVML gives them.
+            let no_floors = companion.as_ref().is_none_or(|c| c.epochs.is_empty());
+            let nvml_epochs = match (no_floors, comp, pg) {
+                (true, Some(p), Some(pg)) => nvml_epochs(p, &pg.used, cfg),
+                _ => Vec::new(),
+            };
+            // NVML stopped listing it (a tick or two can be missed) and its companion said
+            // goodbye or went away.
+            let nvml_gone = pg.is_none_or(|pg| now - pg.last_seen > EXIT_GRACE_MS);
+            let companion_gone = comp.is_none_or(|c| c.bye.is_some());
+            let exited = nvml_gone && companion_gone && ps.is_some();
             ProcView {
                 pid,
                 gpu,
                 nvml_used: pg.and_then(|pg| pg.last_used),
                 nvml_used_min_recent,
                 nvml_windows,
+                nvml_epochs,
                 companion,
+                exited,
             }
         })
         .collect();

@@ -440,10 +440,16 @@ pub fn epoch_growth(
             (None, None) => return None,
         };
         let current = last.peak.unwrap_or(last.floor);
+        // The level that meets the ceiling is the peak, but the rate is the floor's when
+        // the floor trends: floors are read at one phase point each epoch, while an epoch
+        // peak is a sampled maximum (or an allocator's lifetime peak, which stands still
+        // and then jumps: JAX's moved in steps of 90-130 MB on the issue-13 corpus and
+        // made the peak's rate read half again too fast).
+        let rate_of = floor_t.as_ref().unwrap_or(main);
         let fc = ctx.ceiling.as_ref().map(|c| {
             forecast(
                 current,
-                current_rate(&main.window, cfg.min_window, main.slope),
+                current_rate(&rate_of.window, cfg.min_window, rate_of.slope),
                 c,
                 ms_per_step(&main.window),
                 Some(last.epoch as f64),
@@ -527,6 +533,28 @@ pub enum WindowSource {
     Allocated,
     /// NVML per-process usage (no companion): includes the allocator's cache.
     Nvml,
+    /// The native interposer's live bytes: every allocation, no cache.
+    Exact,
+}
+
+impl WindowSource {
+    /// Window width for this source (`growth.window_ms`, `nvml_window_ms`, `exact_window_ms`).
+    pub fn width_ms(self, cfg: &GrowthConfig) -> i64 {
+        match self {
+            WindowSource::Allocated => cfg.window_ms,
+            WindowSource::Nvml => cfg.nvml_window_ms,
+            WindowSource::Exact => cfg.exact_window_ms,
+        }
+    }
+}
+
+/// "10-second", "20-second", "10-minute".
+fn width_words(ms: i64) -> String {
+    if ms < 60_000 || ms % 60_000 != 0 {
+        format!("{}-second", (ms as f64 / 1000.0).round())
+    } else {
+        format!("{}-minute", ms / 60_000)
+    }
 }
 
 /// Fallback without epoch markers: the same trend machinery on the minimum of each fixed
@@ -545,10 +573,11 @@ pub fn window_growth(
     }
     let test = detect_confirmed(&tr, ctx.capacity, cfg, ctx.growth_active)?;
     let last = points.last()?;
-    let minutes = cfg.window_ms / 60_000;
+    let width = source.width_ms(cfg);
+    let width_s = width_words(width);
     let fc = ctx.ceiling.as_ref().map(|c| {
         let rate = current_rate(&test.window, cfg.min_window, test.slope);
-        forecast(last.min, rate, c, Some(cfg.window_ms as f64), None)
+        forecast(last.min, rate, c, Some(width as f64), None)
     });
     let sev = severity(fc.as_ref(), cfg, None);
     let (what, coarse) = match source {
@@ -560,13 +589,17 @@ pub fn window_growth(
             "NVML memory usage (lowest value in each",
             "This is coarser than per-epoch data: NVML counts the allocator's cache and the CUDA context, so cache growth looks the same as a leak; run the companion for epoch-level detail.",
         ),
+        WindowSource::Exact => (
+            "live device allocations seen by the interposer (lowest value in each",
+            "The interposer counts every allocation the program holds, with no allocator cache in between, so a steady rise is the program keeping memory; without epoch markers a window's minimum is not taken at a fixed phase (mark epochs with GPUMON_EPOCH_SIGNAL or gpumon_epoch() for epoch-level detail).",
+        ),
     };
     let fc_s = fc
         .as_ref()
         .map(|f| format!(" {}", forecast_sentence(f, "window")))
         .unwrap_or_default();
     let message = format!(
-        "PID {} on GPU {}: {what} {minutes}-minute window) rose by {} per window over the last {} windows (Theil–Sen; Mann–Kendall {}). {coarse}{fc_s}",
+        "PID {} on GPU {}: {what} {width_s} window) rose by {} per window over the last {} windows (Theil–Sen; Mann–Kendall {}). {coarse}{fc_s}",
         ctx.pid,
         ctx.gpu,
         per(test.slope),
@@ -574,16 +607,22 @@ pub fn window_growth(
         p_value(test.p)
     );
     let summary = format!(
-        "{} grows +{}/{minutes}m{}",
+        "{} grows +{}/{}{}",
         who(Some(ctx.pid), ctx.gpu),
         compact(test.slope.max(0.0) as u64)
             .replace("MiB", "M")
             .replace("GiB", "G"),
+        if width < 60_000 {
+            format!("{}s", width / 1000)
+        } else {
+            format!("{}m", width / 60_000)
+        },
         summary_forecast(fc.as_ref(), "w")
     );
     let series = match source {
         WindowSource::Allocated => "allocated (window minimum)",
         WindowSource::Nvml => "NVML usage (window minimum)",
+        WindowSource::Exact => "interposer live bytes (window minimum)",
     };
     Some(Finding {
         key: AlertKey {
@@ -787,7 +826,11 @@ mod tests {
                 min: 20 * GIB_U64 + i as u64 * 200 * M,
             })
             .collect();
-        let f = window_growth(&w, WindowSource::Nvml, &ctx(), &Default::default()).expect("growth");
+        let cfg = GrowthConfig {
+            nvml_window_ms: 600_000,
+            ..GrowthConfig::default()
+        };
+        let f = window_growth(&w, WindowSource::Nvml, &ctx(), &cfg).expect("growth");
         assert_eq!(f.evidence.basis, Basis::TimeWindows);
         assert!(f.message.contains("coarser"), "{}", f.message);
         assert!(f.message.contains("10-minute window"));

@@ -13,6 +13,7 @@ pub mod from_state;
 pub mod grab_all;
 pub mod growth;
 pub mod headroom;
+pub mod memory;
 pub mod snapshot;
 pub mod stats;
 

@@ -30,7 +30,12 @@ pub struct ProcView {
     pub nvml_used_min_recent: Option<u64>,
     /// Completed fixed windows of NVML usage (minimum of each), oldest first, warm-up excluded.
     pub nvml_windows: Vec<WindowPoint>,
+    /// Epoch markers from a companion that could read no framework (CuPy, a CUDA library it
+    /// does not know): the floor of each is NVML's usage at the marker (issue 13, item 3).
+    pub nvml_epochs: Vec<EpochPoint>,
     pub companion: Option<CompanionView>,
+    /// The process is gone: NVML no longer lists it and its companion left (or never was).
+    pub exited: bool,
 }
 
 /// One fixed time window: its index, end time and minimum.
@@ -86,6 +91,14 @@ pub struct CompanionView {
     pub largest_alloc: Option<u64>,
     /// OOM events, oldest first (the engine remembers which it has seen).
     pub ooms: Vec<OomEvent>,
+    /// PyTorch `num_alloc_retries`: cudaMalloc failed and the cache was flushed to retry.
+    pub retries: Option<u64>,
+    /// The allocator's policy in the companion's words, and its settings (environment
+    /// variables and framework options), for grab-all by policy.
+    pub policy: Option<String>,
+    pub settings: Vec<(String, String)>,
+    /// The numbers come from the native interposer: live bytes are exact (no cache).
+    pub interposer: bool,
 }
 
 /// Latest free-pool view: T, L and the largest live block.

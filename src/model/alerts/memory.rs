@@ -1,0 +1,149 @@
+//! What the engine remembers about each process between evaluations, for rules that need
+//! a signal's course across epochs rather than its latest value (issue 13, item 2):
+//!
+//! * `num_alloc_retries` at each epoch end: the allocator found no room under its ceiling,
+//!   flushed its cache and retried. A rise during recent epochs means the run already lives
+//!   on what the flush can give back.
+//! * the largest hole L at every block-map reading since the previous epoch end: at the
+//!   epoch end the step's big transient blocks are free again and merge, so L looks fine
+//!   exactly when the next peak will not fit; the lowest reading (the one taken at the
+//!   step's peak) is the one that matters.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::model::time::Ts;
+
+use super::snapshot::ProcView;
+
+/// Epoch ends remembered per process (retries are compared over the last two).
+const EPOCHS_KEPT: usize = 4;
+
+#[derive(Debug, Clone, Default)]
+struct ProcMemory {
+    /// (epoch, retries at its end)
+    retries: VecDeque<(u64, u64)>,
+    /// Block-map readings (time, L) since the end of the epoch before the last.
+    holes: VecDeque<(Ts, u64)>,
+    last_epoch_t: Option<Ts>,
+    prev_epoch_t: Option<Ts>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Memory {
+    procs: BTreeMap<(u32, u32), ProcMemory>,
+}
+
+impl Memory {
+    /// Takes in what is new in `p` (call once per evaluation, before the rules).
+    pub fn observe(&mut self, p: &ProcView) {
+        let Some(c) = &p.companion else { return };
+        let m = self.procs.entry((p.pid, p.gpu)).or_default();
+        if let Some(e) = c.epochs.last()
+            && m.retries.back().is_none_or(|(n, _)| *n < e.epoch)
+        {
+            if let Some(r) = c.retries {
+                m.retries.push_back((e.epoch, r));
+                while m.retries.len() > EPOCHS_KEPT {
+                    m.retries.pop_front();
+                }
+            }
+            m.prev_epoch_t = m.last_epoch_t;
+            m.last_epoch_t = Some(e.t);
+        }
+        if let Some(f) = c.frag
+            && let Some(l) = f.largest_free
+            && m.holes.back().is_none_or(|(t, _)| *t < f.t)
+        {
+            m.holes.push_back((f.t, l));
+        }
+        let keep_from = m.prev_epoch_t.unwrap_or(Ts::MIN);
+        while m.holes.len() > 1 && m.holes.front().is_some_and(|(t, _)| *t < keep_from) {
+            m.holes.pop_front();
+        }
+    }
+
+    /// Retries added during the last one or two completed epochs (0: none; `None`: the
+    /// framework does not count retries or fewer than two epochs were seen).
+    pub fn recent_retries(&self, pid: u32, gpu: u32) -> Option<u64> {
+        let m = self.procs.get(&(pid, gpu))?;
+        let (_, newest) = *m.retries.back()?;
+        let base = m.retries.iter().rev().nth(2).or(m.retries.front())?.1;
+        (m.retries.len() >= 2).then(|| newest.saturating_sub(base))
+    }
+
+    /// The smallest largest-hole reading over the current and the previous epoch.
+    pub fn smallest_hole(&self, pid: u32, gpu: u32) -> Option<u64> {
+        self.procs
+            .get(&(pid, gpu))?
+            .holes
+            .iter()
+            .map(|(_, l)| *l)
+            .min()
+    }
+
+    /// Forgets processes that are no longer evaluated.
+    pub fn retain(&mut self, live: &[(u32, u32)]) {
+        self.procs.retain(|k, _| live.contains(k));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::alerts::snapshot::{CompanionView, EpochPoint, FragView};
+
+    fn view(epoch: u64, t: Ts, retries: u64, hole: Option<(Ts, u64)>) -> ProcView {
+        ProcView {
+            pid: 7,
+            gpu: 0,
+            companion: Some(CompanionView {
+                epochs: vec![EpochPoint {
+                    epoch,
+                    t,
+                    ..EpochPoint::default()
+                }],
+                retries: Some(retries),
+                frag: hole.map(|(t, l)| FragView {
+                    t,
+                    free_total: 1 << 30,
+                    largest_free: Some(l),
+                    largest_block: None,
+                }),
+                ..CompanionView::default()
+            }),
+            ..ProcView::default()
+        }
+    }
+
+    #[test]
+    fn retries_are_counted_over_the_last_epochs() {
+        let mut m = Memory::default();
+        m.observe(&view(1, 1_000, 0, None));
+        assert_eq!(m.recent_retries(7, 0), None, "one epoch: no course yet");
+        m.observe(&view(2, 2_000, 0, None));
+        assert_eq!(m.recent_retries(7, 0), Some(0));
+        m.observe(&view(3, 3_000, 2, None));
+        m.observe(&view(3, 3_500, 5, None)); // same epoch: not a new point
+        assert_eq!(m.recent_retries(7, 0), Some(2));
+        m.observe(&view(4, 4_000, 2, None));
+        m.observe(&view(5, 5_000, 2, None));
+        m.observe(&view(6, 6_000, 2, None));
+        assert_eq!(m.recent_retries(7, 0), Some(0), "old retries age out");
+    }
+
+    #[test]
+    fn the_hole_at_the_peak_is_remembered_past_the_epoch_end() {
+        let mut m = Memory::default();
+        m.observe(&view(1, 1_000, 0, Some((900, 600))));
+        m.observe(&view(1, 1_000, 0, Some((1_400, 20)))); // at the step's peak
+        m.observe(&view(2, 2_000, 0, Some((2_000, 640)))); // epoch end: big block free again
+        assert_eq!(m.smallest_hole(7, 0), Some(20));
+        m.observe(&view(3, 3_000, 0, Some((3_000, 640))));
+        m.observe(&view(4, 4_000, 0, Some((4_000, 640))));
+        assert_eq!(
+            m.smallest_hole(7, 0),
+            Some(640),
+            "older epochs are forgotten"
+        );
+    }
+}
