@@ -14,6 +14,7 @@ use crate::wire::{self, Decoded, Disconnected, Line, LineSplitter, LinkStats, Me
 
 use super::dirs::{peer_allowed, pid_alive};
 use super::forward::Forwarder;
+use super::verify;
 use super::{CompanionFrame, Config};
 
 /// After this many refused lines the peer is broken or hostile: hang up.
@@ -55,24 +56,42 @@ impl Conn<'_> {
             .await
     }
 
+    async fn refuse(&self, why: String) -> Outcome {
+        let text = format!("companion {} refused: {why}", self.pid);
+        self.status(Level::Warn, text.clone()).await;
+        Outcome::Refused(text)
+    }
+
     pub(crate) async fn run(&self, path: &Path) -> Outcome {
-        let stream =
-            match tokio::time::timeout(self.cfg.hello_timeout, UnixStream::connect(path)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => return Outcome::Unreachable(e.to_string()),
-                Err(_) => return Outcome::Unreachable("connect timed out".into()),
-            };
-        let peer = match stream.peer_cred() {
-            Ok(c) => c.uid(),
+        // Nothing is written to, or believed from, a socket before it is verified
+        // (`verify`): the file, then the process behind it.
+        let checked = match verify::check_file(path, self.dir_owner, self.own_uid) {
+            Ok(c) => c,
+            Err(verify::FileProblem::Gone(e)) => return Outcome::Unreachable(e),
+            Err(verify::FileProblem::Refused(e)) => return self.refuse(e).await,
+        };
+        let connect = UnixStream::connect(checked.connect_path());
+        let stream = match tokio::time::timeout(self.cfg.hello_timeout, connect).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Outcome::Unreachable(e.to_string()),
+            Err(_) => return Outcome::Unreachable("connect timed out".into()),
+        };
+        drop(checked);
+        let (peer, peer_pid) = match stream.peer_cred() {
+            Ok(c) => (c.uid(), c.pid()),
             Err(e) => return Outcome::Unreachable(format!("peer credentials: {e}")),
         };
         if !peer_allowed(self.own_uid, peer, self.dir_owner) {
-            let text = format!(
-                "companion {} refused: its socket belongs to uid {peer}, not to this user",
-                self.pid
-            );
-            self.status(Level::Warn, text.clone()).await;
-            return Outcome::Refused(text);
+            return self
+                .refuse(format!(
+                    "its socket belongs to uid {peer}, not to this user"
+                ))
+                .await;
+        }
+        if self.cfg.check_peer_pid
+            && let Err(e) = verify::pid_rule(self.pid, peer_pid)
+        {
+            return self.refuse(format!("its socket {e}")).await;
         }
         let (mut rd, mut wr) = stream.into_split();
         if let Err(e) = wr.write_all(wire::monitor_hello().as_bytes()).await {

@@ -5,6 +5,7 @@
 mod conn;
 pub mod dirs;
 mod forward;
+mod verify;
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -47,6 +48,10 @@ pub struct Config {
     pub important_wait: Duration,
     /// Link counters are sent at most this often.
     pub stats_interval: Duration,
+    /// Refuse a companion whose `SO_PEERCRED` pid is not the pid its socket is
+    /// named after (impersonation). Off only for tests whose in-process fake
+    /// companions stand for several pids.
+    pub check_peer_pid: bool,
 }
 
 impl Default for Config {
@@ -59,6 +64,7 @@ impl Default for Config {
             retry_after: Duration::from_secs(5),
             important_wait: Duration::from_secs(2),
             stats_interval: Duration::from_secs(1),
+            check_peer_pid: true,
         }
     }
 }
