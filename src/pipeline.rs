@@ -42,6 +42,9 @@ pub struct Pipeline {
     /// get the same rows twice.
     written_until: Ts,
     rebuild_until: Ts,
+    /// Why the recorder stopped on a write error; a mode that exists to record
+    /// (`record`, headless `--record`) stops loudly on it (`take_recording_failure`).
+    recording_failed: Option<String>,
 }
 
 impl Pipeline {
@@ -57,6 +60,7 @@ impl Pipeline {
             sink_error: false,
             written_until: Ts::MIN,
             rebuild_until: Ts::MIN,
+            recording_failed: None,
         }
     }
 
@@ -79,6 +83,7 @@ impl Pipeline {
             r.write(f);
             if let Some(e) = r.error() {
                 self.sinks.recorder = None;
+                self.recording_failed = Some(e.clone());
                 self.sink_failed(format!("recording stopped: {e}"));
             }
         }
@@ -150,6 +155,16 @@ impl Pipeline {
             r.write(&frame);
         }
         self.state.apply(&frame);
+    }
+
+    /// The recorder's write error, once.
+    pub fn take_recording_failure(&mut self) -> Option<String> {
+        self.recording_failed.take()
+    }
+
+    /// Flush and close the recording; its last write error if that failed.
+    pub fn finish_recording(&mut self) -> Option<String> {
+        self.sinks.recorder.take().and_then(|r| r.finish())
     }
 
     fn sink_failed(&mut self, text: String) {

@@ -49,10 +49,19 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn create(path: &Path, header: &Header) -> Result<Recorder, RecordingError> {
-        let file = File::create(path).map_err(|source| RecordingError::Write {
-            path: path.into(),
-            err: source,
-        })?;
+        ignore_sigxfsz();
+        // Read access too: after a failed write the tail is read back to cut the
+        // file at its last complete line.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|source| RecordingError::Write {
+                path: path.into(),
+                err: source,
+            })?;
         let mut out = BufWriter::new(file);
         let werr = |source| RecordingError::Write {
             path: path.into(),
@@ -67,10 +76,11 @@ impl Recorder {
             .name("recorder".into())
             .spawn({
                 let error = Arc::clone(&error);
+                let path = path.to_path_buf();
                 move || {
                     if let Err(e) = writer_loop(out, rx) {
                         if let Ok(mut slot) = error.lock() {
-                            *slot = Some(e.to_string());
+                            *slot = Some(format!("cannot write recording {}: {e}", path.display()));
                         }
                     }
                 }
@@ -115,6 +125,25 @@ impl Recorder {
     pub fn error(&self) -> Option<String> {
         self.error.lock().ok().and_then(|e| e.clone())
     }
+
+    /// Write what is queued, close the file, and say whether that failed.
+    pub fn finish(mut self) -> Option<String> {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.error()
+    }
+}
+
+/// A file-size limit (`ulimit -f`) kills a writer with SIGXFSZ by default,
+/// without a word; ignored, the write fails with EFBIG, which the recorder
+/// reports and stops on like any other write error.
+fn ignore_sigxfsz() {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
 }
 
 impl Drop for Recorder {
@@ -127,10 +156,23 @@ impl Drop for Recorder {
 }
 
 fn writer_loop(mut out: BufWriter<File>, rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
+    let result = write_all_frames(&mut out, rx);
+    if result.is_err() {
+        // The buffer holds the rest of a line the disk refused: discard it (a
+        // BufWriter would retry it on drop, and might append half a line once
+        // space frees up), then cut the file back to its last complete line so
+        // it replays.
+        let (file, _unwritten) = out.into_parts();
+        let _ = cut_to_last_line(&file);
+    }
+    result
+}
+
+fn write_all_frames(out: &mut BufWriter<File>, rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
     let mut last_flush = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(f) => write_frame(&mut out, &f)?,
+            Ok(f) => write_frame(out, &f)?,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return out.flush(),
         }
@@ -139,6 +181,29 @@ fn writer_loop(mut out: BufWriter<File>, rx: mpsc::Receiver<Frame>) -> std::io::
             last_flush = Instant::now();
         }
     }
+}
+
+/// Truncate `file` after its last newline. Shrinking needs no space, so this
+/// works on a full disk and past a file-size limit.
+fn cut_to_last_line(file: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut buf = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.read_exact_at(chunk, start)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            let keep = start + i as u64 + 1;
+            if keep < len {
+                file.set_len(keep)?;
+            }
+            return Ok(());
+        }
+        end = start;
+    }
+    file.set_len(0)
 }
 
 fn write_frame(out: &mut impl Write, f: &Frame) -> std::io::Result<()> {

@@ -104,6 +104,10 @@ pub(super) async fn headless(
             next = rx.try_recv().ok();
         }
         pipe.publish();
+        if let Some(e) = pipe.take_recording_failure() {
+            eprintln!("gpumon: recording stopped: {e}");
+            return 1;
+        }
         if let Some(a) = &pipe.tripped {
             eprintln!(
                 "gpumon: alert fired ({}): {}",
@@ -113,6 +117,10 @@ pub(super) async fn headless(
             return 3;
         }
         if stop {
+            if let Some(e) = pipe.finish_recording() {
+                eprintln!("gpumon: recording stopped: {e}");
+                return 1;
+            }
             return 0;
         }
     }
