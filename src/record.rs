@@ -218,6 +218,10 @@ pub struct Reader {
     inner: BufReader<File>,
     line: usize,
     buf: Vec<u8>,
+    /// Bytes consumed from the file (complete lines and the buffered partial one).
+    consumed: u64,
+    /// Device and inode of the open file, to notice it being replaced.
+    id: (u64, u64),
     pub header: Header,
 }
 
@@ -238,11 +242,20 @@ impl Reader {
             path: path.into(),
             err: source,
         })?;
+        let id = file
+            .metadata()
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.dev(), m.ino())
+            })
+            .unwrap_or_default();
         let mut r = Reader {
             path: path.into(),
             inner: BufReader::new(file),
             line: 0,
             buf: Vec::new(),
+            consumed: 0,
+            id,
             header: Header {
                 v: 0,
                 format: String::new(),
@@ -286,12 +299,13 @@ impl Reader {
         loop {
             let start = self.buf.len();
             let limit = (MAX_LINE + 1 - start.min(MAX_LINE)) as u64;
-            std::io::Read::take(&mut self.inner, limit)
+            let n = std::io::Read::take(&mut self.inner, limit)
                 .read_until(b'\n', &mut self.buf)
                 .map_err(|source| RecordingError::Read {
                     path: self.path.clone(),
                     err: source,
                 })?;
+            self.consumed += n as u64;
             if self.buf.last() != Some(&b'\n') {
                 if self.buf.len() > MAX_LINE {
                     return Err(
@@ -312,6 +326,20 @@ impl Reader {
                 Ok(f) => Ok(Next::Frame(f)),
                 Err(e) => Err(self.corrupt(self.line, format!("invalid frame: {e}"))),
             };
+        }
+    }
+}
+
+impl Reader {
+    /// For `--follow` at the end of the file: has the path been given another
+    /// file (re-created by a restarted recorder, or renamed over), or was this
+    /// one truncated below what was read? Then the reader must be re-opened.
+    pub fn replaced(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::metadata(&self.path) {
+            Ok(m) => (m.dev(), m.ino()) != self.id || m.len() < self.consumed,
+            // Gone for now (deleted, or between unlink and re-create): keep waiting.
+            Err(_) => false,
         }
     }
 }
