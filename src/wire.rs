@@ -549,6 +549,12 @@ pub struct LinkStats {
     /// Frames gpumon itself dropped on the way to the screen (UI too slow).
     #[serde(default)]
     pub dropped: u64,
+    /// Milliseconds the connection was not read because it was over its budget
+    /// (`channel::budget`), and important messages dropped over their budget.
+    #[serde(default)]
+    pub throttled_ms: u64,
+    #[serde(default)]
+    pub over_budget: u64,
 }
 
 /// Why a line was refused. Every variant is counted; none is fatal on its own.

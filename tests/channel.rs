@@ -30,6 +30,7 @@ fn fast(dir: &Path) -> Config {
         stats_interval: Duration::from_millis(50),
         // In-process fakes stand for several pids; tests/channel_identity.rs checks it.
         check_peer_pid: false,
+        ..Config::default()
     }
 }
 

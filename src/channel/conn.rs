@@ -13,6 +13,7 @@ use crate::model::time::now_ms;
 use crate::wire::{self, Decoded, Disconnected, Line, LineSplitter, LinkStats, Message, Reject};
 
 use super::dirs::{peer_allowed, pid_alive};
+use super::budget::Budget;
 use super::forward::Forwarder;
 use super::verify;
 use super::{CompanionFrame, Config};
@@ -178,10 +179,18 @@ impl Conn<'_> {
         let mut sent_stats = LinkStats::default();
         let mut last_stats = Instant::now();
         let mut last_data = Instant::now();
+        let mut budget = Budget::new(self.cfg.budget, Instant::now());
+        let mut said_over = false;
         loop {
             while let Some(item) = reader.next() {
                 match item {
                     Ok(Decoded::Msg(m)) => {
+                        budget.spend_msg();
+                        if important(&m) && !budget.take_important(Instant::now()) {
+                            reader.stats.over_budget += 1;
+                            self.say_over_budget(&mut said_over).await;
+                            continue;
+                        }
                         if let Message::Bye(b) = &*m {
                             bye = Some(b.reason.clone().unwrap_or_else(|| "bye".into()));
                         }
@@ -206,8 +215,20 @@ impl Conn<'_> {
                 self.send_stats(&reader.stats, &mut sent_stats).await;
                 last_stats = Instant::now();
             }
+            let wait = budget.wait(Instant::now());
+            if !wait.is_zero() {
+                // Over budget: leave the flood in the peer's socket for a while.
+                self.say_over_budget(&mut said_over).await;
+                let wait = wait.min(self.cfg.stats_interval);
+                reader.stats.throttled_ms += u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                tokio::time::sleep(wait).await;
+                continue;
+            }
             match tokio::time::timeout(self.cfg.stats_interval, reader.fill(rd)).await {
-                Ok(Ok(true)) => last_data = Instant::now(),
+                Ok(Ok(true)) => {
+                    budget.spend_bytes(reader.last_read);
+                    last_data = Instant::now();
+                }
                 Ok(Ok(false)) => {
                     self.send_stats(&reader.stats, &mut sent_stats).await;
                     return bye.unwrap_or_else(|| "connection closed".into());
@@ -223,12 +244,40 @@ impl Conn<'_> {
         }
     }
 
+    async fn say_over_budget(&self, said: &mut bool) {
+        if std::mem::replace(said, true) {
+            return;
+        }
+        let r = self.cfg.budget;
+        let text = format!(
+            "companion {} sends more than its budget ({:.0} messages/s, {:.0} MiB/s, {:.0} epochs/markers/events/s): read slower, excess markers dropped (counted)",
+            self.pid,
+            r.msgs_per_s,
+            r.bytes_per_s / (1024.0 * 1024.0),
+            r.important_per_s
+        );
+        self.status(Level::Warn, text).await;
+    }
+
     async fn send_stats(&self, now: &LinkStats, sent: &mut LinkStats) {
         if now != sent {
             *sent = now.clone();
             self.emit(Message::Link(now.clone())).await;
         }
     }
+}
+
+/// Messages that are never coalesced on the way to the model and the recorder.
+fn important(m: &Message) -> bool {
+    matches!(
+        m,
+        Message::Hello(_)
+            | Message::Epoch(_)
+            | Message::Marker(_)
+            | Message::Event(_)
+            | Message::History(_)
+            | Message::Error(_)
+    )
 }
 
 fn hello_summary(h: &wire::Hello) -> String {
@@ -246,6 +295,8 @@ struct Reader {
     lines: std::collections::VecDeque<Line>,
     stats: LinkStats,
     buf: Vec<u8>,
+    /// Bytes of the last `fill`, for the byte budget.
+    last_read: usize,
 }
 
 impl Reader {
@@ -259,6 +310,7 @@ impl Reader {
             self.buf = vec![0; 16 * 1024];
         }
         let n = rd.read(&mut self.buf).await?;
+        self.last_read = n;
         if n == 0 {
             return Ok(false);
         }

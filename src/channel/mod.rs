@@ -2,6 +2,7 @@
 //! check credentials, handshake, and forward their messages as frames.
 //! Protocol: docs/protocol.md. The companion side is `python/gpumon`.
 
+pub mod budget;
 mod conn;
 pub mod dirs;
 mod forward;
@@ -52,6 +53,8 @@ pub struct Config {
     /// named after (impersonation). Off only for tests whose in-process fake
     /// companions stand for several pids.
     pub check_peer_pid: bool,
+    /// What one connection may cost (`budget`).
+    pub budget: budget::Rates,
 }
 
 impl Default for Config {
@@ -65,13 +68,15 @@ impl Default for Config {
             important_wait: Duration::from_secs(2),
             stats_interval: Duration::from_secs(1),
             check_peer_pid: true,
+            budget: budget::Rates::default(),
         }
     }
 }
 
 /// Keeps the channel running; dropping it stops the scanner and every connection.
 pub struct ChannelHandle {
-    task: tokio::task::JoinHandle<()>,
+    /// Dropping it ends the channel's thread (and every connection task with its runtime).
+    _stop: tokio::sync::oneshot::Sender<()>,
     connected: Arc<AtomicUsize>,
 }
 
@@ -82,11 +87,6 @@ impl ChannelHandle {
     }
 }
 
-impl Drop for ChannelHandle {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
 
 /// Start watching for companions on the current tokio runtime. `dir` overrides
 /// the default socket directories (`gpumon --companion-dir`, tests).
@@ -100,11 +100,39 @@ pub fn spawn(dir: Option<PathBuf>, tx: Sender<Frame>) -> ChannelHandle {
     )
 }
 
+/// The channel runs on a thread and runtime of its own: reading and decoding
+/// companion traffic then never competes with the main loop (screen, model,
+/// recorder) for its thread, and a flood costs the channel's thread, where each
+/// connection is held to its budget (`budget`). Frames reach the main loop
+/// through `tx`, which works across runtimes.
 pub fn spawn_with(cfg: Config, tx: Sender<Frame>) -> ChannelHandle {
     let connected = Arc::new(AtomicUsize::new(0));
     let c = connected.clone();
-    let task = tokio::spawn(async move { Scanner::new(cfg, tx, c).run().await });
-    ChannelHandle { task, connected }
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let started = std::thread::Builder::new()
+        .name("gpumon-channel".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                tokio::select! {
+                    () = Scanner::new(cfg, tx, c).run() => {}
+                    _ = stop_rx => {}
+                }
+            });
+        });
+    if let Err(e) = started {
+        // No thread: no companions, said once; gpumon itself keeps running.
+        eprintln!("gpumon: companion channel not started: {e}");
+    }
+    ChannelHandle {
+        _stop: stop_tx,
+        connected,
+    }
 }
 
 /// Identity of a socket file, so a refused one is retried only once replaced.
