@@ -12,6 +12,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::frame::{FORMAT_VERSION, Frame, Header};
+use crate::record_budget::RecordBudget;
 
 /// Longest line accepted when reading: bigger lines are corruption, not data.
 pub const MAX_LINE: usize = 4 << 20;
@@ -170,9 +171,22 @@ fn writer_loop(mut out: BufWriter<File>, rx: mpsc::Receiver<Frame>) -> std::io::
 
 fn write_all_frames(out: &mut BufWriter<File>, rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
     let mut last_flush = Instant::now();
+    let mut budget = RecordBudget::default();
+    let mut line = Vec::new();
     loop {
         match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(f) => write_frame(out, &f)?,
+            Ok(f) => {
+                line.clear();
+                serde_json::to_writer(&mut line, &f)?;
+                line.push(b'\n');
+                let (keep, note) = budget.admit(&f, line.len());
+                if keep {
+                    out.write_all(&line)?;
+                }
+                if let Some(n) = note {
+                    write_frame(out, &n)?;
+                }
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => return out.flush(),
         }
