@@ -236,7 +236,16 @@ pub struct Reader {
     consumed: u64,
     /// Device and inode of the open file, to notice it being replaced.
     id: (u64, u64),
+    /// Stdin, a pipe or a FIFO: readable once, front to back (no validation
+    /// pass, no seeking back, no re-opening).
+    stream: bool,
     pub header: Header,
+}
+
+/// Is `path` something that can be read only once? `-` is stdin; a pipe, a
+/// FIFO or a terminal (also behind `/dev/stdin` or `/dev/fd/N`) is a stream.
+pub fn is_stream(path: &Path) -> bool {
+    path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// What the reader found at the current end of the file.
@@ -252,10 +261,16 @@ pub enum Next {
 
 impl Reader {
     pub fn open(path: &Path) -> Result<Reader, RecordingError> {
-        let file = File::open(path).map_err(|source| RecordingError::Open {
+        let open_err = |source| RecordingError::Open {
             path: path.into(),
             err: source,
-        })?;
+        };
+        let file = if path.as_os_str() == "-" {
+            use std::os::fd::AsFd;
+            File::from(std::io::stdin().as_fd().try_clone_to_owned().map_err(open_err)?)
+        } else {
+            File::open(path).map_err(open_err)?
+        };
         let id = file
             .metadata()
             .map(|m| {
@@ -270,33 +285,71 @@ impl Reader {
             buf: Vec::new(),
             consumed: 0,
             id,
-            header: Header {
-                v: 0,
-                format: String::new(),
-                host: String::new(),
-                driver_version: None,
-                nvml_version: None,
-                cuda_version: None,
-                started: 0,
-                interval_ms: 0,
-                gpus: vec![],
-                gpumon_version: String::new(),
-            },
+            stream: is_stream(path),
+            header: empty_header(),
         };
-        match r.next()? {
-            Next::Frame(Frame::Header(h)) => {
+        let first = match r.next()? {
+            Next::Frame(f) => f,
+            // A header without its newline (a file of one line) is still a header.
+            Next::End { partial: true } => r.take_partial()?,
+            Next::End { partial: false } => {
+                return Err(RecordingError::Empty { path: path.into() });
+            }
+        };
+        match first {
+            Frame::Header(h) => {
                 if h.v > FORMAT_VERSION {
                     return Err(RecordingError::TooNew {
                         path: path.into(),
                         found: h.v,
                     });
                 }
+                if h.v == 0 || h.format != "gpumon" {
+                    return Err(r.corrupt(
+                        1,
+                        format!(
+                            "not a gpumon recording header (format {:?}, v{})",
+                            h.format, h.v
+                        ),
+                    ));
+                }
                 r.header = h;
                 Ok(r)
             }
-            Next::Frame(_) => Err(r.corrupt(1, "first line is not a gpumon header".into())),
-            Next::End { .. } => Err(RecordingError::Empty { path: path.into() }),
+            _ => Err(r.corrupt(1, "first line is not a gpumon header".into())),
         }
+    }
+
+    /// The incomplete last line, parsed as a frame (at the end of the input).
+    fn take_partial(&mut self) -> Result<Frame, RecordingError> {
+        self.line += 1;
+        let text = std::mem::take(&mut self.buf);
+        self.parse(&text)
+    }
+
+    fn parse(&self, text: &[u8]) -> Result<Frame, RecordingError> {
+        let mut trimmed = text.trim_ascii();
+        if self.line == 1 {
+            // A UTF-8 byte order mark, as some editors write it.
+            trimmed = trimmed.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(trimmed);
+        }
+        serde_json::from_slice::<Frame>(trimmed).map_err(|e| {
+            if self.line == 1
+                && let Some(v) = newer_header(trimmed)
+            {
+                // A future header may lack v1's fields: say "newer", not "missing field".
+                return RecordingError::TooNew {
+                    path: self.path.clone(),
+                    found: v,
+                };
+            }
+            self.corrupt(self.line, format!("invalid frame: {e}"))
+        })
+    }
+
+    /// Stdin, a pipe or a FIFO (see `is_stream`).
+    pub fn is_stream(&self) -> bool {
+        self.stream
     }
 
     fn corrupt(&self, line: usize, msg: String) -> RecordingError {
@@ -332,14 +385,10 @@ impl Reader {
             }
             self.line += 1;
             let text = std::mem::take(&mut self.buf);
-            let trimmed = text.trim_ascii();
-            if trimmed.is_empty() {
+            if text.trim_ascii().is_empty() {
                 continue;
             }
-            return match serde_json::from_slice::<Frame>(trimmed) {
-                Ok(f) => Ok(Next::Frame(f)),
-                Err(e) => Err(self.corrupt(self.line, format!("invalid frame: {e}"))),
-            };
+            return self.parse(&text).map(Next::Frame);
         }
     }
 }
@@ -350,6 +399,9 @@ impl Reader {
     /// one truncated below what was read? Then the reader must be re-opened.
     pub fn replaced(&self) -> bool {
         use std::os::unix::fs::MetadataExt;
+        if self.stream {
+            return false;
+        }
         match std::fs::metadata(&self.path) {
             Ok(m) => (m.dev(), m.ino()) != self.id || m.len() < self.consumed,
             // Gone for now (deleted, or between unlink and re-create): keep waiting.
@@ -358,9 +410,39 @@ impl Reader {
     }
 }
 
+fn empty_header() -> Header {
+    Header {
+        v: 0,
+        format: String::new(),
+        host: String::new(),
+        driver_version: None,
+        nvml_version: None,
+        cuda_version: None,
+        started: 0,
+        interval_ms: 0,
+        gpus: vec![],
+        gpumon_version: String::new(),
+    }
+}
+
+/// `{"type":"header","v":N}` with N above what this gpumon reads.
+fn newer_header(line: &[u8]) -> Option<u32> {
+    let v: serde_json::Value = serde_json::from_slice(line).ok()?;
+    if v.get("type")?.as_str()? != "header" {
+        return None;
+    }
+    let n = u32::try_from(v.get("v")?.as_u64()?).ok()?;
+    (n > FORMAT_VERSION).then_some(n)
+}
+
 /// Check a whole recording up front so replay fails before the TUI starts.
 /// Returns the number of frames and whether the last line was truncated.
+/// A stream (`is_stream`) can be read only once, so it is not read here: its
+/// problems show when the replay reaches them.
 pub fn validate(path: &Path) -> Result<(Header, usize, bool), RecordingError> {
+    if is_stream(path) {
+        return Ok((empty_header(), 0, false));
+    }
     let mut r = Reader::open(path)?;
     let mut n = 0;
     loop {

@@ -701,6 +701,11 @@ impl LineSplitter {
         }
     }
 
+    /// Bytes of an over-long line skipped so far, while its newline has not come.
+    pub fn skipping(&self) -> Option<usize> {
+        self.skipping
+    }
+
     /// Bytes currently buffered (for the memory bound test).
     pub fn buffered(&self) -> usize {
         self.buf.len()

@@ -111,3 +111,51 @@ async fn a_flooder_is_held_to_its_budget_and_a_good_companion_loses_no_epoch() {
     assert!(link.over_budget > 0 && link.throttled_ms > 0, "{link:?}");
     assert!(said, "the status line did not name the flooder");
 }
+
+/// An endless line and a flood of blank lines were never counted (F13): the
+/// peer is now closed, with a status line, instead of burning a core forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_lines_and_blank_floods_close_the_peer() {
+    let dir = private_dir();
+    for (pid, filler) in [(1u32, b'x'), (std::os::unix::process::parent_id(), b'\n')] {
+        serve(&dir.path().join(format!("{pid}.sock")), move |s| {
+            tokio::spawn(async move {
+                let (rd, mut wr) = s.into_split();
+                let _ = BufReader::new(rd).read_line(&mut String::new()).await;
+                let _ = wr.write_all(format!("{HELLO}\n").as_bytes()).await;
+                let chunk = vec![filler; 64 * 1024];
+                while wr.write_all(&chunk).await.is_ok() {}
+            })
+        })
+        .await;
+    }
+    let cfg = Config {
+        dirs: Some(vec![dir.path().to_path_buf()]),
+        scan_interval: Duration::from_millis(50),
+        retry_after: Duration::from_secs(60),
+        check_peer_pid: false,
+        budget: Rates {
+            bytes_per_s: 256.0 * 1024.0 * 1024.0,
+            ..Rates::default()
+        },
+        ..Config::default()
+    };
+    let (tx, mut rx) = mpsc::channel(256);
+    let _h = spawn_with(cfg, tx);
+    let t0 = Instant::now();
+    let mut said = Vec::new();
+    let mut gone = 0;
+    while gone < 2 && t0.elapsed() < Duration::from_secs(15) {
+        match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            Ok(Some(Frame::Status { text, .. })) if text.contains("closing") => said.push(text),
+            Ok(Some(Frame::Companion(CompanionFrame {
+                msg: Message::Disconnected(d),
+                ..
+            }))) if d.reason == "hostile or broken peer" => gone += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(gone, 2, "{said:?}");
+    assert!(said.iter().any(|t| t.contains("without end")), "{said:?}");
+    assert!(said.iter().any(|t| t.contains("blank lines")), "{said:?}");
+}

@@ -20,6 +20,11 @@ use super::{CompanionFrame, Config};
 
 /// After this many refused lines the peer is broken or hostile: hang up.
 pub const MAX_REJECTS: u64 = 1_000;
+/// A line still without its newline after this many bytes (64 line limits),
+/// or this many blank lines in a row, is a hostile or broken peer too: neither
+/// would ever be counted as a refused line, and both burned a core before.
+pub const MAX_ENDLESS_BYTES: usize = 64 * wire::MAX_LINE;
+pub const MAX_BLANK_RUN: u64 = 100_000;
 
 /// How a connection ended, which decides when the scanner tries again.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,11 +204,19 @@ impl Conn<'_> {
                     Ok(Decoded::Unknown(_)) | Err(_) => {}
                 }
             }
-            if reader.rejects() > MAX_REJECTS {
+            let endless = reader.split.skipping().is_some_and(|n| n > MAX_ENDLESS_BYTES);
+            if reader.rejects() > MAX_REJECTS || endless || reader.blank_run > MAX_BLANK_RUN {
+                let what = if endless {
+                    format!("a line of over {MAX_ENDLESS_BYTES} bytes without end")
+                } else if reader.blank_run > MAX_BLANK_RUN {
+                    format!("{MAX_BLANK_RUN} blank lines")
+                } else {
+                    format!("{MAX_REJECTS} bad lines")
+                };
                 self.status(
                     Level::Warn,
                     format!(
-                        "companion {}: {MAX_REJECTS} bad lines, closing (hostile or broken peer)",
+                        "companion {}: {what}, closing (hostile or broken peer)",
                         self.pid
                     ),
                 )
@@ -297,6 +310,8 @@ struct Reader {
     buf: Vec<u8>,
     /// Bytes of the last `fill`, for the byte budget.
     last_read: usize,
+    /// Blank lines since the last non-blank one.
+    blank_run: u64,
 }
 
 impl Reader {
@@ -326,8 +341,14 @@ impl Reader {
             match self.lines.pop_front()? {
                 Line::Oversize(n) => break Err(Reject::Oversize(n)),
                 // Blank lines are keep-alives at most; skipping them needs no count.
-                Line::Text(t) if t.iter().all(u8::is_ascii_whitespace) => continue,
-                Line::Text(t) => break wire::decode_line(&t),
+                Line::Text(t) if t.iter().all(u8::is_ascii_whitespace) => {
+                    self.blank_run += 1;
+                    continue;
+                }
+                Line::Text(t) => {
+                    self.blank_run = 0;
+                    break wire::decode_line(&t);
+                }
             }
         };
         match &r {

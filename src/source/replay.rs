@@ -213,6 +213,8 @@ impl Replay {
             Control::SetSpeed(s) => self.speed = s,
             Control::ToEnd => self.rush = true,
             Control::Seek(d) if d >= 0 => self.pos = self.pos.saturating_add(d),
+            // Stdin or a pipe cannot be read again: there is no going back.
+            Control::Seek(_) if self.reader.is_stream() => {}
             Control::Seek(d) => {
                 let target = self.pos.saturating_add(d).max(self.start);
                 // A seek means "let me watch from there": at max speed it would just jump
