@@ -267,7 +267,12 @@ impl Reader {
         };
         let file = if path.as_os_str() == "-" {
             use std::os::fd::AsFd;
-            File::from(std::io::stdin().as_fd().try_clone_to_owned().map_err(open_err)?)
+            File::from(
+                std::io::stdin()
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .map_err(open_err)?,
+            )
         } else {
             File::open(path).map_err(open_err)?
         };

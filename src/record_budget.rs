@@ -65,7 +65,10 @@ impl RecordBudget {
             return (true, None);
         };
         if let Message::Disconnected(_) = c.msg {
-            let note = self.pids.remove(&c.pid).and_then(|p| note(c.pid, c.t, p.skipped));
+            let note = self
+                .pids
+                .remove(&c.pid)
+                .and_then(|p| note(c.pid, c.t, p.skipped));
             return (true, note);
         }
         if self.pids.len() >= MAX_TRACKED && !self.pids.contains_key(&c.pid) {
@@ -185,7 +188,10 @@ mod tests {
             }
             notes += usize::from(note.is_some());
         }
-        assert!(written <= BURST_BYTES + 60.0 * BYTES_PER_S + 65536.0, "{written}");
+        assert!(
+            written <= BURST_BYTES + 60.0 * BYTES_PER_S + 65536.0,
+            "{written}"
+        );
         assert!(written >= 60.0 * BYTES_PER_S * 0.9, "{written}");
         assert!((5..=7).contains(&notes), "{notes}");
     }

@@ -29,7 +29,10 @@ const RATES: Rates = Rates {
     burst_s: 0.5,
 };
 
-async fn serve(path: &Path, body: impl FnOnce(tokio::net::UnixStream) -> tokio::task::JoinHandle<()> + Send + 'static) {
+async fn serve(
+    path: &Path,
+    body: impl FnOnce(tokio::net::UnixStream) -> tokio::task::JoinHandle<()> + Send + 'static,
+) {
     let l = UnixListener::bind(path).expect("bind");
     tokio::spawn(async move {
         let (s, _) = l.accept().await.expect("accept");
@@ -64,7 +67,8 @@ async fn a_flooder_is_held_to_its_budget_and_a_good_companion_loses_no_epoch() {
             let _ = BufReader::new(rd).read_line(&mut String::new()).await;
             let _ = wr.write_all(format!("{HELLO}\n").as_bytes()).await;
             for n in 0..30 {
-                let line = format!("{{\"v\":1,\"type\":\"epoch\",\"epoch\":{n},\"dev\":0,\"floor\":1}}\n");
+                let line =
+                    format!("{{\"v\":1,\"type\":\"epoch\",\"epoch\":{n},\"dev\":0,\"floor\":1}}\n");
                 let _ = wr.write_all(line.as_bytes()).await;
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -94,7 +98,9 @@ async fn a_flooder_is_held_to_its_budget_and_a_good_companion_loses_no_epoch() {
                 Message::Link(l) if pid == 1 => link = Some(l),
                 _ => {}
             },
-            Ok(Some(Frame::Status { text, .. })) if text.contains("companion 1 sends more than its budget") => {
+            Ok(Some(Frame::Status { text, .. }))
+                if text.contains("companion 1 sends more than its budget") =>
+            {
                 said = true
             }
             _ => {}

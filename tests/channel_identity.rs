@@ -46,9 +46,7 @@ fn serve(path: &Path) -> Arc<AtomicUsize> {
     tokio::spawn(async move {
         while let Ok((mut s, _)) = l.accept().await {
             n.fetch_add(1, Ordering::SeqCst);
-            let _ = s
-                .write_all(format!("{HELLO}\n{SAMPLE}\n").as_bytes())
-                .await;
+            let _ = s.write_all(format!("{HELLO}\n{SAMPLE}\n").as_bytes()).await;
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(3)).await;
                 drop(s);
@@ -121,7 +119,11 @@ async fn a_symlinked_socket_is_never_connected() {
     let (tx, mut rx) = mpsc::channel(256);
     let _h = spawn_with(cfg(dir.path()), tx);
     let (pids, texts) = watch(&mut rx, Duration::from_millis(800)).await;
-    assert_eq!(accepted.load(Ordering::SeqCst), 0, "connected through a link");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "connected through a link"
+    );
     assert!(pids.is_empty());
     assert!(
         texts.iter().any(|t| t.contains("symbolic link")),

@@ -212,7 +212,10 @@ fn at_the_connection_cap_the_stalest_connection_makes_room() {
     std::thread::sleep(Duration::from_millis(100));
     // A third connection is served (before issue 14 it was refused, so two idle
     // sockets locked every scraper out), and the oldest idle one is closed.
-    let resp = raw(srv.addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let resp = raw(
+        srv.addr,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert!(status_line(&resp).contains(" 200 "), "{resp}");
     idle[0]
         .set_read_timeout(Some(Duration::from_secs(2)))

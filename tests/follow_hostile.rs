@@ -38,7 +38,10 @@ fn follow(rec: &std::path::Path, csv: &std::path::Path) -> Child {
 fn wait_for_row(csv: &std::path::Path, needle: &str) -> bool {
     let deadline = Instant::now() + Duration::from_secs(8);
     while Instant::now() < deadline {
-        if std::fs::read_to_string(csv).unwrap_or_default().contains(needle) {
+        if std::fs::read_to_string(csv)
+            .unwrap_or_default()
+            .contains(needle)
+        {
             return true;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -117,5 +120,8 @@ fn a_corrupt_line_stops_follow_loudly() {
     let stderr = stop(child);
     assert_eq!(status.and_then(|s| s.code()), Some(1), "{stderr}");
     assert!(stderr.contains("live.jsonl:3: invalid frame"), "{stderr}");
-    assert!(!stderr.contains('\x1b'), "control characters reached the terminal");
+    assert!(
+        !stderr.contains('\x1b'),
+        "control characters reached the terminal"
+    );
 }

@@ -41,8 +41,13 @@ fn epoch(t: i64, dev: u32, n: u64) -> Message {
 }
 
 fn rss_bytes() -> usize {
-    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: usize = s.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let s = std::fs::read_to_string("/proc/self/statm").expect("test setup");
+    let pages: usize = s
+        .split_whitespace()
+        .nth(1)
+        .expect("test setup")
+        .parse()
+        .expect("test setup");
     pages * 4096
 }
 
@@ -56,7 +61,7 @@ fn a_new_device_in_every_message_is_capped() {
         c.apply(&frame(t, 7, sample(t, i)));
         c.apply(&frame(t, 7, epoch(t, i, u64::from(i))));
     }
-    let p = c.get(7).unwrap();
+    let p = c.get(7).expect("test setup");
     assert_eq!(p.devices.len(), caps::MAX_DEVICES_PER_COMPANION);
     assert!(p.devices.keys().all(|&d| d <= caps::MAX_DEV_NUMBER));
     assert!(p.refused >= 2 * (50_000 - 16));
@@ -104,10 +109,20 @@ fn one_companion_at_every_cap_stays_under_its_counted_ceiling() {
             }),
         ));
     }
-    let p = c.get(9).unwrap();
+    let p = c.get(9).expect("test setup");
     assert_eq!(p.markers.len(), MAX_MARKERS);
-    let hist_len = p.devices[&0].frag.as_ref().unwrap().hist.as_ref().unwrap().len();
-    assert_eq!(hist_len, 64, "duplicates merged, impossible buckets dropped");
+    let hist_len = p.devices[&0]
+        .frag
+        .as_ref()
+        .expect("test setup")
+        .hist
+        .as_ref()
+        .expect("test setup")
+        .len();
+    assert_eq!(
+        hist_len, 64,
+        "duplicates merged, impossible buckets dropped"
+    );
     let ceiling = caps::companion_worst_bytes(16, MAX_EPOCHS, 1_000, MAX_MARKERS);
     assert!(c.worst_bytes() <= ceiling);
     let grown = rss_bytes().saturating_sub(rss0);
@@ -158,32 +173,32 @@ fn a_disconnect_frees_the_companion() {
 #[test]
 fn a_hostile_recording_replays_within_the_ceiling() {
     use std::io::Write;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("test setup");
     let path = dir.path().join("devbomb.jsonl");
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).expect("test setup"));
     writeln!(
         f,
         r#"{{"type":"header","v":1,"format":"gpumon","host":"h","started":1000,"interval_ms":250,"gpus":[]}}"#
     )
-    .unwrap();
+    .expect("test setup");
     for i in 0..20_000u32 {
         let t = 1_000 + i64::from(i);
         writeln!(
             f,
             r#"{{"type":"companion","t":{t},"pid":42,"msg":{{"type":"epoch","t":{t},"epoch":{i},"dev":{i},"floor":1,"peak":2}}}}"#
         )
-        .unwrap();
+        .expect("test setup");
         writeln!(
             f,
             r#"{{"type":"companion","t":{t},"pid":42,"msg":{{"type":"sample","t":{t},"dev":{i},"allocated":5,"reserved":9}}}}"#
         )
-        .unwrap();
+        .expect("test setup");
     }
     drop(f);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpumon"))
-        .args(["replay", path.to_str().unwrap(), "--headless"])
+        .args(["replay", path.to_str().expect("test setup"), "--headless"])
         .output()
-        .unwrap();
+        .expect("test setup");
     assert!(
         out.status.success(),
         "{}",

@@ -24,7 +24,8 @@ fn flood(dir: &std::path::Path, line: String) {
 
 fn recorded_bytes(line: String, seconds: f64) -> u64 {
     let sockets = tempfile::tempdir().expect("dir");
-    std::fs::set_permissions(sockets.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    std::fs::set_permissions(sockets.path(), std::fs::Permissions::from_mode(0o700))
+        .expect("chmod");
     flood(sockets.path(), line);
     let out = tempfile::tempdir().expect("dir");
     let rec = out.path().join("r.jsonl");
@@ -47,7 +48,9 @@ fn bound(seconds: f64) -> u64 {
 
 #[test]
 fn a_resent_histogram_is_not_recorded_again_and_again() {
-    let hist: Vec<String> = (0..1400).map(|i| format!("[{},{},{}]", i % 64, i, i * 4096)).collect();
+    let hist: Vec<String> = (0..1400)
+        .map(|i| format!("[{},{},{}]", i % 64, i, i * 4096))
+        .collect();
     let line = format!(
         "{{\"v\":1,\"type\":\"frag\",\"dev\":0,\"free_total\":100,\"largest_free\":50,\"hist\":[{}]}}\n",
         hist.join(",")
@@ -66,7 +69,8 @@ fn a_marker_flood_is_held_to_the_byte_budget() {
 
 #[test]
 fn a_sample_flood_is_thinned() {
-    let line = "{\"v\":1,\"type\":\"sample\",\"dev\":0,\"allocated\":5,\"reserved\":9}\n".to_string();
+    let line =
+        "{\"v\":1,\"type\":\"sample\",\"dev\":0,\"allocated\":5,\"reserved\":9}\n".to_string();
     let n = recorded_bytes(line, 2.0);
     // 20 per second at most, about 150 bytes each, plus link counters.
     assert!(n < 64 * 1024, "{n} bytes");

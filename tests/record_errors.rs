@@ -24,9 +24,8 @@ fn flooding_companion(dir: &Path) {
                 }
                 let pad = "p".repeat(200);
                 for i in 0u64.. {
-                    let line = format!(
-                        r#"{{"v":1,"type":"marker","kind":"mark","label":"{pad}{i}"}}"#
-                    );
+                    let line =
+                        format!(r#"{{"v":1,"type":"marker","kind":"mark","label":"{pad}{i}"}}"#);
                     if writeln!(s, "{line}").is_err() {
                         return;
                     }
@@ -45,12 +44,19 @@ fn private_dir() -> tempfile::TempDir {
 /// Run `gpumon record` into `out`; returns (exit code, stderr, seconds taken).
 fn record(sockets: &Path, out: &Path, fsize_limit: Option<u64>) -> (Option<i32>, String, f64) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpumon"));
-    cmd.args(["record", "--duration", "20", "--interval", "100ms", "--socket-dir"])
-        .arg(sockets)
-        .arg("-o")
-        .arg(out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "record",
+        "--duration",
+        "20",
+        "--interval",
+        "100ms",
+        "--socket-dir",
+    ])
+    .arg(sockets)
+    .arg("-o")
+    .arg(out)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
     if let Some(limit) = fsize_limit {
         // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child yet.
         unsafe {
@@ -76,13 +82,20 @@ fn record(sockets: &Path, out: &Path, fsize_limit: Option<u64>) -> (Option<i32>,
 }
 
 fn assert_loud_and_replayable(code: Option<i32>, stderr: &str, secs: f64, out: &Path, why: &str) {
-    assert_eq!(code, Some(1), "exit status (None = killed by a signal); stderr: {stderr}");
+    assert_eq!(
+        code,
+        Some(1),
+        "exit status (None = killed by a signal); stderr: {stderr}"
+    );
     let line = stderr
         .lines()
         .find(|l| l.contains("recording stopped"))
         .unwrap_or_else(|| panic!("no message; stderr: {stderr}"));
     assert!(line.contains(why), "{line}");
-    assert!(secs < 10.0, "kept running {secs:.1} s after the disk refused");
+    assert!(
+        secs < 10.0,
+        "kept running {secs:.1} s after the disk refused"
+    );
     let bytes = std::fs::read(out).expect("read recording");
     assert!(!bytes.is_empty());
     assert_eq!(bytes.last(), Some(&b'\n'), "file ends mid-line");

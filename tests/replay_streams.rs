@@ -65,7 +65,10 @@ fn a_fifo_with_one_writer_is_read_once() {
     let rec = format!("{HEADER}\n{}", ticks(3));
     let f2 = fifo.clone();
     let writer = std::thread::spawn(move || {
-        let mut w = std::fs::OpenOptions::new().write(true).open(&f2).expect("open fifo");
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&f2)
+            .expect("open fifo");
         w.write_all(rec.as_bytes()).expect("write");
     });
     let csv = dir.path().join("rows.csv");
@@ -79,7 +82,11 @@ fn replay_file(content: &[u8]) -> Output {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("r.jsonl");
     std::fs::write(&path, content).expect("write");
-    replay(path.to_str().expect("utf8"), None, &dir.path().join("rows.csv"))
+    replay(
+        path.to_str().expect("utf8"),
+        None,
+        &dir.path().join("rows.csv"),
+    )
 }
 
 #[test]
@@ -132,7 +139,10 @@ fn a_tick_with_a_huge_gpu_count_is_bounded() {
     let gpus: Vec<String> = (0..20_000)
         .map(|i| format!("{{\"index\":{i},\"mem\":{{\"total\":1000,\"used\":1,\"free\":1,\"reserved\":0}},\"procs\":[]}}"))
         .collect();
-    let tick = format!("{{\"type\":\"tick\",\"t\":1000,\"gpus\":[{}]}}\n", gpus.join(","));
+    let tick = format!(
+        "{{\"type\":\"tick\",\"t\":1000,\"gpus\":[{}]}}\n",
+        gpus.join(",")
+    );
     let t = std::time::Instant::now();
     let o = replay_file(format!("{HEADER}\n{tick}").as_bytes());
     let secs = t.elapsed().as_secs_f64();

@@ -18,7 +18,9 @@ impl Tmux {
     }
 
     fn alternate_on(&self) -> bool {
-        self.cmd(&["display-message", "-p", "-t", "s", "#{alternate_on}"]).trim() == "1"
+        self.cmd(&["display-message", "-p", "-t", "s", "#{alternate_on}"])
+            .trim()
+            == "1"
     }
 
     fn wait(&self, what: &str, pred: impl Fn(&Tmux) -> bool) {
@@ -37,9 +39,19 @@ impl Drop for Tmux {
 }
 
 fn gpumon_pid(t: &Tmux) -> i32 {
-    let shell: i32 = t.cmd(&["display-message", "-p", "-t", "s", "#{pane_pid}"]).trim().parse().expect("pane pid");
-    let o = Command::new("pgrep").args(["-P", &shell.to_string(), "-x", "gpumon"]).output().expect("pgrep");
-    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(shell)
+    let shell: i32 = t
+        .cmd(&["display-message", "-p", "-t", "s", "#{pane_pid}"])
+        .trim()
+        .parse()
+        .expect("pane pid");
+    let o = Command::new("pgrep")
+        .args(["-P", &shell.to_string(), "-x", "gpumon"])
+        .output()
+        .expect("pgrep");
+    String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(shell)
 }
 
 fn start(name: &str) -> Option<Tmux> {
@@ -48,10 +60,28 @@ fn start(name: &str) -> Option<Tmux> {
         return None;
     }
     let t = Tmux(format!("gpumon-sig-{name}-{}", std::process::id()));
-    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h200_torch_companion.jsonl");
-    let cmd = format!("{} replay {fixture}; sleep 30", env!("CARGO_BIN_EXE_gpumon"));
-    t.cmd(&["new-session", "-d", "-s", "s", "-x", "100", "-y", "30", &cmd]);
-    t.wait("the TUI", |t| t.alternate_on() && t.cmd(&["capture-pane", "-p", "-t", "s"]).contains("GPU 0"));
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/h200_torch_companion.jsonl"
+    );
+    let cmd = format!(
+        "{} replay {fixture}; sleep 30",
+        env!("CARGO_BIN_EXE_gpumon")
+    );
+    t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "s",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    t.wait("the TUI", |t| {
+        t.alternate_on() && t.cmd(&["capture-pane", "-p", "-t", "s"]).contains("GPU 0")
+    });
     Some(t)
 }
 
@@ -61,7 +91,10 @@ fn sigquit_restores_the_terminal() {
     // SAFETY: kill with a pid we just looked up.
     unsafe { libc::kill(gpumon_pid(&t), libc::SIGQUIT) };
     t.wait("the alternate screen to end", |t| !t.alternate_on());
-    assert!(t.cmd(&["capture-pane", "-p", "-t", "s"]).contains("stopped by SIGQUIT"));
+    assert!(
+        t.cmd(&["capture-pane", "-p", "-t", "s"])
+            .contains("stopped by SIGQUIT")
+    );
 }
 
 #[test]

@@ -43,20 +43,31 @@ fn fork_under_flooding_monitors_stays_fast_and_connections_are_capped() {
     for _ in 0..4 {
         let (sock, stop) = (sock.clone(), Arc::clone(&stop));
         floods.push(std::thread::spawn(move || {
-            let Ok(mut s) = UnixStream::connect(&sock) else { return };
-            let _ = s.write_all(b"{\"v\":1,\"type\":\"hello\",\"role\":\"monitor\",\"min_v\":1,\"max_v\":1}\n");
+            let Ok(mut s) = UnixStream::connect(&sock) else {
+                return;
+            };
+            let _ = s.write_all(
+                b"{\"v\":1,\"type\":\"hello\",\"role\":\"monitor\",\"min_v\":1,\"max_v\":1}\n",
+            );
             let junk = vec![b'x'; 1 << 20];
             while !stop.load(Ordering::Relaxed) && s.write_all(&junk).is_ok() {}
         }));
     }
-    let idle: Vec<UnixStream> = (0..40).filter_map(|_| UnixStream::connect(&sock).ok()).collect();
+    let idle: Vec<UnixStream> = (0..40)
+        .filter_map(|_| UnixStream::connect(&sock).ok())
+        .collect();
     std::thread::sleep(Duration::from_millis(300));
     let held = std::fs::read_dir(format!("/proc/{}/fd", child.id()))
         .expect("fd dir")
         .count();
 
     let t0 = Instant::now();
-    child.stdin.take().expect("stdin").write_all(b"go\n").expect("go");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("go");
     line.clear();
     out.read_line(&mut line).expect("result");
     let total = t0.elapsed();
@@ -72,7 +83,9 @@ fn fork_under_flooding_monitors_stays_fast_and_connections_are_capped() {
         .strip_prefix("max_fork_us=")
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("unexpected output {line:?}"));
-    eprintln!("30 forks under 4 flooding monitors: slowest {worst_us} us, all {total:?}; program held {held} fds");
+    eprintln!(
+        "30 forks under 4 flooding monitors: slowest {worst_us} us, all {total:?}; program held {held} fds"
+    );
     assert!(worst_us < 500_000, "a fork waited {worst_us} us");
     // The listener, 16 monitors and 8 pending connections at most, plus the
     // program's own descriptors (stdio, libraries): never one per connection.

@@ -12,8 +12,8 @@ use crate::frame::{Frame, Level};
 use crate::model::time::now_ms;
 use crate::wire::{self, Decoded, Disconnected, Line, LineSplitter, LinkStats, Message, Reject};
 
-use super::dirs::{peer_allowed, pid_alive};
 use super::budget::Budget;
+use super::dirs::{peer_allowed, pid_alive};
 use super::forward::Forwarder;
 use super::verify;
 use super::{CompanionFrame, Config};
@@ -204,7 +204,10 @@ impl Conn<'_> {
                     Ok(Decoded::Unknown(_)) | Err(_) => {}
                 }
             }
-            let endless = reader.split.skipping().is_some_and(|n| n > MAX_ENDLESS_BYTES);
+            let endless = reader
+                .split
+                .skipping()
+                .is_some_and(|n| n > MAX_ENDLESS_BYTES);
             if reader.rejects() > MAX_REJECTS || endless || reader.blank_run > MAX_BLANK_RUN {
                 let what = if endless {
                     format!("a line of over {MAX_ENDLESS_BYTES} bytes without end")

@@ -87,7 +87,6 @@ impl ChannelHandle {
     }
 }
 
-
 /// Start watching for companions on the current tokio runtime. `dir` overrides
 /// the default socket directories (`gpumon --companion-dir`, tests).
 pub fn spawn(dir: Option<PathBuf>, tx: Sender<Frame>) -> ChannelHandle {

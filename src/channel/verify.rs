@@ -72,7 +72,10 @@ pub(crate) fn check_file(path: &Path, dir_owner: u32, own: u32) -> Result<Checke
     };
     let kind = st.st_mode & libc::S_IFMT;
     if kind != libc::S_IFSOCK && kind != libc::S_IFLNK {
-        return Err(FileProblem::Gone(format!("{}: not a socket", path.display())));
+        return Err(FileProblem::Gone(format!(
+            "{}: not a socket",
+            path.display()
+        )));
     }
     file_rule(st.st_mode, st.st_uid, dir_owner, own)
         .map_err(|why| FileProblem::Refused(format!("{} {why}", path.display())))?;

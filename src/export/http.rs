@@ -152,13 +152,16 @@ impl Registry {
 /// clone a `Bytes` (a reference count), never while rendering or writing.
 #[derive(Default)]
 struct BodyCache {
-    entries: Mutex<Vec<(Arc<Snapshot>, Arc<Vec<AlertRow>>, Format, Bytes)>>,
+    entries: Mutex<Vec<CachedBody>>,
 }
+
+/// The inputs a body was rendered from (held, so their addresses stay unique) and the body.
+type CachedBody = (Arc<Snapshot>, Arc<Vec<AlertRow>>, Format, Bytes);
 
 impl BodyCache {
     fn body(&self, exporter: &Exporter, format: Format) -> Bytes {
         let (snap, alerts) = exporter.inputs();
-        let hit = |e: &(Arc<Snapshot>, Arc<Vec<AlertRow>>, Format, Bytes)| {
+        let hit = |e: &CachedBody| {
             Arc::ptr_eq(&e.0, &snap) && Arc::ptr_eq(&e.1, &alerts) && e.2 == format
         };
         if let Some(e) = self.lock().iter().find(|e| hit(e)) {
@@ -173,7 +176,7 @@ impl BodyCache {
         body
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Arc<Snapshot>, Arc<Vec<AlertRow>>, Format, Bytes)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<CachedBody>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -234,6 +237,25 @@ async fn accept_loop(
     }
 }
 
+/// One connection's request handling on any byte stream, with the same
+/// limits as the server: what the fuzz target (`fuzz/`) drives in memory.
+pub async fn serve_stream<I>(exporter: Arc<Exporter>, io: I, limits: Limits)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let cache = BodyCache::default();
+    let svc = service_fn(move |req| {
+        let resp = respond(&exporter, &cache, &req);
+        async move { Ok::<_, Infallible>(resp) }
+    });
+    let _ = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .serve_connection(TokioIo::new(io), svc)
+        .await;
+}
+
 /// Resolves once the connection has completed no request for `timeout`.
 async fn stale(registry: &Registry, slot: &Slot, timeout: Duration) {
     let timeout_ms = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
@@ -255,7 +277,11 @@ fn is_fatal(e: &std::io::Error) -> bool {
 const INDEX: &str = "<!doctype html><html><head><title>gpumon</title></head><body>\
 <h1>gpumon</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n";
 
-fn respond(exporter: &Exporter, cache: &BodyCache, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+fn respond(
+    exporter: &Exporter,
+    cache: &BodyCache,
+    req: &Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let readable = matches!(*req.method(), Method::GET | Method::HEAD);
     match req.uri().path() {
         "/metrics" if readable => {
@@ -264,7 +290,11 @@ fn respond(exporter: &Exporter, cache: &BodyCache, req: &Request<Incoming>) -> R
                 .get(header::ACCEPT)
                 .and_then(|v| v.to_str().ok());
             let format = negotiate(accept);
-            reply(StatusCode::OK, format.content_type(), cache.body(exporter, format))
+            reply(
+                StatusCode::OK,
+                format.content_type(),
+                cache.body(exporter, format),
+            )
         }
         "/" if readable => reply(StatusCode::OK, "text/html; charset=utf-8", INDEX),
         "/metrics" | "/" => {

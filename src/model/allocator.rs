@@ -312,8 +312,7 @@ impl ProcAlloc {
             self.refuse(why);
             return None;
         }
-        if !self.devices.contains_key(&dev)
-            && self.devices.len() >= caps::MAX_DEVICES_PER_COMPANION
+        if !self.devices.contains_key(&dev) && self.devices.len() >= caps::MAX_DEVICES_PER_COMPANION
         {
             self.refuse("too many devices");
             return None;
@@ -364,7 +363,8 @@ impl ProcAlloc {
         oldest(&mut self.devices, |d| &mut d.events, |e| e.t, MAX_EVENTS);
         let epochs = self.devices.values().map(|d| d.epochs.len()).sum();
         let events = self.devices.values().map(|d| d.events.len()).sum();
-        self.worst = caps::companion_worst_bytes(self.devices.len(), epochs, events, self.markers.len());
+        self.worst =
+            caps::companion_worst_bytes(self.devices.len(), epochs, events, self.markers.len());
     }
 
     /// `torch 2.11`, `jax 0.11`, `interposer`, `companion`.

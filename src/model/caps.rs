@@ -109,9 +109,15 @@ pub fn refuse(msg: &Message) -> Option<&'static str> {
                 h.devices.iter().find_map(|d| bad_dev(d.dev))
             }
         }
-        Message::Sample(s) => bad_dev(s.dev).or((sample_strings(s) > MAX_ITEM_STRING_BYTES).then_some(long)),
-        Message::Frag(f) => bad_dev(f.dev).or((frag_strings(f) > MAX_ITEM_STRING_BYTES).then_some(long)),
-        Message::Epoch(e) => bad_dev(e.dev).or((epoch_strings(e) > MAX_ITEM_STRING_BYTES).then_some(long)),
+        Message::Sample(s) => {
+            bad_dev(s.dev).or((sample_strings(s) > MAX_ITEM_STRING_BYTES).then_some(long))
+        }
+        Message::Frag(f) => {
+            bad_dev(f.dev).or((frag_strings(f) > MAX_ITEM_STRING_BYTES).then_some(long))
+        }
+        Message::Epoch(e) => {
+            bad_dev(e.dev).or((epoch_strings(e) > MAX_ITEM_STRING_BYTES).then_some(long))
+        }
         Message::Marker(m) => (marker_strings(m) > MAX_ITEM_STRING_BYTES).then_some(long),
         Message::Event(e) => e
             .dev
@@ -127,11 +133,7 @@ pub fn refuse(msg: &Message) -> Option<&'static str> {
 /// duplicate buckets merged by summing, so `/metrics` never shows one bucket
 /// twice and the histogram holds at most `MAX_BUCKET + 1` entries.
 pub fn normalize_hist(hist: &[HistBucket]) -> Vec<HistBucket> {
-    let mut h: Vec<HistBucket> = hist
-        .iter()
-        .copied()
-        .filter(|b| b.0 <= MAX_BUCKET)
-        .collect();
+    let mut h: Vec<HistBucket> = hist.iter().copied().filter(|b| b.0 <= MAX_BUCKET).collect();
     h.sort_by_key(|b| b.0);
     h.dedup_by(|later, kept| {
         if later.0 == kept.0 {
@@ -146,7 +148,12 @@ pub fn normalize_hist(hist: &[HistBucket]) -> Vec<HistBucket> {
 }
 
 /// Worst-case bytes of one companion with these counts.
-pub fn companion_worst_bytes(devices: usize, epochs: usize, events: usize, markers: usize) -> usize {
+pub fn companion_worst_bytes(
+    devices: usize,
+    epochs: usize,
+    events: usize,
+    markers: usize,
+) -> usize {
     HELLO_BYTES
         + devices * DEVICE_BYTES
         + epochs * EPOCH_BYTES
@@ -160,7 +167,13 @@ mod tests {
 
     #[test]
     fn duplicate_and_impossible_buckets_are_merged_and_dropped() {
-        let h = normalize_hist(&[(20, 1, 10), (3, 2, 2), (20, 5, 50), (64, 1, 1), (u32::MAX, 9, 9)]);
+        let h = normalize_hist(&[
+            (20, 1, 10),
+            (3, 2, 2),
+            (20, 5, 50),
+            (64, 1, 1),
+            (u32::MAX, 9, 9),
+        ]);
         assert_eq!(h, vec![(3, 2, 2), (20, 6, 60)]);
     }
 

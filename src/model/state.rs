@@ -303,8 +303,11 @@ impl State {
         if excess > 0 {
             // The oldest in one pass, not one scan per removal: a tick listing
             // 60k processes took 46 s (issue 14).
-            let mut by_age: Vec<(Ts, u32)> =
-                self.procs.iter().map(|(pid, p)| (p.last_seen, *pid)).collect();
+            let mut by_age: Vec<(Ts, u32)> = self
+                .procs
+                .iter()
+                .map(|(pid, p)| (p.last_seen, *pid))
+                .collect();
             by_age.select_nth_unstable(excess - 1);
             for (_, pid) in &by_age[..excess] {
                 self.procs.remove(pid);

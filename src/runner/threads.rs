@@ -42,8 +42,9 @@ pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
     // SIGQUIT and SIGTSTP cannot come from the keyboard in raw mode, but `kill`
     // sends them: without handling, they left the alternate screen on (issue 14).
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGTSTP])
-        .context("cannot install signal handlers")?;
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGTSTP])
+            .context("cannot install signal handlers")?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {

@@ -17,13 +17,17 @@ static FDS: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
 
 /// Remember `fd`; false when the table is full (the caller refuses the connection).
 pub fn add(fd: i32) -> bool {
-    FDS.iter()
-        .any(|s| s.compare_exchange(-1, fd, Ordering::AcqRel, Ordering::Relaxed).is_ok())
+    FDS.iter().any(|s| {
+        s.compare_exchange(-1, fd, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    })
 }
 
 pub fn remove(fd: i32) {
     for s in &FDS {
-        if s.compare_exchange(fd, -1, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        if s.compare_exchange(fd, -1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
             return;
         }
     }

@@ -302,7 +302,12 @@ impl Reporter {
         {
             self.conns.remove(i);
         }
-        let live = self.conns.len() - self.conns.iter().filter(|c| c.phase == Phase::AwaitHello).count();
+        let live = self.conns.len()
+            - self
+                .conns
+                .iter()
+                .filter(|c| c.phase == Phase::AwaitHello)
+                .count();
         live < MAX_MONITORS
     }
 
@@ -490,7 +495,10 @@ extern "C" fn at_exit() {
 /// Bounded: a fork never hangs on the reporter (the lock is held only for
 /// swaps, so the bound is reached only if something is badly wrong).
 pub fn lock_for_fork() {
-    let got = REPORTER.try_lock_for(FORK_WAIT_SPINS).map(std::mem::forget).is_some();
+    let got = REPORTER
+        .try_lock_for(FORK_WAIT_SPINS)
+        .map(std::mem::forget)
+        .is_some();
     FORK_LOCKED.store(got, Ordering::Release);
 }
 
