@@ -28,6 +28,10 @@ pub const PY_FILES: &[(&str, &str)] = &[
     ),
     ("gpumon/_frag.py", include_str!("../python/gpumon/_frag.py")),
     (
+        "gpumon/_inbox.py",
+        include_str!("../python/gpumon/_inbox.py"),
+    ),
+    (
         "gpumon/_paths.py",
         include_str!("../python/gpumon/_paths.py"),
     ),
