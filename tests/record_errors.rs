@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// A companion (this test process, so the socket is named after our pid)
-/// that floods samples at whoever connects.
+/// that floods whoever connects.
 fn flooding_companion(dir: &Path) {
     let l = UnixListener::bind(dir.join(format!("{}.sock", std::process::id()))).expect("bind");
     std::thread::spawn(move || {
@@ -22,10 +22,14 @@ fn flooding_companion(dir: &Path) {
                 if writeln!(s, "{hello}").is_err() {
                     return;
                 }
-                let pad = "p".repeat(200);
+                // Samples on 16 devices with ~900 bytes of reasons each: what the
+                // channel and recording budgets let through is still ~300 KB/s.
+                let pad = "p".repeat(900);
                 for i in 0u64.. {
-                    let line =
-                        format!(r#"{{"v":1,"type":"marker","kind":"mark","label":"{pad}{i}"}}"#);
+                    let dev = i % 16;
+                    let line = format!(
+                        r#"{{"v":1,"type":"sample","dev":{dev},"allocated":{i},"na":{{"x":"{pad}"}}}}"#
+                    );
                     if writeln!(s, "{line}").is_err() {
                         return;
                     }
@@ -159,7 +163,7 @@ fn without_a_limit_the_recording_runs_on() {
     let out_dir = tempfile::tempdir().expect("temp dir");
     let out = out_dir.path().join("r.jsonl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
-        .args(["record", "--duration", "1", "--socket-dir"])
+        .args(["record", "--duration", "2", "--socket-dir"])
         .arg(sockets.path())
         .arg("-o")
         .arg(&out)
