@@ -22,6 +22,7 @@ pub mod keys;
 pub mod model;
 pub mod pipeline;
 pub mod record;
+pub mod record_budget;
 pub mod run_cmd;
 pub mod runner;
 pub mod snapshot;

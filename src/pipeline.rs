@@ -44,6 +44,9 @@ pub struct Pipeline {
     rebuild_until: Ts,
     /// `--gpu/--user/--pid`: what is left out before the model, the alerts and the sinks.
     pub filter: crate::filter::Filter,
+    /// Why the recorder stopped on a write error; a mode that exists to record
+    /// (`record`, headless `--record`) stops loudly on it (`take_recording_failure`).
+    recording_failed: Option<String>,
 }
 
 impl Pipeline {
@@ -60,6 +63,7 @@ impl Pipeline {
             written_until: Ts::MIN,
             rebuild_until: Ts::MIN,
             filter: crate::filter::Filter::default(),
+            recording_failed: None,
         }
     }
 
@@ -92,6 +96,7 @@ impl Pipeline {
             r.write(f);
             if let Some(e) = r.error() {
                 self.sinks.recorder = None;
+                self.recording_failed = Some(e.clone());
                 self.sink_failed(format!("recording stopped: {e}"));
             }
         }
@@ -164,6 +169,16 @@ impl Pipeline {
             r.write(&frame);
         }
         self.state.apply(&frame);
+    }
+
+    /// The recorder's write error, once.
+    pub fn take_recording_failure(&mut self) -> Option<String> {
+        self.recording_failed.take()
+    }
+
+    /// Flush and close the recording; its last write error if that failed.
+    pub fn finish_recording(&mut self) -> Option<String> {
+        self.sinks.recorder.take().and_then(|r| r.finish())
     }
 
     fn sink_failed(&mut self, text: String) {

@@ -34,6 +34,10 @@ pub const PY_FILES: &[(&str, &str)] = &[
         include_str!("../python/gpumon/_helpers.py"),
     ),
     (
+        "gpumon/_inbox.py",
+        include_str!("../python/gpumon/_inbox.py"),
+    ),
+    (
         "gpumon/_paths.py",
         include_str!("../python/gpumon/_paths.py"),
     ),

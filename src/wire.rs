@@ -557,6 +557,12 @@ pub struct LinkStats {
     /// Frames gpumon itself dropped on the way to the screen (UI too slow).
     #[serde(default)]
     pub dropped: u64,
+    /// Milliseconds the connection was not read because it was over its budget
+    /// (`channel::budget`), and important messages dropped over their budget.
+    #[serde(default)]
+    pub throttled_ms: u64,
+    #[serde(default)]
+    pub over_budget: u64,
 }
 
 /// Why a line was refused. Every variant is counted; none is fatal on its own.
@@ -701,6 +707,11 @@ impl LineSplitter {
                 out.push(Line::Text(std::mem::take(&mut self.buf)));
             }
         }
+    }
+
+    /// Bytes of an over-long line skipped so far, while its newline has not come.
+    pub fn skipping(&self) -> Option<usize> {
+        self.skipping
     }
 
     /// Bytes currently buffered (for the memory bound test).

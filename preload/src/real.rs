@@ -23,17 +23,59 @@ pub extern "C" fn init_real_dlsym() -> usize {
     if cur != 0 {
         return cur;
     }
-    for ver in DLSYM_VERSIONS {
-        // SAFETY: plain C strings; `dlvsym` is not interposed by this library, and
-        // RTLD_NEXT from here skips our own `dlsym`.
-        let p = unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), ver.as_ptr()) };
-        if !p.is_null() {
-            REAL_DLSYM.store(p as usize, Ordering::Release);
-            return p as usize;
+    let found = bootstrap_once(|| {
+        DLSYM_VERSIONS.iter().find_map(|ver| {
+            // SAFETY: plain C strings; `dlvsym` is not interposed by this library, and
+            // RTLD_NEXT from here skips our own `dlsym`.
+            let p = unsafe { libc::dlvsym(libc::RTLD_NEXT, c"dlsym".as_ptr(), ver.as_ptr()) };
+            (!p.is_null()).then_some(p as usize)
+        })
+    });
+    match found {
+        Bootstrap::Found(p) => {
+            REAL_DLSYM.store(p, Ordering::Release);
+            p
         }
+        Bootstrap::NotFound => {
+            lifecycle::notice("cannot find glibc's dlsym; symbol lookups will fail");
+            0
+        }
+        // A lookup made from inside the bootstrap (glibc < 2.34 allocates the
+        // dlerror buffer with malloc when a version is missing; a malloc
+        // interposer that resolves lazily calls dlsym): failing that one lookup
+        // is the only answer that does not recurse without end.
+        Bootstrap::Reentered => 0,
     }
-    lifecycle::notice("cannot find glibc's dlsym; symbol lookups will fail");
-    0
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Bootstrap {
+    Found(usize),
+    NotFound,
+    Reentered,
+}
+
+/// Thread (kernel tid) running the bootstrap now, 0 when none. A plain atomic:
+/// thread-locals may allocate on first use in a shared library, which is the
+/// very re-entry this guards against.
+static BOOTSTRAP_TID: AtomicUsize = AtomicUsize::new(0);
+
+fn bootstrap_once(resolve: impl FnOnce() -> Option<usize>) -> Bootstrap {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as usize;
+    if BOOTSTRAP_TID.load(Ordering::Acquire) == tid {
+        return Bootstrap::Reentered;
+    }
+    // Another thread bootstrapping at the same time is no re-entry: both resolve
+    // the same address. Only this thread's own nesting is refused.
+    let owned = BOOTSTRAP_TID
+        .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
+        .is_ok();
+    let r = resolve();
+    if owned {
+        BOOTSTRAP_TID.store(0, Ordering::Release);
+    }
+    r.map_or(Bootstrap::NotFound, Bootstrap::Found)
 }
 
 pub fn real_dlsym() -> Option<DlsymFn> {
@@ -126,6 +168,20 @@ impl DriverFn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lookup_from_inside_the_bootstrap_fails_instead_of_recursing() {
+        let inner = std::cell::Cell::new(None);
+        let outer = bootstrap_once(|| {
+            // What a lazily-resolving malloc interposer would do mid-bootstrap.
+            inner.set(Some(bootstrap_once(|| Some(2))));
+            Some(1)
+        });
+        assert_eq!(outer, Bootstrap::Found(1));
+        assert_eq!(inner.take(), Some(Bootstrap::Reentered));
+        // And afterwards the bootstrap is free again.
+        assert_eq!(bootstrap_once(|| Some(3)), Bootstrap::Found(3));
+    }
 
     #[test]
     fn finds_glibc_dlsym_and_libc_functions() {

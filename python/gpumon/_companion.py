@@ -10,6 +10,7 @@ import threading
 import time
 
 from . import _paths, _proto, _sources
+from ._inbox import Inbox
 from ._server import Server
 
 MAX_EPOCHS = 10000
@@ -67,7 +68,7 @@ class Companion(object):
         self.pid, self.ns_pid = _paths.host_pid()
         self.sources = []
         self._have = set()
-        self.inbox = collections.deque()
+        self.inbox = Inbox()
         self.epochs = collections.deque(maxlen=MAX_EPOCHS)
         self.samples = collections.deque(maxlen=SAMPLE_RING_S * 8)
         self.markers = collections.deque(maxlen=MAX_MARKERS)

@@ -15,9 +15,16 @@ import time
 
 from . import _paths, _proto
 
-HELLO_TIMEOUT_S = 5.0
+HELLO_TIMEOUT_S = 2.0
 STALL_TIMEOUT_S = 30.0
 MAX_QUEUE = 1024
+# Connections this companion keeps at once. Every one costs the training
+# process a file descriptor, so the cap is what keeps a connect flood from
+# starving the program's own open() of fds (ulimit -n 256 is common): live
+# monitors beyond MAX_MONITORS are refused, and a connection that has not said
+# hello yet is evicted (oldest first) when MAX_PENDING newer ones arrive.
+MAX_MONITORS = 16
+MAX_PENDING = 8
 
 
 class Monitor(object):
@@ -44,7 +51,8 @@ class Monitor(object):
 
 class Server(object):
     def __init__(self, path, on_hello, max_queue=MAX_QUEUE, own_uid=None,
-                 stall_timeout=STALL_TIMEOUT_S, hello_timeout=HELLO_TIMEOUT_S):
+                 stall_timeout=STALL_TIMEOUT_S, hello_timeout=HELLO_TIMEOUT_S,
+                 max_monitors=MAX_MONITORS, max_pending=MAX_PENDING):
         self.path = path
         # on_hello() -> list of encoded lines (our hello, then history parts).
         self.on_hello = on_hello
@@ -52,8 +60,15 @@ class Server(object):
         self.own_uid = os.geteuid() if own_uid is None else own_uid
         self.stall_timeout = stall_timeout
         self.hello_timeout = hello_timeout
+        self.max_monitors = max_monitors
+        self.max_pending = max_pending
         self.monitors = []
         self.refused = 0
+        # Connections closed because of the caps above, and connections closed
+        # because handling their input raised (a bug must cost one connection,
+        # never the companion).
+        self.over_cap = 0
+        self.failed = 0
         self.unsendable = 0
         self.sel = None
         self.listener = None
@@ -205,10 +220,15 @@ class Server(object):
                 self._accept(now)
             else:
                 m = key.data
-                if mask & selectors.EVENT_READ:
-                    self._read(m, now)
-                if m in self.monitors and mask & selectors.EVENT_WRITE:
-                    self._write(m, now)
+                try:
+                    if mask & selectors.EVENT_READ:
+                        self._read(m, now)
+                    if m in self.monitors and mask & selectors.EVENT_WRITE:
+                        self._write(m, now)
+                except Exception:
+                    # Whatever a peer sent, it costs that peer its connection only.
+                    self.failed += 1
+                    self._drop(m)
         self._timeouts(now)
         return woke
 
@@ -231,11 +251,26 @@ class Server(object):
                 conn.close()
                 self.refused += 1
                 continue
+            if not self._make_room():
+                conn.close()
+                self.over_cap += 1
+                continue
             conn.setblocking(False)
             m = Monitor(conn, pid, uid, now)
             m.deadline = now + self.hello_timeout
             self.monitors.append(m)
             self.sel.register(conn, selectors.EVENT_READ, m)
+
+    def _make_room(self):
+        """True when one more connection may be kept, after evicting the oldest
+        connection still waiting for its hello if the pending ones are at their cap."""
+        pending = [m for m in self.monitors if not m.live]
+        if len(pending) >= self.max_pending:
+            self._drop(pending[0])
+            self.over_cap += 1
+            pending = pending[1:]
+        live = len(self.monitors) - len(pending)
+        return live < self.max_monitors
 
     def _read(self, m, now):
         try:
@@ -260,11 +295,12 @@ class Server(object):
         m.inbuf = b""
         try:
             obj = json.loads(line.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):
+            # RecursionError: JSON nested deeper than Python's stack ([[[[...).
             obj = None
         err = _proto.check_monitor_hello(obj)
         if err is not None:
-            code = "version" if obj is not None and obj.get("type") == "hello" else "protocol"
+            code = "version" if isinstance(obj, dict) and obj.get("type") == "hello" else "protocol"
             line = _proto.encode({"type": "error", "code": code, "text": err})
             if line:
                 self._enqueue(m, line)
@@ -275,6 +311,15 @@ class Server(object):
             lines = self.on_hello()
         except Exception:  # the hello must never take the companion down
             lines = []
+        if self.live_count() >= self.max_monitors:
+            line = _proto.encode({"type": "error", "code": "limit",
+                                  "text": "this companion already serves %d monitors" % self.max_monitors})
+            if line:
+                self._enqueue(m, line)
+            m.closing = True
+            self.over_cap += 1
+            self._write(m, now)
+            return
         m.live = True
         m.last_progress = now
         for line in lines:

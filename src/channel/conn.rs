@@ -12,12 +12,19 @@ use crate::frame::{Frame, Level};
 use crate::model::time::now_ms;
 use crate::wire::{self, Decoded, Disconnected, Line, LineSplitter, LinkStats, Message, Reject};
 
+use super::budget::Budget;
 use super::dirs::{peer_allowed, pid_alive};
 use super::forward::Forwarder;
+use super::verify;
 use super::{CompanionFrame, Config};
 
 /// After this many refused lines the peer is broken or hostile: hang up.
 pub const MAX_REJECTS: u64 = 1_000;
+/// A line still without its newline after this many bytes (64 line limits),
+/// or this many blank lines in a row, is a hostile or broken peer too: neither
+/// would ever be counted as a refused line, and both burned a core before.
+pub const MAX_ENDLESS_BYTES: usize = 64 * wire::MAX_LINE;
+pub const MAX_BLANK_RUN: u64 = 100_000;
 
 /// How a connection ended, which decides when the scanner tries again.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,24 +62,42 @@ impl Conn<'_> {
             .await
     }
 
+    async fn refuse(&self, why: String) -> Outcome {
+        let text = format!("companion {} refused: {why}", self.pid);
+        self.status(Level::Warn, text.clone()).await;
+        Outcome::Refused(text)
+    }
+
     pub(crate) async fn run(&self, path: &Path) -> Outcome {
-        let stream =
-            match tokio::time::timeout(self.cfg.hello_timeout, UnixStream::connect(path)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => return Outcome::Unreachable(e.to_string()),
-                Err(_) => return Outcome::Unreachable("connect timed out".into()),
-            };
-        let peer = match stream.peer_cred() {
-            Ok(c) => c.uid(),
+        // Nothing is written to, or believed from, a socket before it is verified
+        // (`verify`): the file, then the process behind it.
+        let checked = match verify::check_file(path, self.dir_owner, self.own_uid) {
+            Ok(c) => c,
+            Err(verify::FileProblem::Gone(e)) => return Outcome::Unreachable(e),
+            Err(verify::FileProblem::Refused(e)) => return self.refuse(e).await,
+        };
+        let connect = UnixStream::connect(checked.connect_path());
+        let stream = match tokio::time::timeout(self.cfg.hello_timeout, connect).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Outcome::Unreachable(e.to_string()),
+            Err(_) => return Outcome::Unreachable("connect timed out".into()),
+        };
+        drop(checked);
+        let (peer, peer_pid) = match stream.peer_cred() {
+            Ok(c) => (c.uid(), c.pid()),
             Err(e) => return Outcome::Unreachable(format!("peer credentials: {e}")),
         };
         if !peer_allowed(self.own_uid, peer, self.dir_owner) {
-            let text = format!(
-                "companion {} refused: its socket belongs to uid {peer}, not to this user",
-                self.pid
-            );
-            self.status(Level::Warn, text.clone()).await;
-            return Outcome::Refused(text);
+            return self
+                .refuse(format!(
+                    "its socket belongs to uid {peer}, not to this user"
+                ))
+                .await;
+        }
+        if self.cfg.check_peer_pid
+            && let Err(e) = verify::pid_rule(self.pid, peer_pid)
+        {
+            return self.refuse(format!("its socket {e}")).await;
         }
         let (mut rd, mut wr) = stream.into_split();
         if let Err(e) = wr.write_all(wire::monitor_hello().as_bytes()).await {
@@ -159,10 +184,18 @@ impl Conn<'_> {
         let mut sent_stats = LinkStats::default();
         let mut last_stats = Instant::now();
         let mut last_data = Instant::now();
+        let mut budget = Budget::new(self.cfg.budget, Instant::now());
+        let mut said_over = false;
         loop {
             while let Some(item) = reader.next() {
                 match item {
                     Ok(Decoded::Msg(m)) => {
+                        budget.spend_msg();
+                        if important(&m) && !budget.take_important(Instant::now()) {
+                            reader.stats.over_budget += 1;
+                            self.say_over_budget(&mut said_over).await;
+                            continue;
+                        }
                         if let Message::Bye(b) = &*m {
                             bye = Some(b.reason.clone().unwrap_or_else(|| "bye".into()));
                         }
@@ -171,11 +204,22 @@ impl Conn<'_> {
                     Ok(Decoded::Unknown(_)) | Err(_) => {}
                 }
             }
-            if reader.rejects() > MAX_REJECTS {
+            let endless = reader
+                .split
+                .skipping()
+                .is_some_and(|n| n > MAX_ENDLESS_BYTES);
+            if reader.rejects() > MAX_REJECTS || endless || reader.blank_run > MAX_BLANK_RUN {
+                let what = if endless {
+                    format!("a line of over {MAX_ENDLESS_BYTES} bytes without end")
+                } else if reader.blank_run > MAX_BLANK_RUN {
+                    format!("{MAX_BLANK_RUN} blank lines")
+                } else {
+                    format!("{MAX_REJECTS} bad lines")
+                };
                 self.status(
                     Level::Warn,
                     format!(
-                        "companion {}: {MAX_REJECTS} bad lines, closing (hostile or broken peer)",
+                        "companion {}: {what}, closing (hostile or broken peer)",
                         self.pid
                     ),
                 )
@@ -187,8 +231,20 @@ impl Conn<'_> {
                 self.send_stats(&reader.stats, &mut sent_stats).await;
                 last_stats = Instant::now();
             }
+            let wait = budget.wait(Instant::now());
+            if !wait.is_zero() {
+                // Over budget: leave the flood in the peer's socket for a while.
+                self.say_over_budget(&mut said_over).await;
+                let wait = wait.min(self.cfg.stats_interval);
+                reader.stats.throttled_ms += u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                tokio::time::sleep(wait).await;
+                continue;
+            }
             match tokio::time::timeout(self.cfg.stats_interval, reader.fill(rd)).await {
-                Ok(Ok(true)) => last_data = Instant::now(),
+                Ok(Ok(true)) => {
+                    budget.spend_bytes(reader.last_read);
+                    last_data = Instant::now();
+                }
                 Ok(Ok(false)) => {
                     self.send_stats(&reader.stats, &mut sent_stats).await;
                     return bye.unwrap_or_else(|| "connection closed".into());
@@ -204,12 +260,40 @@ impl Conn<'_> {
         }
     }
 
+    async fn say_over_budget(&self, said: &mut bool) {
+        if std::mem::replace(said, true) {
+            return;
+        }
+        let r = self.cfg.budget;
+        let text = format!(
+            "companion {} sends more than its budget ({:.0} messages/s, {:.0} MiB/s, {:.0} epochs/markers/events/s): read slower, excess markers dropped (counted)",
+            self.pid,
+            r.msgs_per_s,
+            r.bytes_per_s / (1024.0 * 1024.0),
+            r.important_per_s
+        );
+        self.status(Level::Warn, text).await;
+    }
+
     async fn send_stats(&self, now: &LinkStats, sent: &mut LinkStats) {
         if now != sent {
             *sent = now.clone();
             self.emit(Message::Link(now.clone())).await;
         }
     }
+}
+
+/// Messages that are never coalesced on the way to the model and the recorder.
+fn important(m: &Message) -> bool {
+    matches!(
+        m,
+        Message::Hello(_)
+            | Message::Epoch(_)
+            | Message::Marker(_)
+            | Message::Event(_)
+            | Message::History(_)
+            | Message::Error(_)
+    )
 }
 
 fn hello_summary(h: &wire::Hello) -> String {
@@ -227,6 +311,10 @@ struct Reader {
     lines: std::collections::VecDeque<Line>,
     stats: LinkStats,
     buf: Vec<u8>,
+    /// Bytes of the last `fill`, for the byte budget.
+    last_read: usize,
+    /// Blank lines since the last non-blank one.
+    blank_run: u64,
 }
 
 impl Reader {
@@ -240,6 +328,7 @@ impl Reader {
             self.buf = vec![0; 16 * 1024];
         }
         let n = rd.read(&mut self.buf).await?;
+        self.last_read = n;
         if n == 0 {
             return Ok(false);
         }
@@ -255,8 +344,14 @@ impl Reader {
             match self.lines.pop_front()? {
                 Line::Oversize(n) => break Err(Reject::Oversize(n)),
                 // Blank lines are keep-alives at most; skipping them needs no count.
-                Line::Text(t) if t.iter().all(u8::is_ascii_whitespace) => continue,
-                Line::Text(t) => break wire::decode_line(&t),
+                Line::Text(t) if t.iter().all(u8::is_ascii_whitespace) => {
+                    self.blank_run += 1;
+                    continue;
+                }
+                Line::Text(t) => {
+                    self.blank_run = 0;
+                    break wire::decode_line(&t);
+                }
             }
         };
         match &r {

@@ -2,9 +2,11 @@
 //! check credentials, handshake, and forward their messages as frames.
 //! Protocol: docs/protocol.md. The companion side is `python/gpumon`.
 
+pub mod budget;
 mod conn;
 pub mod dirs;
 mod forward;
+mod verify;
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -47,6 +49,12 @@ pub struct Config {
     pub important_wait: Duration,
     /// Link counters are sent at most this often.
     pub stats_interval: Duration,
+    /// Refuse a companion whose `SO_PEERCRED` pid is not the pid its socket is
+    /// named after (impersonation). Off only for tests whose in-process fake
+    /// companions stand for several pids.
+    pub check_peer_pid: bool,
+    /// What one connection may cost (`budget`).
+    pub budget: budget::Rates,
 }
 
 impl Default for Config {
@@ -59,13 +67,16 @@ impl Default for Config {
             retry_after: Duration::from_secs(5),
             important_wait: Duration::from_secs(2),
             stats_interval: Duration::from_secs(1),
+            check_peer_pid: true,
+            budget: budget::Rates::default(),
         }
     }
 }
 
 /// Keeps the channel running; dropping it stops the scanner and every connection.
 pub struct ChannelHandle {
-    task: tokio::task::JoinHandle<()>,
+    /// Dropping it ends the channel's thread (and every connection task with its runtime).
+    _stop: tokio::sync::oneshot::Sender<()>,
     connected: Arc<AtomicUsize>,
 }
 
@@ -73,12 +84,6 @@ impl ChannelHandle {
     /// Connections open or being opened right now.
     pub fn connected(&self) -> usize {
         self.connected.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for ChannelHandle {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -94,11 +99,39 @@ pub fn spawn(dir: Option<PathBuf>, tx: Sender<Frame>) -> ChannelHandle {
     )
 }
 
+/// The channel runs on a thread and runtime of its own: reading and decoding
+/// companion traffic then never competes with the main loop (screen, model,
+/// recorder) for its thread, and a flood costs the channel's thread, where each
+/// connection is held to its budget (`budget`). Frames reach the main loop
+/// through `tx`, which works across runtimes.
 pub fn spawn_with(cfg: Config, tx: Sender<Frame>) -> ChannelHandle {
     let connected = Arc::new(AtomicUsize::new(0));
     let c = connected.clone();
-    let task = tokio::spawn(async move { Scanner::new(cfg, tx, c).run().await });
-    ChannelHandle { task, connected }
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let started = std::thread::Builder::new()
+        .name("gpumon-channel".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                tokio::select! {
+                    () = Scanner::new(cfg, tx, c).run() => {}
+                    _ = stop_rx => {}
+                }
+            });
+        });
+    if let Err(e) = started {
+        // No thread: no companions, said once; gpumon itself keeps running.
+        eprintln!("gpumon: companion channel not started: {e}");
+    }
+    ChannelHandle {
+        _stop: stop_tx,
+        connected,
+    }
 }
 
 /// Identity of a socket file, so a refused one is retried only once replaced.

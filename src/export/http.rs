@@ -1,10 +1,23 @@
-//! The HTTP side of the exporter: hyper 1 over tokio, one task per connection,
-//! so a slow or hostile client only ever holds its own task and one permit.
-//! hyper answers malformed requests with 400 and oversized heads with 431.
+//! The HTTP side of the exporter: hyper 1 over tokio, on a thread and runtime
+//! of its own, one task per connection.
+//!
+//! Why its own thread: gpumon's main loop is a single-threaded runtime that
+//! also decodes companion traffic, so a flood there would delay scrapes (610 ms
+//! p50 with 8 flooding companions, issue 14); here a scrape waits only on other
+//! scrapes. Why eviction rather than refusal at the connection cap: refusing
+//! lets 64 idle, slowloris or non-reading clients lock every scraper out; so at
+//! the cap the connection that has gone longest without completing a request
+//! is closed to make room, and every connection that completes no request
+//! within `request_timeout` is closed anyway. A legitimate scrape completes
+//! within milliseconds of connecting, so it is always the freshest and never
+//! the one evicted. hyper answers malformed requests with 400 and oversized
+//! heads with 431.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -14,22 +27,24 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, oneshot};
 
-use super::Exporter;
 use super::encode::Format;
+use super::{AlertRow, Exporter, Snapshot, metrics};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// A client must send its whole request head within this time (also bounds
-    /// how long an idle keep-alive connection is kept).
+    /// A client must send its whole request head within this time.
     pub header_read_timeout: Duration,
     /// Largest request head accepted; larger gets 431. hyper's floor is 8 KiB.
     pub max_header_bytes: usize,
-    /// Further connections are closed at once, so a flood cannot exhaust memory.
+    /// Connections kept at once; at the cap the stalest one is closed to admit
+    /// the new one (see the module doc), so a flood cannot exhaust memory or fds.
     pub max_connections: usize,
-    /// After this a connection finishes its current request and is closed,
-    /// which also bounds a client that stops reading its response.
+    /// A connection that completes no request for this long (idle keep-alive,
+    /// slowloris, a client that stops reading its responses) is closed.
+    pub request_timeout: Duration,
+    /// After this a connection finishes its current request and is closed.
     pub max_connection_age: Duration,
     pub shutdown_grace: Duration,
 }
@@ -37,23 +52,147 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            header_read_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(5),
             max_header_bytes: 16 * 1024,
-            max_connections: 64,
+            max_connections: 128,
+            request_timeout: Duration::from_secs(10),
             max_connection_age: Duration::from_secs(600),
             shutdown_grace: Duration::from_secs(5),
         }
     }
 }
 
-/// Accept connections on `listener` forever; returns only if the listener
-/// itself is unusable.
+/// Serve on `listener` until this future is dropped; returns early only if the
+/// listener itself is unusable. The work runs on a dedicated thread.
 pub async fn serve_on(
     exporter: Arc<Exporter>,
     listener: TcpListener,
     limits: Limits,
 ) -> std::io::Result<()> {
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let listener = listener.into_std()?;
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let (done_tx, done_rx) = oneshot::channel();
+    std::thread::Builder::new()
+        .name("gpumon-http".into())
+        .spawn(move || {
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .and_then(|rt| {
+                    rt.block_on(async move {
+                        let listener = TcpListener::from_std(listener)?;
+                        tokio::select! {
+                            r = accept_loop(exporter, listener, limits) => r,
+                            // The caller dropped us (its task ended or was aborted).
+                            _ = stop_rx => Ok(()),
+                        }
+                    })
+                });
+            let _ = done_tx.send(result);
+        })?;
+    // Held across the await: dropping this future drops `stop_tx`, which stops the thread.
+    let _stop = stop_tx;
+    done_rx.await.unwrap_or(Ok(()))
+}
+
+/// One live connection as the cap sees it.
+struct Slot {
+    /// Milliseconds since the server started at which this connection last
+    /// completed a request head (or connected).
+    last_done: AtomicI64,
+    evict: Notify,
+}
+
+/// The connections of one server, for the cap and its eviction.
+struct Registry {
+    epoch: Instant,
+    conns: Mutex<HashMap<u64, Arc<Slot>>>,
+    next_id: AtomicU64,
+    /// Connections closed to make room (observable in tests).
+    evicted: AtomicU64,
+}
+
+impl Registry {
+    fn now(&self) -> i64 {
+        i64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(i64::MAX)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Slot>>> {
+        self.conns.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Register a new connection, evicting the stalest when at the cap.
+    fn admit(&self, cap: usize) -> (u64, Arc<Slot>) {
+        let mut conns = self.lock();
+        while conns.len() >= cap.max(1) {
+            let Some(id) = conns
+                .iter()
+                .min_by_key(|(_, s)| s.last_done.load(Ordering::Relaxed))
+                .map(|(id, _)| *id)
+            else {
+                break;
+            };
+            if let Some(s) = conns.remove(&id) {
+                s.evict.notify_one();
+                self.evicted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let slot = Arc::new(Slot {
+            last_done: AtomicI64::new(self.now()),
+            evict: Notify::new(),
+        });
+        conns.insert(id, Arc::clone(&slot));
+        (id, slot)
+    }
+}
+
+/// The rendered body of the latest snapshot, per format: one render per
+/// published sample however many scrapers ask, and the lock is held only to
+/// clone a `Bytes` (a reference count), never while rendering or writing.
+#[derive(Default)]
+struct BodyCache {
+    entries: Mutex<Vec<CachedBody>>,
+}
+
+/// The inputs a body was rendered from (held, so their addresses stay unique) and the body.
+type CachedBody = (Arc<Snapshot>, Arc<Vec<AlertRow>>, Format, Bytes);
+
+impl BodyCache {
+    fn body(&self, exporter: &Exporter, format: Format) -> Bytes {
+        let (snap, alerts) = exporter.inputs();
+        let hit = |e: &CachedBody| {
+            Arc::ptr_eq(&e.0, &snap) && Arc::ptr_eq(&e.1, &alerts) && e.2 == format
+        };
+        if let Some(e) = self.lock().iter().find(|e| hit(e)) {
+            return e.3.clone();
+        }
+        let body = Bytes::from(metrics::render(&snap, &alerts, format));
+        let mut entries = self.lock();
+        entries.retain(|e| Arc::ptr_eq(&e.0, &snap) && Arc::ptr_eq(&e.1, &alerts));
+        if !entries.iter().any(hit) {
+            entries.push((snap, alerts, format, body.clone()));
+        }
+        body
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<CachedBody>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+async fn accept_loop(
+    exporter: Arc<Exporter>,
+    listener: TcpListener,
+    limits: Limits,
+) -> std::io::Result<()> {
+    let registry = Arc::new(Registry {
+        epoch: Instant::now(),
+        conns: Mutex::default(),
+        next_id: AtomicU64::new(0),
+        evicted: AtomicU64::new(0),
+    });
+    let cache = Arc::new(BodyCache::default());
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -69,29 +208,64 @@ pub async fn serve_on(
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            drop(stream);
-            continue;
-        };
+        let (id, slot) = registry.admit(limits.max_connections);
         let _ = stream.set_nodelay(true);
         let exporter = Arc::clone(&exporter);
+        let cache = Arc::clone(&cache);
+        let registry = Arc::clone(&registry);
         let builder = builder.clone();
         tokio::spawn(async move {
-            let _permit = permit;
+            let (r, s) = (Arc::clone(&registry), Arc::clone(&slot));
             let svc = service_fn(move |req| {
-                let resp = respond(&exporter, &req);
+                s.last_done.store(r.now(), Ordering::Relaxed);
+                let resp = respond(&exporter, &cache, &req);
                 async move { Ok::<_, Infallible>(resp) }
             });
             let conn = builder.serve_connection(TokioIo::new(stream), svc);
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
+                _ = slot.evict.notified() => {}
+                _ = stale(&registry, &slot, limits.request_timeout) => {}
                 _ = tokio::time::sleep(limits.max_connection_age) => {
                     conn.as_mut().graceful_shutdown();
                     let _ = tokio::time::timeout(limits.shutdown_grace, conn).await;
                 }
             }
+            registry.lock().remove(&id);
         });
+    }
+}
+
+/// One connection's request handling on any byte stream, with the same
+/// limits as the server: what the fuzz target (`fuzz/`) drives in memory.
+pub async fn serve_stream<I>(exporter: Arc<Exporter>, io: I, limits: Limits)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let cache = BodyCache::default();
+    let svc = service_fn(move |req| {
+        let resp = respond(&exporter, &cache, &req);
+        async move { Ok::<_, Infallible>(resp) }
+    });
+    let _ = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .serve_connection(TokioIo::new(io), svc)
+        .await;
+}
+
+/// Resolves once the connection has completed no request for `timeout`.
+async fn stale(registry: &Registry, slot: &Slot, timeout: Duration) {
+    let timeout_ms = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
+    loop {
+        let idle = registry.now() - slot.last_done.load(Ordering::Relaxed);
+        if idle >= timeout_ms {
+            return;
+        }
+        let left = u64::try_from(timeout_ms - idle).unwrap_or(0);
+        tokio::time::sleep(Duration::from_millis(left.max(1))).await;
     }
 }
 
@@ -103,7 +277,11 @@ fn is_fatal(e: &std::io::Error) -> bool {
 const INDEX: &str = "<!doctype html><html><head><title>gpumon</title></head><body>\
 <h1>gpumon</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n";
 
-fn respond(exporter: &Exporter, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+fn respond(
+    exporter: &Exporter,
+    cache: &BodyCache,
+    req: &Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let readable = matches!(*req.method(), Method::GET | Method::HEAD);
     match req.uri().path() {
         "/metrics" if readable => {
@@ -115,15 +293,15 @@ fn respond(exporter: &Exporter, req: &Request<Incoming>) -> Response<Full<Bytes>
             reply(
                 StatusCode::OK,
                 format.content_type(),
-                exporter.render(format),
+                cache.body(exporter, format),
             )
         }
-        "/" if readable => reply(StatusCode::OK, "text/html; charset=utf-8", INDEX.into()),
+        "/" if readable => reply(StatusCode::OK, "text/html; charset=utf-8", INDEX),
         "/metrics" | "/" => {
             let mut r = reply(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "text/plain; charset=utf-8",
-                "method not allowed\n".into(),
+                "method not allowed\n",
             );
             r.headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
@@ -132,13 +310,17 @@ fn respond(exporter: &Exporter, req: &Request<Incoming>) -> Response<Full<Bytes>
         _ => reply(
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",
-            "not found; metrics are at /metrics\n".into(),
+            "not found; metrics are at /metrics\n",
         ),
     }
 }
 
-fn reply(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+fn reply(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
     *r.status_mut() = status;
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

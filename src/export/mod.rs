@@ -76,6 +76,13 @@ impl Exporter {
         Arc::clone(&self.current.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// The latest snapshot and alerts, as `render` uses them (the HTTP side
+    /// caches its rendered body per pair).
+    pub fn inputs(&self) -> (Arc<Snapshot>, Arc<Vec<AlertRow>>) {
+        let alerts = Arc::clone(&self.alerts.lock().unwrap_or_else(PoisonError::into_inner));
+        (self.snapshot(), alerts)
+    }
+
     /// Exposition text of the latest snapshot.
     pub fn render(&self, format: Format) -> String {
         let alerts = Arc::clone(&self.alerts.lock().unwrap_or_else(PoisonError::into_inner));

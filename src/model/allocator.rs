@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::channel::CompanionFrame;
+use crate::model::caps;
 use crate::model::mapping::{Mapping, logical_index};
 use crate::model::sample::GpuInfo;
 use crate::model::series::{Peak, Series};
@@ -54,10 +55,7 @@ pub struct FragState {
 
 impl FragState {
     fn from_msg(t: Ts, f: &Frag) -> Self {
-        let mut hist = f.hist.clone();
-        if let Some(h) = hist.as_mut() {
-            h.sort_by_key(|b| b.0);
-        }
+        let hist = f.hist.as_deref().map(caps::normalize_hist);
         FragState {
             t,
             free_total: f.free_total,
@@ -276,6 +274,11 @@ pub struct ProcAlloc {
     pub bye: Option<String>,
     /// Messages of types this gpumon does not know yet (newer companion).
     pub errors: Vec<String>,
+    /// Messages or items refused by the memory caps (`model::caps`), and the last reason.
+    pub refused: u64,
+    pub refused_why: Option<&'static str>,
+    /// Worst-case bytes this companion holds (`caps::companion_worst_bytes`).
+    worst: usize,
 }
 
 impl ProcAlloc {
@@ -291,10 +294,29 @@ impl ProcAlloc {
             companion_dropped: 0,
             bye: None,
             errors: Vec::new(),
+            refused: 0,
+            refused_why: None,
+            worst: 0,
         }
     }
 
-    fn dev(&mut self, dev: u32) -> &mut DevAlloc {
+    fn refuse(&mut self, why: &'static str) {
+        self.refused += 1;
+        self.refused_why = Some(why);
+    }
+
+    /// The device's state, or `None` (counted) when the number is out of range
+    /// or this companion already has its cap of devices.
+    fn dev(&mut self, dev: u32) -> Option<&mut DevAlloc> {
+        if let Some(why) = caps::bad_dev(dev) {
+            self.refuse(why);
+            return None;
+        }
+        if !self.devices.contains_key(&dev) && self.devices.len() >= caps::MAX_DEVICES_PER_COMPANION
+        {
+            self.refuse("too many devices");
+            return None;
+        }
         let info = self
             .hello
             .as_ref()
@@ -306,7 +328,43 @@ impl ProcAlloc {
         if d.info.is_none() {
             d.info = info;
         }
-        d
+        Some(d)
+    }
+
+    /// Keeps the epochs and events of all devices together within the
+    /// companion's own caps (it keeps `MAX_EPOCHS` in all, not per device), so
+    /// more devices never multiply them: the oldest go first.
+    fn trim(&mut self) {
+        type Queue<T> = fn(&mut DevAlloc) -> &mut VecDeque<T>;
+        fn oldest<T>(
+            devs: &mut BTreeMap<u32, DevAlloc>,
+            q: Queue<T>,
+            t: fn(&T) -> Option<Ts>,
+            cap: usize,
+        ) {
+            let mut total: usize = devs.values_mut().map(|d| q(d).len()).sum();
+            while total > cap {
+                let mut best: Option<(Option<Ts>, u32)> = None;
+                for (k, d) in devs.iter_mut() {
+                    if let Some(ft) = q(d).front().map(t)
+                        && best.is_none_or(|(bt, _)| ft < bt)
+                    {
+                        best = Some((ft, *k));
+                    }
+                }
+                let Some((_, k)) = best else { break };
+                if let Some(d) = devs.get_mut(&k) {
+                    q(d).pop_front();
+                }
+                total -= 1;
+            }
+        }
+        oldest(&mut self.devices, |d| &mut d.epochs, |e| e.t, MAX_EPOCHS);
+        oldest(&mut self.devices, |d| &mut d.events, |e| e.t, MAX_EVENTS);
+        let epochs = self.devices.values().map(|d| d.epochs.len()).sum();
+        let events = self.devices.values().map(|d| d.events.len()).sum();
+        self.worst =
+            caps::companion_worst_bytes(self.devices.len(), epochs, events, self.markers.len());
     }
 
     /// `torch 2.11`, `jax 0.11`, `interposer`, `companion`.
@@ -342,34 +400,58 @@ impl ProcAlloc {
         }
         for d in &h.devices {
             let info = Some(d.clone());
-            self.devices
-                .entry(d.dev)
-                .or_insert_with(|| DevAlloc::new(d.dev))
-                .info = info;
+            if let Some(dev) = self.dev(d.dev) {
+                dev.info = info;
+            }
         }
         self.bye = None;
         self.hello = Some(h.clone());
     }
 
     fn history(&mut self, t: Ts, h: &History) {
+        // Each item passes the same caps as the message it stands for.
+        let long = "strings over the per-item budget";
         for s in &h.samples {
+            if caps::sample_strings(s) > caps::MAX_ITEM_STRING_BYTES {
+                self.refuse(long);
+                continue;
+            }
             let st = s.t.unwrap_or(t);
-            self.dev(s.dev).sample(st, s);
+            if let Some(d) = self.dev(s.dev) {
+                d.sample(st, s);
+            }
             self.note_dropped(s);
         }
         for e in &h.epochs {
-            self.dev(e.dev).epoch(e);
+            if caps::epoch_strings(e) > caps::MAX_ITEM_STRING_BYTES {
+                self.refuse(long);
+            } else if let Some(d) = self.dev(e.dev) {
+                d.epoch(e);
+            }
         }
         for m in &h.markers {
-            self.marker(m);
+            if caps::marker_strings(m) > caps::MAX_ITEM_STRING_BYTES {
+                self.refuse(long);
+            } else {
+                self.marker(m);
+            }
         }
         for e in &h.events {
-            self.event(t, e);
+            if caps::event_strings(e) > caps::MAX_ITEM_STRING_BYTES {
+                self.refuse(long);
+            } else {
+                self.event(t, e);
+            }
         }
         for f in &h.frag {
+            if caps::frag_strings(f) > caps::MAX_ITEM_STRING_BYTES {
+                self.refuse(long);
+                continue;
+            }
             let ft = f.t.unwrap_or(t);
-            let d = self.dev(f.dev);
-            if d.frag.as_ref().is_none_or(|old| old.t <= ft) {
+            if let Some(d) = self.dev(f.dev)
+                && d.frag.as_ref().is_none_or(|old| old.t <= ft)
+            {
                 d.frag_update(ft, f);
             }
         }
@@ -385,7 +467,9 @@ impl ProcAlloc {
     fn event(&mut self, t: Ts, e: &Event) {
         let mut e = e.clone();
         e.t = e.t.or(Some(t));
-        self.dev(e.dev.unwrap_or(0)).event(&e);
+        if let Some(d) = self.dev(e.dev.unwrap_or(0)) {
+            d.event(&e);
+        }
     }
 
     fn note_dropped(&mut self, s: &Sample) {
@@ -480,6 +564,10 @@ pub fn same_gpu(d: &DeviceInfo, gpu: &GpuInfo) -> bool {
 #[derive(Debug, Default, Clone)]
 pub struct Companions {
     pub by_pid: BTreeMap<u32, ProcAlloc>,
+    /// Sum of every companion's worst-case bytes (`caps`), kept under `caps::MAX_TOTAL_BYTES`.
+    worst_total: usize,
+    /// Companions dropped to keep that bound.
+    pub evicted: u64,
 }
 
 impl Companions {
@@ -487,7 +575,7 @@ impl Companions {
         let t = frame.t;
         if let Message::Disconnected(_) = &frame.msg {
             // A dead process leaves nothing behind; its OOM stays in the message log.
-            self.by_pid.remove(&frame.pid);
+            self.remove(frame.pid);
             return;
         }
         let p = self
@@ -495,17 +583,31 @@ impl Companions {
             .entry(frame.pid)
             .or_insert_with(|| ProcAlloc::new(frame.pid, t));
         p.last_seen = p.last_seen.max(t);
+        if let Some(why) = caps::refuse(&frame.msg) {
+            p.refuse(why);
+            self.bound();
+            return;
+        }
+        let before = p.worst;
         match &frame.msg {
             Message::Hello(h) => p.hello(h),
             Message::Sample(s) => {
-                p.dev(s.dev).sample(s.t.unwrap_or(t), s);
+                if let Some(d) = p.dev(s.dev) {
+                    d.sample(s.t.unwrap_or(t), s);
+                }
                 p.note_dropped(s);
             }
-            Message::Frag(f) => p.dev(f.dev).frag_update(f.t.unwrap_or(t), f),
+            Message::Frag(f) => {
+                if let Some(d) = p.dev(f.dev) {
+                    d.frag_update(f.t.unwrap_or(t), f);
+                }
+            }
             Message::Epoch(e) => {
                 let mut e = e.clone();
                 e.t = e.t.or(Some(t));
-                p.dev(e.dev).epoch(&e);
+                if let Some(d) = p.dev(e.dev) {
+                    d.epoch(&e);
+                }
             }
             Message::Marker(m) => {
                 let mut m = m.clone();
@@ -514,7 +616,11 @@ impl Companions {
             }
             Message::Event(e) => p.event(t, e),
             Message::History(h) => p.history(t, h),
-            Message::Alloc(a) => p.dev(a.dev).alloc(a.t.unwrap_or(t), a),
+            Message::Alloc(a) => {
+                if let Some(d) = p.dev(a.dev) {
+                    d.alloc(a.t.unwrap_or(t), a);
+                }
+            }
             Message::Bye(b) => p.bye = Some(b.reason.clone().unwrap_or_else(|| "bye".into())),
             Message::Error(e) => {
                 if p.errors.len() < 16 {
@@ -524,12 +630,35 @@ impl Companions {
             Message::Link(l) => p.link = l.clone(),
             Message::Disconnected(_) => {}
         }
+        p.trim();
+        self.worst_total = self.worst_total - before + p.worst;
         self.bound();
     }
 
     pub fn expire(&mut self, now: Ts) {
+        let n = self.by_pid.len();
         self.by_pid
             .retain(|_, p| now - p.last_seen <= SILENT_EXPIRE_MS);
+        if self.by_pid.len() != n {
+            self.worst_total = self.by_pid.values().map(|p| p.worst).sum();
+            crate::model::trim::give_back();
+        }
+    }
+
+    fn remove(&mut self, pid: u32) {
+        if let Some(p) = self.by_pid.remove(&pid) {
+            self.worst_total -= p.worst;
+            if p.worst >= caps::DEVICE_BYTES {
+                // Hand the freed heap back to the system, so a companion that
+                // grew gpumon does not leave its RSS behind when it goes.
+                crate::model::trim::give_back();
+            }
+        }
+    }
+
+    /// Worst-case bytes all companions hold (`caps`), for the memory-bound tests.
+    pub fn worst_bytes(&self) -> usize {
+        self.worst_total
     }
 
     fn bound(&mut self) {
@@ -540,7 +669,23 @@ impl Companions {
                 .min_by_key(|(_, p)| p.last_seen)
                 .map(|(pid, _)| *pid);
             match oldest {
-                Some(pid) => self.by_pid.remove(&pid),
+                Some(pid) => self.remove(pid),
+                None => break,
+            };
+        }
+        // The memory ceiling: the largest footprint goes first, which is the
+        // flooding companion rather than the quiet ones beside it.
+        while self.worst_total > caps::MAX_TOTAL_BYTES {
+            let largest = self
+                .by_pid
+                .iter()
+                .max_by_key(|(_, p)| p.worst)
+                .map(|(pid, _)| *pid);
+            match largest {
+                Some(pid) => {
+                    self.evicted += 1;
+                    self.remove(pid);
+                }
                 None => break,
             };
         }

@@ -3,8 +3,10 @@
 pub mod alerts;
 pub mod allocator;
 pub mod bytes;
+pub mod caps;
 pub mod mapping;
 pub mod sample;
 pub mod series;
 pub mod state;
 pub mod time;
+pub mod trim;

@@ -15,6 +15,8 @@ use crate::model::time::Ts;
 pub const PROCESS_GRACE_MS: i64 = 60_000;
 /// At most this many processes are tracked; the least recently seen goes first.
 pub const MAX_PROCESSES: usize = 256;
+/// GPUs the model tracks (NVML hosts have at most a few dozen).
+pub const MAX_GPUS: usize = 256;
 const MAX_MESSAGES: usize = 64;
 
 #[derive(Debug, Clone)]
@@ -165,9 +167,12 @@ impl State {
     fn apply_tick(&mut self, tick: &Tick) {
         let t = tick.t;
         self.ticks += 1;
+        let mut new_gpus = false;
         for s in &tick.gpus {
             let pos = match self.gpus.iter().position(|g| g.info.index == s.index) {
                 Some(p) => p,
+                // A recording may list any number of GPUs; no host has more than this.
+                None if self.gpus.len() >= MAX_GPUS => continue,
                 None => {
                     let info = GpuInfo {
                         index: s.index,
@@ -178,7 +183,7 @@ impl State {
                         mig_uuids: vec![],
                     };
                     self.gpus.push(GpuState::new(info));
-                    self.refresh_infos();
+                    new_gpus = true;
                     self.gpus.len() - 1
                 }
             };
@@ -200,13 +205,25 @@ impl State {
                 });
             }
             if s.error.is_none() {
-                for p in &s.procs {
+                // Only as many as the model keeps (the largest): a tick listing 60k
+                // processes would otherwise build state for all of them first (576 MB).
+                let mut procs: Vec<_> = s.procs.iter().collect();
+                if procs.len() > MAX_PROCESSES {
+                    procs.select_nth_unstable_by_key(MAX_PROCESSES - 1, |p| {
+                        std::cmp::Reverse(p.used)
+                    });
+                    procs.truncate(MAX_PROCESSES);
+                }
+                for p in procs {
                     self.observe_proc(t, s.index, p.pid, p.kind, p.used);
                 }
             }
         }
         if !self.gpus.is_sorted_by_key(|g| g.info.index) {
             self.gpus.sort_by_key(|g| g.info.index);
+            new_gpus = true;
+        }
+        if new_gpus {
             self.refresh_infos();
         }
         // Processes not listed this tick get a gap so their line breaks instead of flat-lining.
@@ -282,16 +299,19 @@ impl State {
     fn expire(&mut self, now: Ts) {
         self.procs
             .retain(|_, p| now - p.last_seen <= PROCESS_GRACE_MS);
-        while self.procs.len() > MAX_PROCESSES {
-            let oldest = self
+        let excess = self.procs.len().saturating_sub(MAX_PROCESSES);
+        if excess > 0 {
+            // The oldest in one pass, not one scan per removal: a tick listing
+            // 60k processes took 46 s (issue 14).
+            let mut by_age: Vec<(Ts, u32)> = self
                 .procs
                 .iter()
-                .min_by_key(|(_, p)| p.last_seen)
-                .map(|(pid, _)| *pid);
-            match oldest {
-                Some(pid) => self.procs.remove(&pid),
-                None => break,
-            };
+                .map(|(pid, p)| (p.last_seen, *pid))
+                .collect();
+            by_age.select_nth_unstable(excess - 1);
+            for (_, pid) in &by_age[..excess] {
+                self.procs.remove(pid);
+            }
         }
         self.companions.expire(now);
     }

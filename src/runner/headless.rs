@@ -93,7 +93,27 @@ pub(super) async fn headless(
         let mut stop = next.is_none();
         while let Some(ev) = next.take() {
             match ev {
-                Event::Frame(f) => pipe.apply(&f),
+                Event::Frame(f) => {
+                    // Headless has no status line: what the replay says about its file
+                    // (replaced, unreadable, corrupt) goes to stderr, and a replay that
+                    // stopped on an error stops gpumon with an error.
+                    if let Frame::Status {
+                        source,
+                        level,
+                        text,
+                        ..
+                    } = &f
+                        && source == "replay"
+                    {
+                        // The text may quote the file: no control characters reach the terminal.
+                        let text: String = text.chars().filter(|c| !c.is_control()).collect();
+                        eprintln!("gpumon: {text}");
+                        if *level == crate::frame::Level::Error {
+                            return 1;
+                        }
+                    }
+                    pipe.apply(&f);
+                }
                 Event::Reset => pipe.reset(),
                 Event::Replay(s) if stop_at_replay_end && s.ended => stop = true,
                 Event::Quit(reason) => {
@@ -105,6 +125,10 @@ pub(super) async fn headless(
             next = rx.try_recv().ok();
         }
         pipe.publish();
+        if let Some(e) = pipe.take_recording_failure() {
+            eprintln!("gpumon: recording stopped: {e}");
+            return 1;
+        }
         if let Some(a) = &pipe.tripped {
             eprintln!(
                 "gpumon: alert fired ({}): {}",
@@ -114,6 +138,10 @@ pub(super) async fn headless(
             return crate::cli::exit::ALERT;
         }
         if stop {
+            if let Some(e) = pipe.finish_recording() {
+                eprintln!("gpumon: recording stopped: {e}");
+                return 1;
+            }
             return 0;
         }
     }

@@ -39,14 +39,21 @@ pub(super) fn spawn_input(tx: Sender<Event>) {
 }
 
 pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT])
-        .context("cannot install signal handlers")?;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
+    // SIGQUIT and SIGTSTP cannot come from the keyboard in raw mode, but `kill`
+    // sends them: without handling, they left the alternate screen on (issue 14).
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGTSTP])
+            .context("cannot install signal handlers")?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
             let mut asked = false;
             for sig in signals.forever() {
+                if sig == SIGTSTP {
+                    suspend(&tx);
+                    continue;
+                }
                 if asked {
                     // The loop did not stop after the first signal (stuck writing to a dead
                     // terminal?): restore what can be restored and leave now.
@@ -57,6 +64,7 @@ pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
                 let name = match sig {
                     SIGHUP => "SIGHUP (terminal hung up)",
                     SIGTERM => "SIGTERM",
+                    SIGQUIT => "SIGQUIT",
                     _ => "SIGINT",
                 };
                 if tx
@@ -71,4 +79,26 @@ pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
         })
         .context("cannot start the signal thread")?;
     Ok(())
+}
+
+/// SIGTSTP: give the terminal back, stop as the default action would, and on
+/// SIGCONT take the screen again and redraw.
+fn suspend(tx: &Sender<Event>) {
+    let tui = crossterm::terminal::is_raw_mode_enabled().unwrap_or(false);
+    if tui {
+        crate::term::restore();
+    }
+    // SAFETY: raising a signal at ourselves; SIGSTOP cannot be caught.
+    unsafe {
+        libc::raise(libc::SIGSTOP);
+    }
+    if tui {
+        let _ = crossterm::terminal::enable_raw_mode();
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::terminal::EnterAlternateScreen,
+            crossterm::cursor::Hide
+        );
+        let _ = tx.try_send(Event::Resize);
+    }
 }

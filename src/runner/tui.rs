@@ -227,6 +227,11 @@ where
                 _ => DATA_FRAME,
             };
             dirty = Some(dirty.map_or(cap, |d| d.min(cap)));
+            if matches!(ev, Event::Resize) {
+                // Also sent after a resume from SIGTSTP (threads::suspend): the screen
+                // was given back, so the next draw must repaint every cell.
+                terminal.clear()?;
+            }
             match app.update(ev) {
                 Some(Effect::Quit) => return Ok(()),
                 Some(Effect::Replay(c)) => {

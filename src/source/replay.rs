@@ -174,6 +174,12 @@ impl Replay {
                 Some(f) => f,
                 None => match self.reader.next()? {
                     Next::Frame(f) => f,
+                    Next::End { .. } if self.follow && self.reader.replaced() => {
+                        if !self.reopen_replaced()? {
+                            return Ok(None);
+                        }
+                        continue;
+                    }
                     Next::End { .. } => {
                         self.ended = true;
                         self.rush = false;
@@ -207,6 +213,8 @@ impl Replay {
             Control::SetSpeed(s) => self.speed = s,
             Control::ToEnd => self.rush = true,
             Control::Seek(d) if d >= 0 => self.pos = self.pos.saturating_add(d),
+            // Stdin or a pipe cannot be read again: there is no going back.
+            Control::Seek(_) if self.reader.is_stream() => {}
             Control::Seek(d) => {
                 let target = self.pos.saturating_add(d).max(self.start);
                 // A seek means "let me watch from there": at max speed it would just jump
@@ -227,6 +235,37 @@ impl Replay {
             }
         }
         Ok(())
+    }
+
+    /// `--follow` found the file replaced: say so, and start over on the new
+    /// one (its frames may start anew). A new file still without its header
+    /// is waited for. Returns false when the UI has gone away.
+    fn reopen_replaced(&mut self) -> Result<bool, RecordingError> {
+        let reader = match Reader::open(&self.path) {
+            Ok(r) => r,
+            Err(RecordingError::Empty { .. } | RecordingError::Open { .. }) => return Ok(true),
+            Err(e) => return Err(e),
+        };
+        let text = format!(
+            "{}: the file was replaced; following the new one",
+            self.path.display()
+        );
+        // Stamped with the old file's last time: a later stamp would count as
+        // already written and keep the new file's first frames out of the outputs.
+        let said = self.send(Event::Frame(Frame::status(
+            self.last_t,
+            "replay",
+            Level::Warn,
+            text,
+        )));
+        self.reader = reader;
+        self.pending = None;
+        self.start = self.reader.header.started;
+        self.last_t = self.start;
+        self.pos = self.start;
+        Ok(said
+            && self.send(Event::Reset)
+            && self.send(Event::Frame(Frame::Header(self.reader.header.clone()))))
     }
 
     fn fast_forward_to(&mut self, target: Ts) -> Result<(), RecordingError> {

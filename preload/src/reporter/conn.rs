@@ -13,6 +13,8 @@ use super::messages::{MAX_LINE, check_monitor_hello};
 pub const QUEUE: usize = 1_024;
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bytes read from one monitor per reporter tick (10 per second).
+pub const READ_BUDGET: usize = 64 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -43,6 +45,12 @@ pub struct Conn {
     last_progress: Instant,
     /// Close once the queue has drained (after a version error).
     close_when_flushed: bool,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        super::fds::remove(std::os::unix::io::AsRawFd::as_raw_fd(&self.stream));
+    }
 }
 
 impl Conn {
@@ -84,12 +92,14 @@ impl Conn {
         self.partial.is_some() || !self.out.is_empty()
     }
 
-    /// Reads what is available. Only the first line (the hello) matters; later
-    /// lines are read and ignored so the peer never blocks on us.
+    /// Reads what is available, at most `READ_BUDGET` bytes per call so a
+    /// flooding peer cannot keep the reporter here. Only the first line (the
+    /// hello) matters; later lines are read and ignored so the peer never
+    /// blocks on us.
     pub fn read(&mut self) -> Incoming {
         let mut buf = [0u8; 4096];
         let mut result = Incoming::Nothing;
-        loop {
+        for _ in 0..READ_BUDGET / buf.len() {
             match self.stream.read(&mut buf) {
                 Ok(0) => {
                     self.phase = Phase::Closed;
@@ -120,6 +130,7 @@ impl Conn {
                 }
             }
         }
+        result
     }
 
     fn on_first_line(&mut self, line: &[u8]) -> Incoming {

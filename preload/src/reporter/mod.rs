@@ -8,6 +8,7 @@
 
 pub mod conn;
 pub mod driver_info;
+pub mod fds;
 pub mod messages;
 pub mod socket;
 
@@ -37,6 +38,21 @@ const HISTORY_EVERY: Duration = Duration::from_secs(1);
 const HISTORY_CAP: usize = 1_200;
 /// `alloc` messages of the live-table snapshot sent on connect (~100k allocations).
 const SNAPSHOT_MESSAGES: usize = 256;
+/// Connections kept at once (each is a descriptor of the CUDA program): live
+/// monitors past `MAX_MONITORS` are refused, and a connection still awaiting
+/// its hello is evicted (oldest first) when `MAX_PENDING` newer ones wait.
+pub const MAX_MONITORS: usize = 16;
+pub const MAX_PENDING: usize = 8;
+/// After `accept` fails for lack of descriptors the listener is not polled for
+/// this long: it stays readable, and polling it would spin a core.
+const ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
+/// How long the fork handler waits for the reporter's lock, in yields. The
+/// lock is held only to move the reporter in and out (never across socket
+/// I/O), so it is free at once unless the reporter is finishing at exit.
+const FORK_WAIT_SPINS: u32 = 100_000;
+static FORK_LOCKED: AtomicBool = AtomicBool::new(false);
+/// The reporter is out of its slot, in a tick on the reporter thread.
+static TICKING: AtomicBool = AtomicBool::new(false);
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);
@@ -74,7 +90,7 @@ fn run() {
             return;
         }
         let fds = match REPORTER.lock().as_ref() {
-            Some(r) => r.poll_fds(),
+            Some(r) => r.poll_fds(Instant::now()),
             None => return,
         };
         let mut pfds: Vec<libc::pollfd> = fds
@@ -93,15 +109,25 @@ fn run() {
                 TICK.as_millis() as i32,
             )
         };
-        let mut alive = true;
-        guard(|| {
+        // The reporter leaves the lock for the tick: socket reads and writes
+        // happen without it, so `fork()` (whose prepare handler takes this lock)
+        // and the exit handler never wait on a monitor, however it behaves.
+        let taken = {
             let mut g = REPORTER.lock();
-            match g.as_mut() {
-                Some(r) => r.tick(Instant::now()),
-                None => alive = false,
-            }
-        });
-        if !alive || !lifecycle::enabled() {
+            let r = g.take();
+            TICKING.store(r.is_some(), Ordering::Release);
+            r
+        };
+        let Some(mut r) = taken else {
+            return;
+        };
+        guard(|| r.tick(Instant::now()));
+        {
+            let mut g = REPORTER.lock();
+            *g = Some(r);
+            TICKING.store(false, Ordering::Release);
+        }
+        if !lifecycle::enabled() {
             return;
         }
     }
@@ -119,6 +145,13 @@ struct Reporter {
     next_sample: Instant,
     next_history: Instant,
     epochs: crate::epochs::Tracker,
+    accept_paused_until: Option<Instant>,
+}
+
+impl Drop for Reporter {
+    fn drop(&mut self) {
+        fds::remove(self.listener.as_raw_fd());
+    }
 }
 
 impl Reporter {
@@ -141,6 +174,7 @@ impl Reporter {
         listener
             .set_nonblocking(true)
             .map_err(|e| format!("socket: {e}"))?;
+        fds::add(listener.as_raw_fd());
         let info = ProcInfo {
             pid,
             ns_pid,
@@ -163,11 +197,15 @@ impl Reporter {
             next_sample: now,
             next_history: now,
             epochs: crate::epochs::Tracker::default(),
+            accept_paused_until: None,
         })
     }
 
-    fn poll_fds(&self) -> Vec<(i32, i16)> {
-        let mut v = vec![(self.listener.as_raw_fd(), libc::POLLIN)];
+    fn poll_fds(&self, now: Instant) -> Vec<(i32, i16)> {
+        let mut v = Vec::with_capacity(self.conns.len() + 1);
+        if self.accept_paused_until.is_none_or(|t| now >= t) {
+            v.push((self.listener.as_raw_fd(), libc::POLLIN));
+        }
         for c in &self.conns {
             let ev = if c.wants_write() {
                 libc::POLLIN | libc::POLLOUT
@@ -232,13 +270,51 @@ impl Reporter {
     }
 
     fn accept(&mut self, now: Instant) {
-        while let Ok((stream, _)) = self.listener.accept() {
+        if self.accept_paused_until.is_some_and(|t| now < t) {
+            return;
+        }
+        self.accept_paused_until = None;
+        loop {
+            let stream = match self.listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    self.accept_paused_until = Some(now + ACCEPT_BACKOFF);
+                    return;
+                }
+                Err(_) => return,
+            };
             let allowed = socket::peer_uid(stream.as_raw_fd())
                 .is_some_and(|peer| socket::peer_allowed(peer, self.uid));
-            if allowed && stream.set_nonblocking(true).is_ok() {
+            if !allowed || stream.set_nonblocking(true).is_err() || !self.make_room() {
+                continue;
+            }
+            if fds::add(stream.as_raw_fd()) {
                 self.conns.push(Conn::new(stream, now));
             }
         }
+    }
+
+    /// Room for one more connection: evicts the oldest still awaiting its hello
+    /// when `MAX_PENDING` wait; false when `MAX_MONITORS` are live.
+    fn make_room(&mut self) -> bool {
+        self.conns.retain(|c| c.phase != Phase::Closed);
+        let pending = self
+            .conns
+            .iter()
+            .filter(|c| c.phase == Phase::AwaitHello)
+            .count();
+        if pending >= MAX_PENDING
+            && let Some(i) = self.conns.iter().position(|c| c.phase == Phase::AwaitHello)
+        {
+            self.conns.remove(i);
+        }
+        let live = self.conns.len()
+            - self
+                .conns
+                .iter()
+                .filter(|c| c.phase == Phase::AwaitHello)
+                .count();
+        live < MAX_MONITORS
     }
 
     /// What a monitor gets after its hello: ours, the history, the live table.
@@ -395,7 +471,19 @@ fn cmdline() -> Option<String> {
 extern "C" fn at_exit() {
     guard(|| {
         SHUTDOWN.store(true, Ordering::Relaxed);
-        let Some(mut g) = REPORTER.try_lock_for(10_000) else {
+        // The reporter may be out of its slot for a tick (bounded: every socket
+        // is non-blocking and reads are budgeted); wait for it, boundedly.
+        let mut g = None;
+        for _ in 0..10_000 {
+            match REPORTER.try_lock_for(100) {
+                Some(l) if l.is_some() || !TICKING.load(Ordering::Acquire) => {
+                    g = Some(l);
+                    break;
+                }
+                _ => std::thread::yield_now(),
+            }
+        }
+        let Some(mut g) = g else {
             return;
         };
         // SAFETY: `getpid` has no preconditions.
@@ -409,23 +497,37 @@ extern "C" fn at_exit() {
     });
 }
 
-/// `fork` prepare: no reporter tick may be half done in the child's copy.
+/// `fork` prepare: the reporter slot must not be mid-swap in the child's copy.
+/// Bounded: a fork never hangs on the reporter (the lock is held only for
+/// swaps, so the bound is reached only if something is badly wrong).
 pub fn lock_for_fork() {
-    REPORTER.raw_lock();
+    let got = REPORTER
+        .try_lock_for(FORK_WAIT_SPINS)
+        .map(std::mem::forget)
+        .is_some();
+    FORK_LOCKED.store(got, Ordering::Release);
 }
 
 /// # Safety
 /// Only after [`lock_for_fork`], in the parent or the child.
 pub unsafe fn unlock_after_fork() {
-    // SAFETY: forwarded from the caller.
-    unsafe { REPORTER.raw_unlock() };
+    if FORK_LOCKED.swap(false, Ordering::AcqRel) {
+        // SAFETY: `lock_for_fork` took the lock and forgot its guard.
+        unsafe { REPORTER.raw_unlock() };
+    }
 }
 
-/// The child has no reporter thread: forget the parent's sockets (closing our
-/// copies only; the parent's socket file stays) and allow a fresh start.
+/// The child has no reporter thread: close its copies of the parent's sockets
+/// (the parent's socket file stays) and allow a fresh start. The reporter value
+/// is forgotten, not dropped: its descriptors are closed here, from the table
+/// that also covers a reporter that was out of its slot at the fork.
 pub fn reset_in_child() {
-    let old = REPORTER.lock().take();
-    drop(old);
+    // SAFETY: the child has a single thread: whoever held the lock in the parent
+    // (if `lock_for_fork` gave up waiting) does not exist here.
+    unsafe { REPORTER.raw_unlock() };
+    std::mem::forget(REPORTER.lock().take());
+    TICKING.store(false, Ordering::Release);
+    fds::close_all_in_child();
     SHUTDOWN.store(false, Ordering::Relaxed);
     STARTED.store(false, Ordering::Release);
 }

@@ -1,0 +1,153 @@
+//! Identity of companions (issue 14, item 3): gpumon believes a socket only
+//! when the process behind it is the one it is named after, and never follows
+//! a link to a socket elsewhere.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use gpumon::channel::{CompanionFrame, Config, spawn_with};
+use gpumon::frame::Frame;
+use gpumon::wire::Message;
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixListener;
+use tokio::sync::mpsc;
+
+const HELLO: &str = r#"{"v":1,"type":"hello","role":"companion","framework":"torch","started":1,"devices":[{"dev":0}]}"#;
+const SAMPLE: &str = r#"{"v":1,"type":"sample","dev":0,"allocated":1125899906842624}"#;
+
+fn private_dir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    d
+}
+
+fn cfg(dir: &Path) -> Config {
+    Config {
+        dirs: Some(vec![dir.to_path_buf()]),
+        scan_interval: Duration::from_millis(50),
+        hello_timeout: Duration::from_millis(500),
+        idle_check: Duration::from_millis(300),
+        retry_after: Duration::from_secs(60),
+        important_wait: Duration::from_secs(2),
+        stats_interval: Duration::from_millis(50),
+        ..Config::default()
+    }
+}
+
+/// A fake companion in this test process: every connection gets a hello and a
+/// 1 PiB sample. Returns how many connections it accepted.
+fn serve(path: &Path) -> Arc<AtomicUsize> {
+    let l = UnixListener::bind(path).expect("bind");
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let n = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            n.fetch_add(1, Ordering::SeqCst);
+            let _ = s.write_all(format!("{HELLO}\n{SAMPLE}\n").as_bytes()).await;
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                drop(s);
+            });
+        }
+    });
+    accepted
+}
+
+/// Frames for `for_`, until a status containing `until` or the time is up.
+async fn watch(rx: &mut mpsc::Receiver<Frame>, within: Duration) -> (Vec<u32>, Vec<String>) {
+    let deadline = Instant::now() + within;
+    let (mut pids, mut texts) = (Vec::new(), Vec::new());
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(Frame::Companion(CompanionFrame { pid, msg, .. }))) => {
+                if !matches!(msg, Message::Disconnected(_)) {
+                    pids.push(pid);
+                }
+            }
+            Ok(Some(Frame::Status { text, .. })) => texts.push(text),
+            Ok(Some(_)) => {}
+            _ => return (pids, texts),
+        }
+    }
+}
+
+/// The attack of the review (F4a): a socket named after another process's pid
+/// (here pid 1) is served by this test process. Its data must not be shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_named_after_another_pid_is_refused() {
+    let dir = private_dir();
+    let _n = serve(&dir.path().join("1.sock"));
+    let (tx, mut rx) = mpsc::channel(256);
+    let _h = spawn_with(cfg(dir.path()), tx);
+    let (pids, texts) = watch(&mut rx, Duration::from_millis(800)).await;
+    assert!(pids.is_empty(), "data of an impersonator shown: {pids:?}");
+    let me = std::process::id();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("companion 1 refused") && t.contains(&format!("pid {me}"))),
+        "status line does not say why: {texts:?}"
+    );
+}
+
+/// The same process under its own pid is believed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_named_after_its_own_pid_is_accepted() {
+    let dir = private_dir();
+    let me = std::process::id();
+    let _n = serve(&dir.path().join(format!("{me}.sock")));
+    let (tx, mut rx) = mpsc::channel(256);
+    let _h = spawn_with(cfg(dir.path()), tx);
+    let (pids, texts) = watch(&mut rx, Duration::from_millis(800)).await;
+    assert!(pids.contains(&me), "{texts:?}");
+}
+
+/// The confused deputy (F4b): a link in a scanned directory pointing at a
+/// socket elsewhere. gpumon must not connect (not a byte written to it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_symlinked_socket_is_never_connected() {
+    let dir = private_dir();
+    let elsewhere = private_dir();
+    let target = elsewhere.path().join("daemon.sock");
+    let accepted = serve(&target);
+    let me = std::process::id();
+    std::os::unix::fs::symlink(&target, dir.path().join(format!("{me}.sock"))).expect("symlink");
+    let (tx, mut rx) = mpsc::channel(256);
+    let _h = spawn_with(cfg(dir.path()), tx);
+    let (pids, texts) = watch(&mut rx, Duration::from_millis(800)).await;
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "connected through a link"
+    );
+    assert!(pids.is_empty());
+    assert!(
+        texts.iter().any(|t| t.contains("symbolic link")),
+        "status line does not say why: {texts:?}"
+    );
+}
+
+/// A socket file owned by a third user inside a user's directory (needs root
+/// to create; skipped otherwise).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_of_another_user_in_the_directory_is_refused() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let dir = private_dir();
+    let me = std::process::id();
+    let path = dir.path().join(format!("{me}.sock"));
+    let accepted = serve(&path);
+    std::os::unix::fs::lchown(&path, Some(4242), Some(4242)).expect("chown");
+    let (tx, mut rx) = mpsc::channel(256);
+    let _h = spawn_with(cfg(dir.path()), tx);
+    let (pids, texts) = watch(&mut rx, Duration::from_millis(800)).await;
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+    assert!(pids.is_empty());
+    assert!(texts.iter().any(|t| t.contains("uid 4242")), "{texts:?}");
+}

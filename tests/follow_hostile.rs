@@ -1,0 +1,127 @@
+//! `replay --follow --headless` reports every stop and follows a replaced file
+//! (issue 14, item 5 / F7). Before: a re-created or renamed-over file froze the
+//! replay on the old inode and a corrupt line ended it, both without a word.
+
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn header(t0: i64) -> String {
+    format!(
+        "{{\"type\":\"header\",\"v\":1,\"format\":\"gpumon\",\"host\":\"h\",\"started\":{t0},\"interval_ms\":100,\"gpus\":[{{\"index\":0,\"name\":\"G\",\"uuid\":\"GPU-1\",\"pci_bus_id\":\"0\",\"memory_total\":1000000000}}]}}\n"
+    )
+}
+
+fn tick(t: i64, used: u64) -> String {
+    format!(
+        "{{\"type\":\"tick\",\"t\":{t},\"gpus\":[{{\"index\":0,\"mem\":{{\"total\":1000000000,\"used\":{used},\"free\":1,\"reserved\":0}},\"procs\":[]}}]}}\n"
+    )
+}
+
+fn follow(rec: &std::path::Path, csv: &std::path::Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["replay", "--follow", "--headless", "--csv"])
+        .arg(csv)
+        .arg(rec)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gpumon starts")
+}
+
+fn wait_for_row(csv: &std::path::Path, needle: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < deadline {
+        if std::fs::read_to_string(csv)
+            .unwrap_or_default()
+            .contains(needle)
+        {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+fn stop(mut child: Child) -> String {
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("wait");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_recreated_file_is_followed_and_said() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("live.jsonl");
+    let csv = dir.path().join("rows.csv");
+    let t0 = now_ms();
+    std::fs::write(&rec, header(t0) + &tick(t0, 111_000_000)).expect("write");
+    let child = follow(&rec, &csv);
+    assert!(wait_for_row(&csv, ",111000000,"));
+    // The recorder restarts: the file is removed and written anew.
+    std::fs::remove_file(&rec).expect("rm");
+    let t1 = now_ms() + 1000;
+    std::fs::write(&rec, header(t1) + &tick(t1, 222_000_000)).expect("write");
+    let found = wait_for_row(&csv, ",222000000,");
+    let stderr = stop(child);
+    assert!(found, "the new file was not followed; stderr: {stderr}");
+    assert!(stderr.contains("replaced"), "{stderr}");
+}
+
+#[test]
+fn a_file_renamed_over_is_followed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("live.jsonl");
+    let csv = dir.path().join("rows.csv");
+    let t0 = now_ms();
+    std::fs::write(&rec, header(t0) + &tick(t0, 111_000_000)).expect("write");
+    let child = follow(&rec, &csv);
+    assert!(wait_for_row(&csv, ",111000000,"));
+    let next = dir.path().join("next.jsonl");
+    let t1 = now_ms() + 1000;
+    std::fs::write(&next, header(t1) + &tick(t1, 333_000_000)).expect("write");
+    std::fs::rename(&next, &rec).expect("rename");
+    let found = wait_for_row(&csv, ",333000000,");
+    let stderr = stop(child);
+    assert!(found, "still reading the old inode; stderr: {stderr}");
+}
+
+#[test]
+fn a_corrupt_line_stops_follow_loudly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("live.jsonl");
+    let csv = dir.path().join("rows.csv");
+    let t0 = now_ms();
+    std::fs::write(&rec, header(t0) + &tick(t0, 111_000_000)).expect("write");
+    let mut child = follow(&rec, &csv);
+    assert!(wait_for_row(&csv, ",111000000,"));
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&rec)
+        .expect("open");
+    f.write_all(b"{not a frame\x1b[2J}\n").expect("append");
+    f.flush().expect("flush");
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stderr = stop(child);
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{stderr}");
+    assert!(stderr.contains("live.jsonl:3: invalid frame"), "{stderr}");
+    assert!(
+        !stderr.contains('\x1b'),
+        "control characters reached the terminal"
+    );
+}
