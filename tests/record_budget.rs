@@ -30,7 +30,12 @@ fn recorded_bytes(line: String, seconds: f64) -> u64 {
     let out = tempfile::tempdir().expect("dir");
     let rec = out.path().join("r.jsonl");
     let st = Command::new(env!("CARGO_BIN_EXE_gpumon"))
-        .args(["record", "--duration", &seconds.to_string(), "--socket-dir"])
+        .args([
+            "record",
+            "--duration",
+            &format!("{}ms", (seconds * 1000.0) as u64),
+            "--socket-dir",
+        ])
         .arg(sockets.path())
         .arg("-o")
         .arg(&rec)

@@ -51,7 +51,7 @@ fn record(sockets: &Path, out: &Path, fsize_limit: Option<u64>) -> (Option<i32>,
     cmd.args([
         "record",
         "--duration",
-        "20",
+        "20s",
         "--interval",
         "100ms",
         "--socket-dir",
@@ -163,7 +163,7 @@ fn without_a_limit_the_recording_runs_on() {
     let out_dir = tempfile::tempdir().expect("temp dir");
     let out = out_dir.path().join("r.jsonl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
-        .args(["record", "--duration", "2", "--socket-dir"])
+        .args(["record", "--duration", "2s", "--socket-dir"])
         .arg(sockets.path())
         .arg("-o")
         .arg(&out)
