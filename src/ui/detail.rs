@@ -40,15 +40,20 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if inner.height < 3 {
         return;
     }
-    let procs = s.procs_on(g.info.index);
+    let procs = app.rows_on(g.info.index);
     let sel = procs
         .get(app.proc_row.min(procs.len().saturating_sub(1)))
         .copied();
     let all = s.gpu_infos();
     let companion = sel.and_then(|(p, _)| s.companions.get(p.info.pid));
     let dev = sel.and_then(|(p, _)| s.companions.for_gpu_in(p.info.pid, &g.info, all));
-    let side = companion.is_some() && inner.width >= 110;
-    let below = companion.is_some() && !side && inner.height >= 16;
+    // The layout depends on whether any process here has a companion, not the selected
+    // one: moving the selection must not make the table jump between widths.
+    let any_companion = procs
+        .iter()
+        .any(|(p, _)| s.companions.get(p.info.pid).is_some());
+    let side = any_companion && inner.width >= 110;
+    let below = any_companion && !side && inner.height >= 16;
     let table_h = (procs.len() as u16 + 1)
         .min(inner.height / 3)
         .max(2)
@@ -111,7 +116,7 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if let (Some(d), true) = (dev, trend.height > 0) {
         frag_trend(d, from, now, trend, buf, theme);
     }
-    render_table(&procs, app.proc_row, table, buf, theme);
+    render_table(app, &procs, table, buf, theme);
     if let (Some(proc_alloc), Some((_, pg))) = (companion, sel) {
         let view = AllocView {
             nvml_used: pg.last_used,

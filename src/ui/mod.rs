@@ -5,6 +5,7 @@ pub mod allocator;
 pub mod chart;
 pub mod detail;
 pub mod help;
+pub mod legend;
 pub mod overview;
 pub mod procs;
 pub mod status;
@@ -22,6 +23,7 @@ pub const MIN_SIZE: (u16, u16) = (20, 5);
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
     let area = f.area();
     let buf = f.buffer_mut();
+    app.hits.borrow_mut().clear();
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         let msg = format!("gpumon: {}x{} too small", area.width, area.height);
         buf.set_stringn(area.x, area.y, msg, usize::from(area.width), theme.warn());
@@ -39,9 +41,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
     match app.view {
         View::Overview => overview::render_overview(app, body, buf, theme),
         View::Detail => detail::render_detail(app, body, buf, theme),
-        View::Alerts => {
-            alerts::render_alerts_panel(&app.pipe.alerts, app.alert_row, body, buf, theme)
-        }
+        View::Alerts => alerts::render_panel(app, body, buf, theme),
     }
     let active = app.pipe.alerts.active();
     let silenced = active.iter().filter(|a| a.silenced).count();
@@ -49,6 +49,6 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
     alerts::render_alert_bar(&visible, silenced, bar, buf, theme);
     status::render_footer(app, footer, buf, theme);
     if app.help {
-        help::render_help(body, buf, theme);
+        help::render_help(app, body, buf, theme);
     }
 }

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use super::chart::{columns, sparkline};
-use super::procs::proc_line;
+use super::procs::{render_header, render_row};
 use super::theme::Theme;
 use crate::app::App;
 use crate::model::bytes::{gib1, human};
@@ -111,6 +111,7 @@ pub fn render_overview(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
                 height: h,
             };
             card(app, g, i == app.gpu, r, buf, theme);
+            super::alerts::decorate_card(app, i, r, buf, theme);
         }
         return;
     }
@@ -132,19 +133,14 @@ pub fn render_overview(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             buf.set_stringn(area.x, y, text, usize::from(area.width), theme.warn());
             break;
         }
-        compact(
-            app,
-            g,
-            i == app.gpu,
-            Rect {
-                x: area.x,
-                y,
-                width: area.width,
-                height: rows,
-            },
-            buf,
-            theme,
-        );
+        let r = Rect {
+            x: area.x,
+            y,
+            width: area.width,
+            height: rows,
+        };
+        compact(app, g, i == app.gpu, r, buf, theme);
+        super::alerts::decorate_card(app, i, r, buf, theme);
     }
     if shown < n && rows == 2 {
         let text = format!(" {}/{n} {}Tab scrolls", app.gpu + 1, theme.dot());
@@ -207,10 +203,15 @@ fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme:
     };
     sparkline(buf, spark, &cols, g.total() as f64, theme, theme.used());
     buf.set_string(inner.x + spark_w, inner.y + 1, label, theme.dim());
-    let procs = s.procs_on(g.info.index);
+    let procs = app.rows_on(g.info.index);
     let rows = usize::from(inner.height.saturating_sub(2));
     let all = s.gpu_infos();
     let mut y = inner.y + 2;
+    let pos = s.gpus.iter().position(|x| x.info.index == g.info.index).unwrap_or(0);
+    if !procs.is_empty() && inner.height >= 5 {
+        render_header(app, Rect { y, height: 1, ..inner }, buf, theme);
+        y += 1;
+    }
     let end = inner.y + inner.height;
     for (i, (p, pg)) in procs.iter().enumerate() {
         if y >= end {
@@ -228,7 +229,7 @@ fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme:
             width: inner.width,
             height: 1,
         };
-        proc_line(p, pg, inner.width, theme).render(row, buf);
+        render_row(app, pos, p, pg, row, buf, theme);
         y += 1;
         let dev = s.companions.for_gpu_in(p.info.pid, &g.info, all);
         if let (Some(d), Some(pa)) = (dev, s.companions.get(p.info.pid)) {
@@ -328,6 +329,7 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             .unwrap_or_default();
         let line = format!("{:>7} {} {cmd}", pa.pid, pa.framework_label());
         buf.set_stringn(area.x, y, line, usize::from(area.width), theme.normal());
+        super::procs::mark_companion(app, pa.pid, Rect::new(area.x, y, area.width, 1), buf, theme);
         y += 1;
         for d in pa.devices.values() {
             if y >= area.y + area.height {

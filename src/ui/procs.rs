@@ -5,8 +5,12 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use super::legend;
 use super::theme::Theme;
+use crate::app::{App, Target};
 use crate::model::bytes::human;
+use crate::model::time::Ts;
+use crate::selection::SortKey;
 use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState};
 
@@ -41,16 +45,26 @@ fn mapping_style(m: &Mapping, theme: &Theme) -> ratatui::style::Style {
     }
 }
 
-fn used_label(pg: &ProcGpu) -> String {
-    pg.last_used.map_or_else(|| "n/a".into(), human)
+/// `n/a` when NVML gave no number; `gone` when NVML no longer lists the process at all
+/// (it exited or let go of the GPU): the row lingers for a minute, labelled for what it is.
+fn used_label(pg: &ProcGpu, now: Ts) -> String {
+    match pg.last_used {
+        Some(u) => human(u),
+        None if pg.last_seen < now => legend::GONE.sym.into(),
+        None => legend::NA.sym.into(),
+    }
 }
 
 /// One process row for the overview cards, shortened to `width`.
 pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line<'static> {
+    proc_line_at(p, pg, width, theme, pg.last_seen)
+}
+
+fn proc_line_at(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme, now: Ts) -> Line<'static> {
     let w = usize::from(width);
     let user = p.info.user.clone().unwrap_or_else(|| "?".into());
-    let used = format!("{:>9}", used_label(pg));
-    let peak = format!(" pk {:>9}", human(pg.peak.value));
+    let used = format!("{:>9}", used_label(pg, now));
+    let peak = format!(" {} {:>9}", legend::PEAK.sym, human(pg.peak.value));
     let map = format!(" {:<8}", pg.mapping.label());
     let head = if w < 50 {
         format!("{:>7} ", p.info.pid)
@@ -72,10 +86,88 @@ pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line
     Line::from(spans)
 }
 
-/// Process table of one GPU with a header row and the selected row highlighted.
+/// One process row as every list draws it: the row, the mark of its worst active alert in
+/// the first column, the selection highlight, and a click target. The overview's cards call
+/// this (with `gpu` the card's position in `State::gpus`), so the selection is visible there too.
+pub fn render_row(
+    app: &App,
+    gpu: usize,
+    p: &ProcState,
+    pg: &ProcGpu,
+    row: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
+    let now = app.view_state().now;
+    proc_line_at(p, pg, row.width, theme, now).render(row, buf);
+    if let Some((mark, style)) = super::alerts::row_mark(app, p.info.pid, pg.gpu, theme) {
+        buf.set_stringn(row.x, row.y, mark, usize::from(row.width), style);
+    }
+    if app.is_selected(Some(gpu), p.info.pid) {
+        buf.set_style(row, theme.selected());
+    }
+    hit(app, row, Target::Proc { gpu, pid: p.info.pid });
+}
+
+/// A companion's line in the no-NVML list: highlighted when selected, clickable.
+pub fn mark_companion(app: &App, pid: u32, row: Rect, buf: &mut Buffer, theme: &Theme) {
+    if app.is_selected(None, pid) {
+        buf.set_style(row, theme.selected());
+    }
+    hit(app, row, Target::Proc { gpu: 0, pid });
+}
+
+/// Register `area` as a click target for the next mouse event.
+pub fn hit(app: &App, area: Rect, t: Target) {
+    app.hits.borrow_mut().push((area, t));
+}
+
+/// Column headers of a process list; the sorted column carries ▼/▲, and an active
+/// filter says what it shows.
+pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    if area.height == 0 {
+        return;
+    }
+    let narrow = area.width < 50;
+    let sorted = |col: &str| {
+        if app.sort.key.column() == col {
+            app.sort.label(theme.ascii)
+        } else {
+            col.to_string()
+        }
+    };
+    let mut head = format!("{:>7}", sorted("PID"));
+    if !narrow {
+        head.push_str(" USER    ");
+    }
+    head.push(' ');
+    head.push_str(&sorted("COMMAND"));
+    if !app.filter.is_empty() {
+        head.push_str(&format!(" /{}", app.filter));
+    }
+    buf.set_stringn(area.x, area.y, &head, usize::from(area.width), theme.title());
+    let used = sorted("USED");
+    let mut tail = format!(" CUDA     {used:>9}");
+    if !narrow {
+        let peak = if app.sort.key == SortKey::Growth {
+            sorted("GROWTH")
+        } else {
+            sorted("PEAK")
+        };
+        tail.push_str(&format!(" {peak:>12}"));
+    }
+    let tail_w = tail.chars().count() as u16;
+    let x = area.x + area.width.saturating_sub(tail_w);
+    let x = x.max(area.x + (head.chars().count() as u16).min(area.width));
+    let room = usize::from(area.x + area.width - x.min(area.x + area.width));
+    buf.set_stringn(x, area.y, tail, room, theme.title());
+}
+
+/// Process table of one GPU with a header row and the selected row highlighted. The last
+/// row says how many are below instead of being written over.
 pub fn render_table(
+    app: &App,
     rows: &[(&ProcState, &ProcGpu)],
-    selected: usize,
     area: Rect,
     buf: &mut Buffer,
     theme: &Theme,
@@ -83,44 +175,24 @@ pub fn render_table(
     if area.height == 0 {
         return;
     }
-    let header = if area.width < 50 {
-        "    PID COMMAND"
-    } else {
-        "    PID USER     COMMAND"
-    };
-    buf.set_stringn(
-        area.x,
-        area.y,
-        header,
-        usize::from(area.width),
-        theme.title(),
-    );
-    let tail = if area.width < 50 {
-        " CUDA         USED"
-    } else {
-        " CUDA         USED      PEAK"
-    };
-    let tail = format!(
-        "{tail:>width$}",
-        width = if area.width < 50 { 18 } else { 31 }
-    );
-    let x = area.x + area.width.saturating_sub(tail.len() as u16 + 1);
-    buf.set_string(x, area.y, tail, theme.title());
+    render_header(app, area, buf, theme);
     let body = usize::from(area.height - 1);
     if rows.is_empty() {
-        buf.set_stringn(
-            area.x,
-            area.y + 1,
-            "no processes on this GPU",
-            usize::from(area.width),
-            theme.dim(),
-        );
+        let msg = if app.filter.is_empty() {
+            "no processes on this GPU".to_string()
+        } else {
+            format!("no process matches /{} (/ then Esc clears)", app.filter)
+        };
+        buf.set_stringn(area.x, area.y + 1, msg, usize::from(area.width), theme.dim());
         return;
     }
     // The selection may outlive the process it pointed at: show the last row selected instead.
-    let selected = selected.min(rows.len() - 1);
-    let first = selected.saturating_sub(body.saturating_sub(1));
-    for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(body) {
+    let selected = app.proc_row.min(rows.len() - 1);
+    // When not all rows fit, the last line says how many are hidden below.
+    let fits = rows.len() <= body;
+    let shown = if fits { body } else { body.saturating_sub(1).max(1) };
+    let first = selected.saturating_sub(shown.saturating_sub(1));
+    for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(shown) {
         let y = area.y + 1 + (i - first) as u16;
         let r = Rect {
             x: area.x,
@@ -128,13 +200,13 @@ pub fn render_table(
             width: area.width,
             height: 1,
         };
-        proc_line(p, pg, area.width, theme).render(r, buf);
-        if i == selected {
+        render_row(app, app.gpu, p, pg, r, buf, theme);
+        if i == selected && !app.is_selected(Some(app.gpu), p.info.pid) {
             buf.set_style(r, theme.selected());
         }
     }
-    let hidden = rows.len().saturating_sub(first + body);
-    if hidden > 0 {
+    let hidden = rows.len().saturating_sub(first + shown);
+    if hidden > 0 && body >= 2 {
         let t = format!(" +{hidden} below (j) ");
         let x = area.x + area.width.saturating_sub(t.len() as u16);
         buf.set_string(x, area.y + area.height - 1, t, theme.warn());
