@@ -60,7 +60,7 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         .max(if side { 9 } else { 2 });
     let panel_h = if below { 8.min(inner.height / 3) } else { 0 };
     let note_h = u16::from(inner.height >= 14 && !below);
-    let trend_h = u16::from(dev.is_some() && inner.height >= 12);
+    let trend_h = u16::from(any_companion && inner.height >= 12);
     let [usage, chart, trend, bottom, panel, note] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(3),
@@ -129,6 +129,8 @@ pub fn render_detail(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         } else if panel.height > 0 {
             render_process_alloc(panel, buf, &view, theme);
         }
+    } else if let Some((p, pg)) = sel {
+        super::procs::render_no_companion(p, pg, side_panel.unwrap_or(panel), buf, theme);
     }
     if note.height > 0 {
         if let Some((p, pg)) = procs.get(app.proc_row) {

@@ -109,6 +109,25 @@ pub fn render_row(
     hit(app, row, Target::Proc { gpu, pid: p.info.pid });
 }
 
+/// The allocator panel's place when the selected process has no companion (the place is
+/// kept so the table does not jump): what is known from outside, and how to see inside.
+pub fn render_no_companion(p: &ProcState, pg: &ProcGpu, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let text = format!(
+        "PID {} has no companion: NVML sees its {} but not its allocator. Start it with \
+         `gpumon run -- CMD` (or `import gpumon; gpumon.start()`) for allocator detail. {}",
+        p.info.pid,
+        pg.last_used.map_or_else(|| "memory".into(), human),
+        mapping_note(p, pg)
+    );
+    ratatui::widgets::Paragraph::new(text)
+        .style(theme.dim())
+        .wrap(ratatui::widgets::Wrap { trim: true })
+        .render(area, buf);
+}
+
 /// A companion's line in the no-NVML list: highlighted when selected, clickable.
 pub fn mark_companion(app: &App, pid: u32, row: Rect, buf: &mut Buffer, theme: &Theme) {
     if app.is_selected(None, pid) {

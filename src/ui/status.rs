@@ -79,6 +79,9 @@ fn replay_spans(app: &App, theme: &Theme, narrow: bool) -> Vec<(u8, Vec<Span<'st
     out
 }
 
+/// Priority of the recording's file name in the header (the first to give way).
+const FILE: u8 = 8;
+
 pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let s = app.view_state();
     let narrow = area.width < 60;
@@ -101,7 +104,7 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             let name = std::path::Path::new(file)
                 .file_name()
                 .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
-            parts.push((8, vec![Span::styled(format!("{sep}{name}"), theme.dim())]));
+            parts.push((FILE, vec![Span::styled(format!("{sep}{name}"), theme.dim())]));
         }
     }
     if app.frozen.is_some() {
@@ -123,6 +126,15 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             break;
         };
         let i = parts.iter().rposition(|(p, _)| *p == worst).unwrap_or(0);
+        // The file name is shortened before it is dropped: its start tells files apart.
+        let excess = width(&parts) - room;
+        let part_w: usize = parts[i].1.iter().map(|s| s.width()).sum();
+        if worst == FILE && part_w >= excess + 12 {
+            let span = &mut parts[i].1[0];
+            let keep: String = span.content.chars().take(part_w - excess - 1).collect();
+            span.content = format!("{keep}{}", if theme.ascii { "~" } else { "…" }).into();
+            continue;
+        }
         parts.remove(i);
     }
     let left: Vec<Span> = parts.into_iter().flat_map(|(_, v)| v).collect();
