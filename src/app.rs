@@ -54,7 +54,10 @@ pub enum Effect {
     Replay(Control),
     Bell,
     /// Send a signal (confirmed by the user); the loop reports back with `signal_done`.
-    Signal { pid: u32, sig: i32 },
+    Signal {
+        pid: u32,
+        sig: i32,
+    },
 }
 
 /// A question on the bottom line that takes the next keys.
@@ -74,7 +77,10 @@ pub enum Target {
     /// A GPU card (position in `State::gpus`).
     Gpu(usize),
     /// A process row (GPU position, PID).
-    Proc { gpu: usize, pid: u32 },
+    Proc {
+        gpu: usize,
+        pid: u32,
+    },
     Alert(AlertId),
 }
 
@@ -339,7 +345,11 @@ impl App {
         }
         let pids = self.pids();
         if let Some(last) = pids.len().checked_sub(1) {
-            let i = self.proc_row.min(last).saturating_add_signed(delta).min(last);
+            let i = self
+                .proc_row
+                .min(last)
+                .saturating_add_signed(delta)
+                .min(last);
             self.proc_row = i;
             self.sel_pid = Some(pids[i]);
         }

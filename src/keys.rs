@@ -58,32 +58,118 @@ use KeyCode::{
 /// Every binding, in the order help and README list them. `k` is kill as in htop (with a
 /// confirmation naming the process), so moving up is `↑` (j/↓ still move down).
 pub const BINDINGS: &[Binding] = &[
-    bind!("q F10", "quit (also Ctrl-C)", Quit, Char('q'), F(10)),
-    bind!("? F1", "help; again for the legend of every glyph", Help, Char('?'), F(1)),
+    bind!(
+        "q F10",
+        "quit (also Ctrl-C); the terminal is always restored",
+        Quit,
+        Char('q'),
+        F(10)
+    ),
+    bind!(
+        "? F1",
+        "help; again for the legend of every glyph",
+        Help,
+        Char('?'),
+        F(1)
+    ),
     bind!("Tab l →", "next GPU", NextGpu, Tab, Char('l'), Right),
-    bind!("S-Tab h ←", "previous GPU", PrevGpu, BackTab, Char('h'), Left),
+    bind!(
+        "S-Tab h ←",
+        "previous GPU",
+        PrevGpu,
+        BackTab,
+        Char('h'),
+        Left
+    ),
     bind!("↑", "select the process (or alert) above", Up, Up),
-    bind!("j ↓", "select the process (or alert) below", Down, Char('j'), Down),
-    bind!("PgUp PgDn", "scroll help or an alert's message", PageUp, PageUp),
+    bind!(
+        "j ↓",
+        "select the process (or alert) below",
+        Down,
+        Char('j'),
+        Down
+    ),
+    bind!(
+        "PgUp PgDn",
+        "scroll help or an alert's message",
+        PageUp,
+        PageUp
+    ),
     bind!("", "", PageDown, PageDown),
-    bind!("Enter", "open the GPU (from an alert: its GPU and process)", Enter, Enter),
+    bind!(
+        "Enter",
+        "open the GPU (from an alert: its GPU and process)",
+        Enter,
+        Enter
+    ),
     bind!("Esc", "back to where you came from", Back, Esc),
     bind!("a", "alerts panel", Alerts, Char('a')),
-    bind!("A", "acknowledge the selected alert (all: asks first)", Ack, Char('A')),
-    bind!("s F6", "sort: used, peak, growth, PID, name", Sort, Char('s'), F(6)),
+    bind!(
+        "A",
+        "acknowledge the selected alert (all: asks first)",
+        Ack,
+        Char('A')
+    ),
+    bind!(
+        "s F6",
+        "sort: used, peak, growth, PID, name",
+        Sort,
+        Char('s'),
+        F(6)
+    ),
     bind!("I", "invert the sort direction", Invert, Char('I')),
-    bind!("/ F3", "filter processes by name, user or PID", Filter, Char('/'), F(3)),
-    bind!("k F9", "signal the selected process (asks first)", Kill, Char('k'), F(9)),
-    bind!("p space", "freeze the view (live) / pause (replay)", Freeze, Char('p'), Char(' ')),
-    bind!("+ =", "zoom in (shorter time window)", ZoomIn, Char('+'), Char('=')),
+    bind!(
+        "/ F3",
+        "filter processes by name, user or PID",
+        Filter,
+        Char('/'),
+        F(3)
+    ),
+    bind!(
+        "k F9",
+        "SIGTERM the selected process (asks first); again: SIGKILL",
+        Kill,
+        Char('k'),
+        F(9)
+    ),
+    bind!(
+        "p space",
+        "freeze the view (live) / pause (replay)",
+        Freeze,
+        Char('p'),
+        Char(' ')
+    ),
+    bind!(
+        "+ =",
+        "zoom in (shorter time window)",
+        ZoomIn,
+        Char('+'),
+        Char('=')
+    ),
     bind!("-", "zoom out (longer time window)", ZoomOut, Char('-')),
     bind!(">", "replay faster (each press doubles)", Faster, Char('>')),
     bind!("<", "replay slower (each press halves)", Slower, Char('<')),
-    bind!("[", "replay: step back (5 s, 30 s or 5 min by length)", SeekBack, Char('[')),
+    bind!(
+        "[",
+        "replay: step back (5 s, 30 s or 5 min by length)",
+        SeekBack,
+        Char('[')
+    ),
     bind!("]", "replay: step forward", SeekForward, Char(']')),
-    bind!("{", "replay: previous alert or epoch mark", PrevMark, Char('{')),
+    bind!(
+        "{",
+        "replay: previous alert or epoch mark",
+        PrevMark,
+        Char('{')
+    ),
     bind!("}", "replay: next alert or epoch mark", NextMark, Char('}')),
-    bind!("g Home", "replay: back to the start", ToStart, Char('g'), Home),
+    bind!(
+        "g Home",
+        "replay: back to the start",
+        ToStart,
+        Char('g'),
+        Home
+    ),
     bind!("G End", "replay: jump to the end", ToEnd, Char('G'), End),
     bind!("L", "replay: loop at the end on/off", Loop, Char('L')),
 ];
@@ -152,9 +238,34 @@ mod tests {
     fn every_action_has_a_key() {
         use Action::*;
         for a in [
-            Quit, Help, NextGpu, PrevGpu, Up, Down, PageUp, PageDown, Enter, Back, Alerts, Ack,
-            Sort, Invert, Filter, Kill, Freeze, ZoomIn, ZoomOut, Faster, Slower, SeekBack,
-            SeekForward, PrevMark, NextMark, ToStart, ToEnd, Loop,
+            Quit,
+            Help,
+            NextGpu,
+            PrevGpu,
+            Up,
+            Down,
+            PageUp,
+            PageDown,
+            Enter,
+            Back,
+            Alerts,
+            Ack,
+            Sort,
+            Invert,
+            Filter,
+            Kill,
+            Freeze,
+            ZoomIn,
+            ZoomOut,
+            Faster,
+            Slower,
+            SeekBack,
+            SeekForward,
+            PrevMark,
+            NextMark,
+            ToStart,
+            ToEnd,
+            Loop,
         ] {
             assert!(BINDINGS.iter().any(|b| b.action == a), "{a:?} unbound");
         }

@@ -162,7 +162,11 @@ impl AlertId {
 
 /// Where a held identity is in a freshly built list: its index, or the neighbour that
 /// takes its place (same index, clamped) when it is gone. `None` for an empty list.
-pub fn locate<T: PartialEq>(items: &[T], held: Option<&T>, last_index: usize) -> Option<(usize, bool)> {
+pub fn locate<T: PartialEq>(
+    items: &[T],
+    held: Option<&T>,
+    last_index: usize,
+) -> Option<(usize, bool)> {
     if items.is_empty() {
         return None;
     }

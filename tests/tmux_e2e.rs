@@ -133,7 +133,9 @@ fn select_pid(s: &Session, pid: &str) {
 /// `m:ss` of the header's `m:ss / m:ss`, in seconds.
 fn position(p: &str) -> u64 {
     let head = p.lines().next().unwrap_or("");
-    let at = head.find(" / ").unwrap_or_else(|| panic!("no position in {head:?}"));
+    let at = head
+        .find(" / ")
+        .unwrap_or_else(|| panic!("no position in {head:?}"));
     let pos = head[..at].rsplit(' ').next().unwrap_or("");
     let (m, s) = pos.split_once(':').unwrap_or_else(|| panic!("{pos:?}"));
     m.parse::<u64>().expect("minutes") * 60 + s.parse::<u64>().expect("seconds")
@@ -190,10 +192,7 @@ fn replay_in_tmux_shows_gpu_and_process_and_q_restores_the_terminal() {
         p.contains("CANON-OK"),
         "terminal left in raw mode after q:\n{p}"
     );
-    assert!(
-        !p.contains("REPLAY"),
-        "alternate screen must be left:\n{p}"
-    );
+    assert!(!p.contains("REPLAY"), "alternate screen must be left:\n{p}");
 }
 
 #[test]
@@ -256,7 +255,11 @@ fn the_selected_pid_stays_selected_for_10_s_of_replay_while_rows_resort() {
         return;
     }
     // 461 falls below 510 and 462 at 43 s, then climbs back above them at 45.5 and 46.5 s.
-    let s = replay("follow", "tests/fixtures/h200_torch_grow_shrink.jsonl", "--speed 2");
+    let s = replay(
+        "follow",
+        "tests/fixtures/h200_torch_grow_shrink.jsonl",
+        "--speed 2",
+    );
     wait_for(&s, "REPLAY", 10);
     keys(&s, &["]", "]", "]", "]", "]", "]", "]", "]"]);
     wait_for(&s, "hold.py 5 30", 5);
@@ -291,8 +294,13 @@ fn enter_on_an_alert_of_gpu_1_opens_gpu_1_with_its_process_selected() {
     assert!(p.contains("@1 "), "no alert on GPU 1:\n{p}");
     keys(&s, &["Space", "a"]);
     let p = pane(&s);
-    let at = p.find("PID ").unwrap_or_else(|| panic!("panel names the PID:\n{p}"));
-    let pid: String = p[at + 4..].chars().take_while(char::is_ascii_digit).collect();
+    let at = p
+        .find("PID ")
+        .unwrap_or_else(|| panic!("panel names the PID:\n{p}"));
+    let pid: String = p[at + 4..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     assert!(p[at..].starts_with(&format!("PID {pid} on GPU 1")), "{p}");
     keys(&s, &["Enter"]);
     let p = pane(&s);
@@ -336,7 +344,11 @@ fn a_filter_hides_the_other_processes() {
     if !have_tmux() {
         return;
     }
-    let s = replay("filter", "tests/fixtures/h200_torch_grow_shrink.jsonl", "--speed 20");
+    let s = replay(
+        "filter",
+        "tests/fixtures/h200_torch_grow_shrink.jsonl",
+        "--speed 20",
+    );
     wait_for(&s, "hold.py 5 30", 10);
     keys(&s, &["Space", "/"]);
     tmux(&["send-keys", "-t", &s.0, "-l", "hold"]);
@@ -346,7 +358,10 @@ fn a_filter_hides_the_other_processes() {
     assert!(!p.contains("grow_shrink"), "the others are hidden:\n{p}");
     assert!(p.contains("/hold"), "the header shows the filter:\n{p}");
     keys(&s, &["/", "Escape"]);
-    assert!(pane(&s).contains("grow_shrink"), "Esc in the filter clears it");
+    assert!(
+        pane(&s).contains("grow_shrink"),
+        "Esc in the filter clears it"
+    );
 }
 
 #[test]
@@ -397,7 +412,10 @@ fn kill_names_the_pid_and_ends_a_process_the_test_started() {
         let _ = program.kill();
         panic!("confirmation names the PID:\n{p}");
     }
-    assert!(program.try_wait().expect("wait").is_none(), "nothing sent before y");
+    assert!(
+        program.try_wait().expect("wait").is_none(),
+        "nothing sent before y"
+    );
     keys(&s, &["y"]);
     let gone = ended(&mut program);
     if !gone {

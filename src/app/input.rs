@@ -15,7 +15,10 @@ impl App {
         {
             return Some(Effect::Quit);
         }
-        let yes = matches!(k.code, KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter);
+        let yes = matches!(
+            k.code,
+            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
+        );
         match p {
             Prompt::Filter => {
                 match k.code {
@@ -44,7 +47,10 @@ impl App {
                 None
             }
             Prompt::Signal { pid, sig, .. } => {
-                self.flash = Some(format!("{} not sent to PID {pid}", crate::signal::name(sig)));
+                self.flash = Some(format!(
+                    "{} not sent to PID {pid}",
+                    crate::signal::name(sig)
+                ));
                 None
             }
         }
@@ -52,22 +58,26 @@ impl App {
 
     pub(super) fn mouse(&mut self, m: MouseEvent) -> Option<Effect> {
         match m.kind {
-            MouseEventKind::ScrollDown => return self.wheel(Action::Down, Action::PageDown),
-            MouseEventKind::ScrollUp => return self.wheel(Action::Up, Action::PageUp),
+            MouseEventKind::ScrollDown => return self.wheel(true),
+            MouseEventKind::ScrollUp => return self.wheel(false),
             MouseEventKind::Down(MouseButton::Left) => {}
             _ => return None,
         }
         if self.help || self.prompt.is_some() {
             return None;
         }
+        // The innermost target wins: a process row inside its GPU card.
         let hit = self
             .hits
             .borrow()
             .iter()
-            .rev()
-            .find(|(r, _)| {
-                m.column >= r.x && m.column < r.x + r.width && m.row >= r.y && m.row < r.y + r.height
+            .filter(|(r, _)| {
+                m.column >= r.x
+                    && m.column < r.x + r.width
+                    && m.row >= r.y
+                    && m.row < r.y + r.height
             })
+            .min_by_key(|(r, _)| r.area())
             .map(|(_, t)| *t);
         match hit? {
             Target::Gpu(pos) => self.select_gpu(pos),
@@ -86,15 +96,13 @@ impl App {
     }
 
     /// The wheel scrolls what is open: help, an alert's message, else the selection.
-    fn wheel(&mut self, line: Action, page: Action) -> Option<Effect> {
+    fn wheel(&mut self, down: bool) -> Option<Effect> {
         if self.prompt.is_some() {
             return None;
         }
         if self.help || self.view != View::Alerts {
-            return self.act(line);
+            return self.act(if down { Action::Down } else { Action::Up });
         }
-        let down = line == Action::Down;
-        let _ = page;
         self.alert_scroll = if down {
             self.alert_scroll.saturating_add(1)
         } else {

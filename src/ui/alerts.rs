@@ -13,8 +13,8 @@ use super::procs::hit;
 use super::theme::Theme;
 use crate::app::{App, Target};
 use crate::model::alerts::{Alert, AlertEngine, Evidence, Severity};
-use crate::selection::AlertId;
 use crate::model::bytes::human;
+use crate::selection::AlertId;
 
 fn mark(s: Severity, theme: &Theme) -> &'static str {
     match (s, theme.ascii) {
@@ -37,7 +37,7 @@ fn style(s: Severity, theme: &Theme) -> Style {
 
 /// Rule messages are written in Unicode (en dashes, ≈, ≥); an ASCII terminal gets
 /// plain equivalents, anything else unknown becomes `?`.
-fn fold(s: &str, theme: &Theme) -> String {
+pub(crate) fn fold(s: &str, theme: &Theme) -> String {
     if !theme.ascii || s.is_ascii() {
         return s.to_string();
     }
@@ -334,8 +334,8 @@ fn panel(
     let active = engine.active().len();
     let w = usize::from(area.width);
     let title = format!("Alerts {active} active, {} past", items.len() - active);
-    let keys = " Enter: go to it  A: ack  Esc: back";
-    let title = if title.len() + keys.len() <= w {
+    let keys = format!(" {0} Enter: go to it {0} A: ack {0} Esc: back", theme.dot());
+    let title = if title.chars().count() + keys.chars().count() <= w {
         format!("{title}{keys}")
     } else {
         title
@@ -372,7 +372,11 @@ fn panel(
         let y = area.y + 1 + row as u16;
         let past = a.cleared_at.is_some();
         let m = if past {
-            legend::PAST.sym(theme.ascii).split(' ').next().unwrap_or("")
+            legend::PAST
+                .sym(theme.ascii)
+                .split(' ')
+                .next()
+                .unwrap_or("")
         } else {
             mark(a.severity, theme)
         };
@@ -382,7 +386,10 @@ fn panel(
             style(a.severity, theme)
         };
         let mut text = format!("{m} {}", a.summary);
-        let spelled = format!("  {}", subject(a));
+        let spelled = match a.pid {
+            Some(pid) => format!("  PID {pid} on GPU {}", a.gpu),
+            None => String::new(),
+        };
         if text.chars().count() + spelled.len() <= w {
             text.push_str(&spelled);
         }
@@ -392,7 +399,11 @@ fn panel(
         }
         buf.set_line(area.x, y, &line, area.width);
         if let Some(app) = app {
-            hit(app, Rect::new(area.x, y, area.width, 1), Target::Alert(AlertId::of(a)));
+            hit(
+                app,
+                Rect::new(area.x, y, area.width, 1),
+                Target::Alert(AlertId::of(a)),
+            );
         }
     }
     let detail_y = area.y + 1 + list_rows as u16;
@@ -450,7 +461,9 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
 /// many there are, in the top border's right end; and the card as a click target.
 pub fn decorate_card(app: &App, pos: usize, area: Rect, buf: &mut Buffer, theme: &Theme) {
     hit(app, area, Target::Gpu(pos));
-    let Some(g) = app.view_state().gpus.get(pos) else { return };
+    let Some(g) = app.view_state().gpus.get(pos) else {
+        return;
+    };
     let on: Vec<Severity> = app
         .pipe
         .alerts
@@ -459,10 +472,17 @@ pub fn decorate_card(app: &App, pos: usize, area: Rect, buf: &mut Buffer, theme:
         .filter(|a| !a.silenced && a.gpu == g.info.index)
         .map(|a| a.severity)
         .collect();
-    let Some(worst) = on.iter().max().copied() else { return };
+    let Some(worst) = on.iter().max().copied() else {
+        return;
+    };
     let text = format!(" {} {} ", mark(worst, theme), on.len());
     let w = text.chars().count() as u16;
     if area.width > w + 4 {
-        buf.set_string(area.x + area.width - w - 2, area.y, text, style(worst, theme));
+        buf.set_string(
+            area.x + area.width - w - 2,
+            area.y,
+            text,
+            style(worst, theme),
+        );
     }
 }

@@ -25,7 +25,11 @@ pub fn page_rows(page: u8, ascii: bool) -> Vec<(String, &'static str)> {
     if page == 0 {
         listed()
             .map(|b| {
-                let l = if ascii { ascii_keys(b.label) } else { b.label.to_string() };
+                let l = if ascii {
+                    ascii_keys(b.label)
+                } else {
+                    b.label.to_string()
+                };
                 (l, b.desc)
             })
             .collect()
@@ -62,7 +66,11 @@ pub fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     } else {
         " legend 2/2 · ? or Esc closes "
     };
-    let title = if theme.ascii { title.replace('·', "-") } else { title.to_string() };
+    let title = if theme.ascii {
+        title.replace('·', "-")
+    } else {
+        title.to_string()
+    };
     let block = Block::new()
         .borders(Borders::ALL)
         .border_set(theme.border())
@@ -84,7 +92,7 @@ pub fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             };
             Line::from(vec![
                 Span::styled(label, theme.title()),
-                Span::styled(*desc, theme.normal()),
+                Span::styled(super::alerts::fold(desc, theme), theme.normal()),
             ])
         })
         .collect();

@@ -27,33 +27,163 @@ macro_rules! term {
     };
 }
 
-term!(PEAK, "pk", "pk", "peak: the most this process (or card) has used since gpumon saw it");
-term!(USED, "used", "used", "memory in use now, as NVML reports it for the card or process");
-term!(GONE, "gone", "gone", "NVML no longer lists the process (exited or released the GPU)");
-term!(NA, "n/a", "n/a", "not known (not reported yet, or not readable as this user)");
-term!(CUDA, "cuda:1", "cuda:1", "the card's index inside the process (after CUDA_VISIBLE_DEVICES)");
-term!(CUDA_Q, "cuda:1?", "cuda:1?", "index uncertain (e.g. CUDA_DEVICE_ORDER not PCI_BUS_ID)");
-term!(HIDDEN, "hidden!", "hidden!", "the process uses a card its CUDA_VISIBLE_DEVICES hides");
-term!(PID_AT, "pid@gpu", "pid@gpu", "an alert's process and GPU: 786@1 is PID 786 on GPU 1");
-term!(COMPANION, "↳", "`-", "the process's allocator, as its companion reports it");
-term!(ALLOC, "alloc", "alloc", "bytes the framework's allocator has handed out to tensors");
-term!(CACHED, "cached", "cached", "bytes the allocator holds from CUDA but has not handed out");
-term!(FRAG, "F", "F", "fragmentation index 0..1: 1 - largest free block / all free bytes");
-term!(STRANDED, "stranded", "stranded", "free cached bytes outside the largest free block");
-term!(LIMIT, "L … of T …", "L ... of T ...", "largest free block (L) of total free cached bytes (T)");
-term!(EPOCH, "e0", "e0", "end of epoch 0, as the companion marked it (chart tick)");
+term!(
+    PEAK,
+    "pk",
+    "pk",
+    "peak: the most this process (or card) has used since gpumon saw it"
+);
+term!(
+    USED,
+    "used",
+    "used",
+    "memory in use now, as NVML reports it for the card or process"
+);
+term!(
+    GONE,
+    "gone",
+    "gone",
+    "NVML no longer lists the process (exited or released the GPU)"
+);
+term!(
+    NA,
+    "n/a",
+    "n/a",
+    "not known (not reported yet, or not readable as this user)"
+);
+term!(
+    CUDA,
+    "cuda:1",
+    "cuda:1",
+    "the card's index inside the process (after CUDA_VISIBLE_DEVICES)"
+);
+term!(
+    CUDA_Q,
+    "cuda:1?",
+    "cuda:1?",
+    "index uncertain (e.g. CUDA_DEVICE_ORDER not PCI_BUS_ID)"
+);
+term!(
+    HIDDEN,
+    "hidden!",
+    "hidden!",
+    "the process uses a card its CUDA_VISIBLE_DEVICES hides"
+);
+term!(
+    PID_AT,
+    "pid@gpu",
+    "pid@gpu",
+    "an alert's process and GPU: 786@1 is PID 786 on GPU 1"
+);
+term!(
+    COMPANION,
+    "↳",
+    "`-",
+    "the process's allocator, as its companion reports it"
+);
+term!(
+    ALLOC,
+    "alloc",
+    "alloc",
+    "bytes the framework's allocator has handed out to tensors"
+);
+term!(
+    CACHED,
+    "cached",
+    "cached",
+    "bytes the allocator holds from CUDA but has not handed out"
+);
+term!(
+    FRAG,
+    "F",
+    "F",
+    "fragmentation index 0..1: 1 - largest free block / all free bytes"
+);
+term!(
+    STRANDED,
+    "stranded",
+    "stranded",
+    "free cached bytes outside the largest free block"
+);
+term!(
+    LIMIT,
+    "L … of T …",
+    "L ... of T ...",
+    "largest free block (L) of total free cached bytes (T)"
+);
+term!(
+    EPOCH,
+    "e0",
+    "e0",
+    "end of epoch 0, as the companion marked it (chart tick)"
+);
 term!(TICK, "┆", ":", "an epoch end on a chart");
-term!(GAP, "╳", "x", "no sample (read failed): a gap, never a zero");
-term!(PER_EPOCH, "+12.0M/ep", "+12.0M/ep", "growth per epoch (M = MiB); /win = per 10-minute window");
-term!(GATES, "gates ✓ …", "gates + ...", "statistical checks an alert passed (✓) or failed (✗)");
-term!(SEV, "‼ ⚠ ℹ", "!! ! i", "alert severity: critical, warning, information");
-term!(MARK, "⚠ on a row", "! on a row", "this process or card has an active alert");
-term!(PAST, "✓ (alerts)", "ok (alerts)", "an alert that has ended (cleared or process exited)");
-term!(ACK, "ack", "ack", "acknowledged: silenced until the alert worsens");
-term!(SORT, "▼ ▲", "v ^", "sorted by this column, largest or smallest first (s, I)");
-term!(REPLAY, "REPLAY", "REPLAY", "playing a recording; m:ss / m:ss is position / length");
-term!(REC, "● REC", "* REC", "--record is writing everything to a file");
-term!(FROZEN, "FROZEN", "FROZEN", "the view is frozen (p); sampling goes on");
+term!(
+    GAP,
+    "╳",
+    "x",
+    "no sample (read failed): a gap, never a zero"
+);
+term!(
+    PER_EPOCH,
+    "+12.0M/ep",
+    "+12.0M/ep",
+    "growth per epoch (M = MiB); /win = per 10-minute window"
+);
+term!(
+    GATES,
+    "gates ✓ …",
+    "gates + ...",
+    "statistical checks an alert passed (after ✓) or failed (after ✗)"
+);
+term!(
+    SEV,
+    "‼ ⚠ ℹ",
+    "!! ! i",
+    "alert severity: critical, warning, information"
+);
+term!(
+    MARK,
+    "⚠ on a row",
+    "! on a row",
+    "this process or card has an active alert"
+);
+term!(
+    PAST,
+    "✓ (alerts)",
+    "ok (alerts)",
+    "an alert that has ended (cleared or process exited)"
+);
+term!(
+    ACK,
+    "ack",
+    "ack",
+    "acknowledged: silenced until the alert worsens"
+);
+term!(
+    SORT,
+    "▼ ▲",
+    "v ^",
+    "sorted by this column, largest or smallest first (s, I)"
+);
+term!(
+    REPLAY,
+    "REPLAY",
+    "REPLAY",
+    "playing a recording; m:ss / m:ss is position / length"
+);
+term!(
+    REC,
+    "● REC",
+    "* REC",
+    "--record is writing everything to a file"
+);
+term!(
+    FROZEN,
+    "FROZEN",
+    "FROZEN",
+    "the view is frozen (p); sampling goes on"
+);
 
 /// Every entry, in the order help's legend page lists them.
 pub const LEGEND: &[Term] = &[

@@ -207,9 +207,22 @@ fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme:
     let rows = usize::from(inner.height.saturating_sub(2));
     let all = s.gpu_infos();
     let mut y = inner.y + 2;
-    let pos = s.gpus.iter().position(|x| x.info.index == g.info.index).unwrap_or(0);
+    let pos = s
+        .gpus
+        .iter()
+        .position(|x| x.info.index == g.info.index)
+        .unwrap_or(0);
     if !procs.is_empty() && inner.height >= 5 {
-        render_header(app, Rect { y, height: 1, ..inner }, buf, theme);
+        render_header(
+            app,
+            Rect {
+                y,
+                height: 1,
+                ..inner
+            },
+            buf,
+            theme,
+        );
         y += 1;
     }
     let end = inner.y + inner.height;

@@ -9,10 +9,10 @@ use super::legend;
 use super::theme::Theme;
 use crate::app::{App, Target};
 use crate::model::bytes::human;
-use crate::model::time::Ts;
-use crate::selection::SortKey;
 use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState};
+use crate::model::time::Ts;
+use crate::selection::SortKey;
 
 /// The command line with paths shortened to their last component, so the part that tells
 /// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column.
@@ -106,12 +106,25 @@ pub fn render_row(
     if app.is_selected(Some(gpu), p.info.pid) {
         buf.set_style(row, theme.selected());
     }
-    hit(app, row, Target::Proc { gpu, pid: p.info.pid });
+    hit(
+        app,
+        row,
+        Target::Proc {
+            gpu,
+            pid: p.info.pid,
+        },
+    );
 }
 
 /// The allocator panel's place when the selected process has no companion (the place is
 /// kept so the table does not jump): what is known from outside, and how to see inside.
-pub fn render_no_companion(p: &ProcState, pg: &ProcGpu, area: Rect, buf: &mut Buffer, theme: &Theme) {
+pub fn render_no_companion(
+    p: &ProcState,
+    pg: &ProcGpu,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
     if area.height == 0 || area.width == 0 {
         return;
     }
@@ -164,7 +177,13 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if !app.filter.is_empty() {
         head.push_str(&format!(" /{}", app.filter));
     }
-    buf.set_stringn(area.x, area.y, &head, usize::from(area.width), theme.title());
+    buf.set_stringn(
+        area.x,
+        area.y,
+        &head,
+        usize::from(area.width),
+        theme.title(),
+    );
     let used = sorted("USED");
     let mut tail = format!(" CUDA     {used:>9}");
     if !narrow {
@@ -202,14 +221,24 @@ pub fn render_table(
         } else {
             format!("no process matches /{} (/ then Esc clears)", app.filter)
         };
-        buf.set_stringn(area.x, area.y + 1, msg, usize::from(area.width), theme.dim());
+        buf.set_stringn(
+            area.x,
+            area.y + 1,
+            msg,
+            usize::from(area.width),
+            theme.dim(),
+        );
         return;
     }
     // The selection may outlive the process it pointed at: show the last row selected instead.
     let selected = app.proc_row.min(rows.len() - 1);
     // When not all rows fit, the last line says how many are hidden below.
     let fits = rows.len() <= body;
-    let shown = if fits { body } else { body.saturating_sub(1).max(1) };
+    let shown = if fits {
+        body
+    } else {
+        body.saturating_sub(1).max(1)
+    };
     let first = selected.saturating_sub(shown.saturating_sub(1));
     for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(shown) {
         let y = area.y + 1 + (i - first) as u16;

@@ -6,8 +6,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::theme::Theme;
 use super::legend;
+use super::theme::Theme;
 use crate::app::{App, Prompt, SourceKind};
 
 fn interval_label(ms: u64) -> String {
@@ -36,8 +36,18 @@ fn replay_spans(app: &App, theme: &Theme, narrow: bool) -> Vec<(u8, Vec<Span<'st
     let SourceKind::Replay { demo, .. } = &app.source else {
         return out;
     };
-    let what = if *demo { legend::REPLAY.sym.replace("REPLAY", "DEMO REPLAY") } else { legend::REPLAY.sym.to_string() };
-    out.push((0, vec![Span::raw(" "), Span::styled(format!(" {what} "), theme.recording())]));
+    let what = if *demo {
+        legend::REPLAY.sym.replace("REPLAY", "DEMO REPLAY")
+    } else {
+        legend::REPLAY.sym.to_string()
+    };
+    out.push((
+        0,
+        vec![
+            Span::raw(" "),
+            Span::styled(format!(" {what} "), theme.recording()),
+        ],
+    ));
     let Some(r) = &app.replay else { return out };
     let pos = r.pos.saturating_sub(r.start);
     let total = r.end.map(|e| e.saturating_sub(r.start));
@@ -60,10 +70,18 @@ fn replay_spans(app: &App, theme: &Theme, narrow: bool) -> Vec<(u8, Vec<Span<'st
             ],
         ));
     }
-    out.push((4, vec![Span::styled(format!(" {}", theme.clock(r.pos)), theme.dim())]));
+    out.push((
+        4,
+        vec![Span::styled(
+            format!(" {}", theme.clock(r.pos)),
+            theme.dim(),
+        )],
+    ));
     let speed = app.speed().unwrap_or(r.speed).label();
     out.push((1, vec![Span::raw(format!(" {speed}"))]));
     let state = match (r.ended && !r.following, r.paused) {
+        // Paused at the end changes nothing visible; a narrow header says just `end`.
+        (true, true) if narrow => "end",
         (true, true) => "end (paused)",
         (true, false) => "end",
         (false, true) => "paused",
@@ -92,34 +110,70 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         vec![(0, vec![Span::styled(" gpumon ", theme.header())])];
     parts.push((6, vec![Span::raw(format!(" {host}"))]));
     if let Some(d) = s.header.as_ref().and_then(|h| h.driver_version.as_ref()) {
-        parts.push((7, vec![Span::styled(format!("{sep}driver {d}"), theme.dim())]));
+        parts.push((
+            7,
+            vec![Span::styled(format!("{sep}driver {d}"), theme.dim())],
+        ));
     }
     match &app.source {
         SourceKind::Live { interval_ms } => {
-            parts.push((5, vec![Span::raw(format!("{sep}{}", interval_label(*interval_ms)))]));
-            parts.push((0, vec![Span::raw(sep.to_string()), Span::styled("LIVE", theme.used())]));
+            parts.push((
+                5,
+                vec![Span::raw(format!("{sep}{}", interval_label(*interval_ms)))],
+            ));
+            parts.push((
+                0,
+                vec![
+                    Span::raw(sep.to_string()),
+                    Span::styled("LIVE", theme.used()),
+                ],
+            ));
         }
         SourceKind::Replay { file, .. } => {
             parts.extend(replay_spans(app, theme, narrow));
             let name = std::path::Path::new(file)
                 .file_name()
                 .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
-            parts.push((FILE, vec![Span::styled(format!("{sep}{name}"), theme.dim())]));
+            parts.push((
+                FILE,
+                vec![Span::styled(format!("{sep}{name}"), theme.dim())],
+            ));
         }
     }
     if app.frozen.is_some() {
-        parts.push((0, vec![Span::raw(" "), Span::styled(format!(" {} ", legend::FROZEN.sym), theme.warn())]));
+        parts.push((
+            0,
+            vec![
+                Span::raw(" "),
+                Span::styled(format!(" {} ", legend::FROZEN.sym), theme.warn()),
+            ],
+        ));
     }
     if app.recording.is_some() {
         let rec = legend::REC.sym(theme.ascii);
-        parts.push((0, vec![Span::raw(" "), Span::styled(format!(" {rec} "), theme.error())]));
+        parts.push((
+            0,
+            vec![
+                Span::raw(" "),
+                Span::styled(format!(" {rec} "), theme.error()),
+            ],
+        ));
     }
-    parts.push((2, vec![Span::styled(format!("{sep}{}", app.window_label()), theme.dim())]));
+    parts.push((
+        2,
+        vec![Span::styled(
+            format!("{sep}{}", app.window_label()),
+            theme.dim(),
+        )],
+    ));
     let help = if narrow { "?" } else { "? help" };
     let help_w = help.len() as u16 + 1;
     let room = usize::from(area.width.saturating_sub(help_w + 1));
     let width = |p: &[(u8, Vec<Span>)]| -> usize {
-        p.iter().flat_map(|(_, v)| v.iter()).map(|s| s.width()).sum()
+        p.iter()
+            .flat_map(|(_, v)| v.iter())
+            .map(|s| s.width())
+            .sum()
     };
     while width(&parts) > room {
         let Some(worst) = parts.iter().map(|(p, _)| *p).max().filter(|&p| p > 0) else {
