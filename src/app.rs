@@ -232,6 +232,12 @@ impl App {
             .collect()
     }
 
+    /// Active alerts not yet acknowledged (what `A` outside the panel would silence).
+    pub fn unacknowledged(&self) -> usize {
+        let active = self.pipe.alerts.active();
+        active.iter().filter(|a| !a.silenced).count()
+    }
+
     pub fn update(&mut self, ev: Event) -> Option<Effect> {
         let effect = match ev {
             Event::Frame(f) => self.apply(&f),
@@ -455,13 +461,7 @@ impl App {
             });
             return;
         }
-        let n = self
-            .pipe
-            .alerts
-            .active()
-            .iter()
-            .filter(|a| !a.silenced)
-            .count();
+        let n = self.unacknowledged();
         if n == 0 {
             self.flash = Some("no alerts to acknowledge".into());
         } else {

@@ -233,41 +233,4 @@ mod tests {
         all.dedup();
         assert_eq!(all.len(), n);
     }
-
-    #[test]
-    fn every_action_has_a_key() {
-        use Action::*;
-        for a in [
-            Quit,
-            Help,
-            NextGpu,
-            PrevGpu,
-            Up,
-            Down,
-            PageUp,
-            PageDown,
-            Enter,
-            Back,
-            Alerts,
-            Ack,
-            Sort,
-            Invert,
-            Filter,
-            Kill,
-            Freeze,
-            ZoomIn,
-            ZoomOut,
-            Faster,
-            Slower,
-            SeekBack,
-            SeekForward,
-            PrevMark,
-            NextMark,
-            ToStart,
-            ToEnd,
-            Loop,
-        ] {
-            assert!(BINDINGS.iter().any(|b| b.action == a), "{a:?} unbound");
-        }
-    }
 }

@@ -17,6 +17,9 @@ fn key(app: &mut App, c: KeyCode) -> Option<Effect> {
     app.update(Event::Key(KeyEvent::new(c, KeyModifiers::NONE)))
 }
 
+/// How one header state differs from plain playback.
+type Change = Box<dyn Fn(&mut ReplayStatus)>;
+
 fn status(start: i64, pos_s: i64, end_s: i64) -> ReplayStatus {
     ReplayStatus {
         pos: start + pos_s * 1000,
@@ -89,7 +92,7 @@ fn header_in_every_state() {
 
     let mut rp = app_from(GROW, Some(35_000));
     let t0 = start_of(&rp);
-    let states: [(&str, Box<dyn Fn(&mut ReplayStatus)>); 7] = [
+    let states: [(&str, Change); 7] = [
         ("replay playing", Box::new(|_| {})),
         ("replay paused", Box::new(|s| s.paused = true)),
         (
@@ -284,7 +287,7 @@ fn selection_keeps_its_pid_through_resorts_and_a_seek_rebuild_and_moves_when_it_
         },
         Default::default(),
     );
-    let mut feed = |app: &mut App, from: i64, to: i64| {
+    let feed = |app: &mut App, from: i64, to: i64| {
         for f in all
             .iter()
             .filter(|f| f.time() > t0 + from && f.time() <= t0 + to)
@@ -436,13 +439,7 @@ fn kill_asks_naming_the_pid_refuses_in_replay_and_escalates_to_sigkill() {
 #[test]
 fn acknowledge_one_alert_in_the_panel_and_all_only_after_confirming() {
     let mut app = leak_panel();
-    let n = app
-        .pipe
-        .alerts
-        .active()
-        .iter()
-        .filter(|a| !a.silenced)
-        .count();
+    let n = app.unacknowledged();
     assert!(n >= 2, "{n}");
     key(&mut app, KeyCode::Char('A'));
     let silenced = app

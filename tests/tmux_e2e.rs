@@ -81,6 +81,31 @@ fn replay(tag: &str, file: &str, args: &str) -> Session {
     start_cmd(tag, 80, 24, &cmd)
 }
 
+/// A child process with a real companion (python, fake torch) reporting into a private
+/// socket directory `DIR/sock`; returns once it is ready. The directory lives as long as
+/// the returned guard.
+fn companion(epochs: u32) -> (tempfile::TempDir, std::process::Child) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sock = dir.path().join("sock");
+    std::fs::create_dir(&sock).expect("mkdir");
+    std::fs::set_permissions(&sock, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .expect("chmod");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut program = Command::new("python3")
+        .arg(format!("{root}/python/tests/fake_torch_program.py"))
+        .arg(epochs.to_string())
+        .env("GPUMON_DIR", &sock)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs the companion");
+    let mut line = String::new();
+    let out = program.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).expect("ready");
+    assert!(line.starts_with("ready"), "{line}");
+    (dir, program)
+}
+
 /// The text of the rows drawn in reverse video (the selection), from `capture-pane -e`.
 fn reversed_rows(s: &Session) -> Vec<String> {
     let raw = tmux(&["capture-pane", "-p", "-e", "-t", &s.0]);
@@ -215,24 +240,8 @@ fn without_nvml_a_running_companion_is_shown_live_instead_of_the_demo() {
     if !have_tmux() || std::path::Path::new("/dev/nvidiactl").exists() {
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
+    let (dir, mut program) = companion(3);
     let sock = dir.path().join("sock");
-    std::fs::create_dir(&sock).expect("mkdir");
-    std::fs::set_permissions(&sock, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .expect("chmod");
-    let root = env!("CARGO_MANIFEST_DIR");
-    let mut program = std::process::Command::new("python3")
-        .arg(format!("{root}/python/tests/fake_torch_program.py"))
-        .arg("3")
-        .env("GPUMON_DIR", &sock)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 runs the companion");
-    let mut line = String::new();
-    let out = program.stdout.take().expect("stdout");
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).expect("ready");
-    assert!(line.starts_with("ready"), "{line}");
     let sock_s = sock.display().to_string();
     let s = start("comp", |bin, _| {
         format!("env LANG=C.UTF-8 {bin} --socket-dir {sock_s}; echo EXIT=$?; sleep 60")
@@ -370,23 +379,8 @@ fn kill_names_the_pid_and_ends_a_process_the_test_started() {
         return;
     }
     // Without NVML gpumon lists companions live: start one, select it, k, y.
-    let dir = tempfile::tempdir().expect("tempdir");
+    let (dir, mut program) = companion(1);
     let sock = dir.path().join("sock");
-    std::fs::create_dir(&sock).expect("mkdir");
-    std::fs::set_permissions(&sock, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-        .expect("chmod");
-    let root = env!("CARGO_MANIFEST_DIR");
-    let mut program = Command::new("python3")
-        .arg(format!("{root}/python/tests/fake_torch_program.py"))
-        .arg("1")
-        .env("GPUMON_DIR", &sock)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 runs the companion");
-    let mut line = String::new();
-    let out = program.stdout.take().expect("stdout");
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).expect("ready");
     let pid = program.id().to_string();
     let bin = assert_cmd::cargo::cargo_bin("gpumon");
     let cmd = format!(

@@ -334,7 +334,7 @@ fn panel(
     let active = engine.active().len();
     let w = usize::from(area.width);
     let title = format!("Alerts {active} active, {} past", items.len() - active);
-    let keys = format!(" {0} Enter: go to it {0} A: ack {0} Esc: back", theme.dot());
+    let keys = format!(" {0} Enter go to it {0} A ack {0} Esc back", theme.dot());
     let title = if title.chars().count() + keys.chars().count() <= w {
         format!("{title}{keys}")
     } else {
