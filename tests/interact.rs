@@ -483,3 +483,21 @@ fn alert_marks_on_the_process_row_and_the_card() {
         .expect("GPU 1 card");
     assert!(card.contains('⚠') || card.contains('‼'), "{card}");
 }
+
+#[test]
+fn the_overview_scrolls_a_card_to_keep_the_selection_on_screen() {
+    let mut app = app_from("h200x2_cvd.jsonl", Some(20_000));
+    app.gpu = 1;
+    app.sel_pid = None;
+    app.sync();
+    for _ in 0..10 {
+        key(&mut app, KeyCode::Down);
+    }
+    let pid = app.sel_pid.expect("selection");
+    assert!(app.proc_row >= 4, "{}", app.proc_row);
+    let screen = render(&app, 80, 24, &theme(false));
+    assert!(
+        screen.contains(&format!(" {pid} ")),
+        "selected PID {pid} drawn in its card:\n{screen}"
+    );
+}

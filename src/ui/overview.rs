@@ -226,7 +226,12 @@ fn card(app: &App, g: &GpuState, sel: bool, area: Rect, buf: &mut Buffer, theme:
         y += 1;
     }
     let end = inner.y + inner.height;
-    for (i, (p, pg)) in procs.iter().enumerate() {
+    let lines = |i: usize| {
+        let pid = procs[i].0.info.pid;
+        1 + u16::from(s.companions.for_gpu_in(pid, &g.info, all).is_some())
+    };
+    let first = super::procs::first_visible(app, pos, procs.len(), end.saturating_sub(y), lines);
+    for (i, (p, pg)) in procs.iter().enumerate().skip(first) {
         if y >= end {
             break;
         }

@@ -149,6 +149,24 @@ pub fn mark_companion(app: &App, pid: u32, row: Rect, buf: &mut Buffer, theme: &
     hit(app, row, Target::Proc { gpu: 0, pid });
 }
 
+/// First row a list of `n` rows shows in `fit` lines so that the selection (on the GPU at
+/// position `gpu`) stays on screen, with a line left below it for `+N more`. `lines(i)` is
+/// how many lines row `i` takes (a process with a companion line takes two).
+pub fn first_visible(
+    app: &App,
+    gpu: usize,
+    n: usize,
+    fit: u16,
+    lines: impl Fn(usize) -> u16,
+) -> usize {
+    let sel = app.proc_row;
+    if gpu != app.gpu || sel >= n {
+        return 0;
+    }
+    let need = |first: usize| (first..=sel).map(&lines).sum::<u16>() + u16::from(sel + 1 < n);
+    (0..=sel).find(|&f| need(f) <= fit).unwrap_or(sel)
+}
+
 /// Register `area` as a click target for the next mouse event.
 pub fn hit(app: &App, area: Rect, t: Target) {
     app.hits.borrow_mut().push((area, t));
