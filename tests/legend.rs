@@ -102,6 +102,11 @@ fn screens() -> Vec<String> {
                 }
             }
         }
+        // Sorted by growth, the last column is the growth rate.
+        app.view = View::Overview;
+        key(&mut app, KeyCode::Char('s'));
+        key(&mut app, KeyCode::Char('s'));
+        add(&app);
         app.view = View::Alerts;
         for _ in 0..6 {
             add(&app);
@@ -144,6 +149,7 @@ fn shows(t: &Term, screen: &str) -> bool {
         legend::CUDA_Q => screen.contains("cuda:0?") || screen.contains("cuda:1?"),
         legend::FRAG => screen.contains("F 0.") || screen.contains("F 1.0"),
         legend::PEAK => screen.contains(" pk "),
+        legend::PER_MIN => screen.contains("B/m"),
         legend::PID_AT => lines().any(|l| {
             l.split(' ').any(|w| {
                 w.split_once('@').is_some_and(|(a, b)| {

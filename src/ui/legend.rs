@@ -131,6 +131,12 @@ term!(
     "growth per epoch (M = MiB); /win = per 10-minute window"
 );
 term!(
+    PER_MIN,
+    "/m",
+    "/m",
+    "per minute: a process's growth over the last minute (shown when sorted by growth)"
+);
+term!(
     GATES,
     "gates ✓ …",
     "gates + ...",
@@ -188,5 +194,6 @@ term!(
 /// Every entry, in the order help's legend page lists them.
 pub const LEGEND: &[Term] = &[
     USED, PEAK, GONE, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG, STRANDED,
-    LIMIT, EPOCH, TICK, GAP, PER_EPOCH, GATES, SEV, MARK, PAST, ACK, SORT, REPLAY, REC, FROZEN,
+    LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, GATES, SEV, MARK, PAST, ACK, SORT, REPLAY, REC,
+    FROZEN,
 ];

@@ -57,14 +57,38 @@ fn used_label(pg: &ProcGpu, now: Ts) -> String {
 
 /// One process row for the overview cards, shortened to `width`.
 pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line<'static> {
-    proc_line_at(p, pg, width, theme, pg.last_seen)
+    proc_line_at(p, pg, width, theme, pg.last_seen, false)
 }
 
-fn proc_line_at(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme, now: Ts) -> Line<'static> {
+/// `+1.20 GiB/m`: growth over the last minute, per minute.
+pub fn growth_label(pg: &ProcGpu, now: Ts) -> String {
+    let g = crate::selection::growth(pg, now);
+    let sign = if g < 0.0 { "-" } else { "+" };
+    format!(
+        "{sign}{}{}",
+        human(g.abs().round() as u64),
+        legend::PER_MIN.sym
+    )
+}
+
+/// The row; with `growth` the last column is the growth rate (sorted by it) instead of
+/// the peak.
+fn proc_line_at(
+    p: &ProcState,
+    pg: &ProcGpu,
+    width: u16,
+    theme: &Theme,
+    now: Ts,
+    growth: bool,
+) -> Line<'static> {
     let w = usize::from(width);
     let user = p.info.user.clone().unwrap_or_else(|| "?".into());
     let used = format!("{:>9}", used_label(pg, now));
-    let peak = format!(" {} {:>9}", legend::PEAK.sym, human(pg.peak.value));
+    let peak = if growth {
+        format!(" {:>12}", growth_label(pg, now))
+    } else {
+        format!(" {} {:>9}", legend::PEAK.sym, human(pg.peak.value))
+    };
     let map = format!(" {:<8}", pg.mapping.label());
     let head = if w < 50 {
         format!("{:>7} ", p.info.pid)
@@ -99,7 +123,8 @@ pub fn render_row(
     theme: &Theme,
 ) {
     let now = app.view_state().now;
-    proc_line_at(p, pg, row.width, theme, now).render(row, buf);
+    let growth = app.sort.key == SortKey::Growth;
+    proc_line_at(p, pg, row.width, theme, now, growth).render(row, buf);
     if let Some((mark, style)) = super::alerts::row_mark(app, p.info.pid, pg.gpu, theme) {
         buf.set_stringn(row.x, row.y, mark, usize::from(row.width), style);
     }
