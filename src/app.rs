@@ -275,6 +275,10 @@ impl App {
 
     pub fn apply(&mut self, f: &Frame) -> Option<Effect> {
         self.pipe.apply(f);
+        // A recorder that failed is dropped by the pipeline (and says why): so goes `● REC`.
+        if self.recording.is_some() && self.pipe.sinks.recorder.is_none() {
+            self.recording = None;
+        }
         let n = self.pipe.state.gpus.len();
         if n > 0 && self.gpu >= n {
             self.gpu = n - 1;

@@ -383,13 +383,19 @@ fn kill_names_the_pid_and_ends_a_process_the_test_started() {
     let sock = dir.path().join("sock");
     let pid = program.id().to_string();
     let bin = assert_cmd::cargo::cargo_bin("gpumon");
+    let rec = dir.path().join("rec.gpumon.jsonl");
     let cmd = format!(
-        "env LANG=C.UTF-8 TERM=xterm-256color {} --socket-dir {}; sleep 60",
+        "env LANG=C.UTF-8 TERM=xterm-256color {} --socket-dir {} --record {}; sleep 60",
         bin.display(),
-        sock.display()
+        sock.display(),
+        rec.display()
     );
     let s = start_cmd("kill", 80, 24, &cmd);
-    wait_for(&s, &pid, 10);
+    let p = wait_for(&s, &pid, 10);
+    assert!(
+        p.contains("● REC"),
+        "--record shows REC in the header:\n{p}"
+    );
     keys(&s, &["k"]);
     let p = pane(&s);
     let ended = |program: &mut std::process::Child| {
