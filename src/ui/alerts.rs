@@ -380,8 +380,11 @@ fn panel(
         } else {
             mark(a.severity, theme)
         };
-        let st = if past || a.silenced {
+        // Dim reversed is unreadable on many themes: the selected row is never dim.
+        let st = if (past || a.silenced) && i != selected {
             theme.dim()
+        } else if past || a.silenced {
+            theme.normal()
         } else {
             style(a.severity, theme)
         };
