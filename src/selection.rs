@@ -122,25 +122,32 @@ pub fn rows<'a>(
     sort: Sort,
     filter: &str,
 ) -> Vec<(&'a ProcState, &'a ProcGpu)> {
-    let mut v: Vec<_> = s
+    let v: Vec<_> = s
         .procs
         .values()
         .filter(|p| matches(p, filter))
         .filter_map(|p| p.gpus.get(&gpu).map(|pg| (p, pg)))
         .collect();
+    // Growth reads a window of the series: compute it once per row, not per comparison
+    // (this runs after every frame to find the selection again).
     let now = s.now;
-    v.sort_by(|a, b| {
+    let rate = |pg: &ProcGpu| match sort.key {
+        SortKey::Growth => growth(pg, now),
+        _ => 0.0,
+    };
+    let mut keyed: Vec<_> = v.into_iter().map(|r| (rate(r.1), r)).collect();
+    keyed.sort_by(|(ga, a), (gb, b)| {
         let ord = match sort.key {
             SortKey::Used => a.1.last_used.unwrap_or(0).cmp(&b.1.last_used.unwrap_or(0)),
             SortKey::Peak => a.1.peak.value.cmp(&b.1.peak.value),
-            SortKey::Growth => growth(a.1, now).total_cmp(&growth(b.1, now)),
+            SortKey::Growth => ga.total_cmp(gb),
             SortKey::Pid => a.0.info.pid.cmp(&b.0.info.pid),
             SortKey::Name => name(a.0).cmp(name(b.0)),
         };
         let ord = if sort.desc { ord.reverse() } else { ord };
         ord.then(a.0.info.pid.cmp(&b.0.info.pid))
     });
-    v
+    keyed.into_iter().map(|(_, r)| r).collect()
 }
 
 /// An alert's identity: the same kind, process and GPU raised at the same time. (The key
