@@ -501,3 +501,21 @@ fn the_overview_scrolls_a_card_to_keep_the_selection_on_screen() {
         "selected PID {pid} drawn in its card:\n{screen}"
     );
 }
+
+#[test]
+fn help_keys_page_at_40x12_has_no_fragments_and_scrolls() {
+    let mut app = app_from(GROW, Some(35_000));
+    key(&mut app, KeyCode::F(1));
+    let top = render(&app, 40, 12, &theme(false));
+    assert!(top.contains("more lines"), "{top}");
+    insta::assert_snapshot!("help_keys_40x12", top);
+    for _ in 0..60 {
+        key(&mut app, KeyCode::PageDown);
+    }
+    let end = render(&app, 40, 12, &theme(false));
+    assert!(
+        end.contains("loop at the end"),
+        "the last key is reachable:\n{end}"
+    );
+    assert!(!end.contains("more lines"), "{end}");
+}

@@ -41,6 +41,23 @@ pub fn page_rows(page: u8, ascii: bool) -> Vec<(String, &'static str)> {
     }
 }
 
+/// Greedy word wrap to `width` columns (a word longer than the line gets a line of its own).
+fn wrap_words(s: &str, width: usize) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for word in s.split(' ') {
+        let cur = out.last_mut().expect("starts with one line");
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > width {
+            out.push(word.to_string());
+        } else {
+            if !cur.is_empty() {
+                cur.push(' ');
+            }
+            cur.push_str(word);
+        }
+    }
+    out
+}
+
 pub fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let rows = page_rows(app.help_page, theme.ascii);
     let label_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
@@ -82,20 +99,27 @@ pub fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if visible == 0 || inner.width == 0 {
         return;
     }
-    let lines: Vec<Line> = rows
-        .iter()
-        .map(|(label, desc)| {
-            let label = if column {
-                format!(" {label:<label_w$} ")
-            } else {
-                format!(" {label} ")
-            };
-            Line::from(vec![
-                Span::styled(label, theme.title()),
-                Span::styled(super::alerts::fold(desc, theme), theme.normal()),
-            ])
-        })
-        .collect();
+    // In column mode the text wraps under itself (hanging indent), so labels stay a clean
+    // column; otherwise ratatui wraps the whole line.
+    let text_w = usize::from(inner.width).saturating_sub(label_w + 2).max(1);
+    let mut lines: Vec<Line> = Vec::new();
+    for (label, desc) in &rows {
+        let desc = super::alerts::fold(desc, theme);
+        if !column {
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {label} "), theme.title()),
+                Span::styled(desc, theme.normal()),
+            ]));
+            continue;
+        }
+        for (i, part) in wrap_words(&desc, text_w).into_iter().enumerate() {
+            let head = if i == 0 { label.as_str() } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {head:<label_w$} "), theme.title()),
+                Span::styled(part, theme.normal()),
+            ]));
+        }
+    }
     let text = Paragraph::new(lines).wrap(Wrap { trim: false });
     let total = text.line_count(inner.width);
     let max_scroll = total.saturating_sub(visible);
