@@ -191,9 +191,22 @@ term!(
     "the view is frozen (p); sampling goes on"
 );
 
+term!(
+    WINDOW,
+    "│ 5m",
+    "| 5m",
+    "(header) the time window charts and sparklines show; + and - zoom"
+);
+term!(
+    INTERVAL,
+    "│ 1 s │",
+    "| 1 s |",
+    "(header, live) how often NVML is sampled (--interval)"
+);
+
 /// Every entry, in the order help's legend page lists them.
 pub const LEGEND: &[Term] = &[
     USED, PEAK, GONE, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG, STRANDED,
     LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, GATES, SEV, MARK, PAST, ACK, SORT, REPLAY, REC,
-    FROZEN,
+    FROZEN, WINDOW, INTERVAL,
 ];
