@@ -158,11 +158,11 @@ pub const BINDINGS: &[Binding] = &[
     bind!("]", "replay: step forward", SeekForward, Char(']')),
     bind!(
         "{",
-        "replay: previous alert or epoch mark",
+        "replay: previous alert (or epoch end when none is behind)",
         PrevMark,
         Char('{')
     ),
-    bind!("}", "replay: next alert or epoch mark", NextMark, Char('}')),
+    bind!("}", "replay: next alert (or epoch end when none is ahead)", NextMark, Char('}')),
     bind!(
         "g Home",
         "replay: back to the start",

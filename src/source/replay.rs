@@ -34,8 +34,27 @@ pub enum Control {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scan {
     pub end: Ts,
-    /// Alert raised/worsened and epoch-end times, sorted, at least a second apart.
-    pub marks: Vec<Ts>,
+    /// Times alerts were raised or worsened, sorted, at least a second apart.
+    pub alerts: Vec<Ts>,
+    /// Epoch ends (companion `epoch` messages), sorted, at least a second apart.
+    pub epochs: Vec<Ts>,
+}
+
+impl Scan {
+    /// The mark `}` (dir > 0) or `{` goes to from `pos`: the next (previous) alert, or the
+    /// next epoch end when no alert lies that way. Alerts first: in a run with an epoch
+    /// every few seconds they would otherwise be out of reach. A little room around `pos`
+    /// lets a second press move on instead of finding the mark the first one landed on.
+    pub fn mark(&self, pos: Ts, dir: i32) -> Option<Ts> {
+        let pick = |v: &[Ts]| {
+            if dir > 0 {
+                v.iter().find(|&&m| m > pos + 500).copied()
+            } else {
+                v.iter().rev().find(|&&m| m < pos - 1_500).copied()
+            }
+        };
+        pick(&self.alerts).or_else(|| pick(&self.epochs))
+    }
 }
 
 /// Read the whole recording once (on its own thread: a long file must not delay playback).
@@ -44,21 +63,24 @@ pub fn scan(path: &Path) -> Result<Scan, RecordingError> {
     let mut r = Reader::open(path)?;
     let mut s = Scan {
         end: r.header.started,
-        marks: Vec::new(),
+        ..Scan::default()
     };
     while let Next::Frame(f) = r.next()? {
         s.end = s.end.max(f.time());
-        let mark = match &f {
-            Frame::Alert(a) => matches!(a.change, ChangeKind::Raised | ChangeKind::Worsened),
-            Frame::Companion(c) => matches!(c.msg, crate::wire::Message::Epoch(_)),
-            _ => false,
-        };
-        if mark {
-            s.marks.push(f.time());
+        match &f {
+            Frame::Alert(a) if matches!(a.change, ChangeKind::Raised | ChangeKind::Worsened) => {
+                s.alerts.push(f.time())
+            }
+            Frame::Companion(c) if matches!(c.msg, crate::wire::Message::Epoch(_)) => {
+                s.epochs.push(f.time())
+            }
+            _ => {}
         }
     }
-    s.marks.sort_unstable();
-    s.marks.dedup_by(|b, a| *b - *a < 1_000);
+    for v in [&mut s.alerts, &mut s.epochs] {
+        v.sort_unstable();
+        v.dedup_by(|b, a| *b - *a < 1_000);
+    }
     Ok(s)
 }
 
@@ -276,15 +298,7 @@ impl Replay {
             Control::Seek(d) => self.seek_to(self.pos.saturating_add(d))?,
             Control::SeekTo(t) => self.seek_to(t)?,
             Control::Mark(dir) => {
-                let marks = self.scan.get().map(|s| s.marks.as_slice()).unwrap_or(&[]);
-                // Leave a little room so pressing again moves on instead of finding the
-                // mark the last press landed on.
-                let target = if dir > 0 {
-                    marks.iter().find(|&&m| m > self.pos + 500).copied()
-                } else {
-                    marks.iter().rev().find(|&&m| m < self.pos - 1_500).copied()
-                };
-                if let Some(t) = target {
+                if let Some(t) = self.scan.get().and_then(|s| s.mark(self.pos, dir)) {
                     self.seek_to(t)?;
                 }
             }
@@ -332,5 +346,32 @@ impl Replay {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_finds_the_length_and_the_alert_and_epoch_marks() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/corpus_leak.jsonl");
+        let start = Reader::open(&path).expect("opens").header.started;
+        let s = scan(&path).expect("scans");
+        assert_eq!((s.end - start) / 1000, 142, "a 142 s recording");
+        // The recorded frag OOM of PID 788 was raised 40.086 s in.
+        assert_eq!(s.alerts.first(), Some(&(start + 40_086)), "{:?}", s.alerts);
+        assert!(s.epochs.len() > 10, "epoch ends: {}", s.epochs.len());
+        assert!(
+            s.epochs.windows(2).all(|w| w[1] - w[0] >= 1_000),
+            "a second apart"
+        );
+        // `}` from the start goes to the first alert, not to the first epoch end; past the
+        // last alert it goes to the next epoch end.
+        assert_eq!(s.mark(start, 1), Some(start + 40_086));
+        let last = *s.alerts.last().expect("alerts");
+        assert!(s.mark(last, 1).is_some_and(|t| s.epochs.contains(&t)));
+        assert_eq!(s.mark(start + 50_000, -1), Some(start + 40_086));
     }
 }
