@@ -34,6 +34,7 @@ pub const ZOOMS: [(i64, &str); 8] = [
     (7 * 24 * 3_600_000, "7d"),
 ];
 
+/// The screen the body shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Overview,
@@ -239,6 +240,7 @@ impl App {
         active.iter().filter(|a| !a.silenced).count()
     }
 
+    /// Apply one event; afterwards the selection is found again in the new lists.
     pub fn update(&mut self, ev: Event) -> Option<Effect> {
         let effect = match ev {
             Event::Frame(f) => self.apply(&f),

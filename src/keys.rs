@@ -162,7 +162,12 @@ pub const BINDINGS: &[Binding] = &[
         PrevMark,
         Char('{')
     ),
-    bind!("}", "replay: next alert (or epoch end when none is ahead)", NextMark, Char('}')),
+    bind!(
+        "}",
+        "replay: next alert (or epoch end when none is ahead)",
+        NextMark,
+        Char('}')
+    ),
     bind!(
         "g Home",
         "replay: back to the start",
@@ -179,6 +184,7 @@ pub fn listed() -> impl Iterator<Item = &'static Binding> {
     BINDINGS.iter().filter(|b| !b.label.is_empty())
 }
 
+/// The action a key press asks for (Ctrl-C and Ctrl-D always quit).
 pub fn action_for(key: KeyEvent) -> Option<Action> {
     if key.modifiers.contains(KeyModifiers::CONTROL)
         && matches!(key.code, Char('c') | Char('C') | Char('d'))

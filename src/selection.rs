@@ -17,6 +17,7 @@ pub enum SortKey {
 }
 
 impl SortKey {
+    /// The key `s`/F6 moves on to.
     pub fn next(self) -> SortKey {
         match self {
             SortKey::Used => SortKey::Peak,

@@ -38,6 +38,7 @@ pub fn send(pid: u32, sig: i32) -> Result<String, String> {
     }
 }
 
+/// `SIGTERM`/`SIGKILL`, for prompts and results.
 pub fn name(sig: i32) -> &'static str {
     match sig {
         libc::SIGTERM => "SIGTERM",

@@ -25,6 +25,7 @@ impl App {
         self.go(View::Detail);
     }
 
+    /// `A`: the selected alert in the panel; elsewhere all of them, after asking.
     pub(super) fn ack(&mut self) {
         if self.view == View::Alerts {
             let Some(id) = self.sel_alert else { return };
@@ -98,6 +99,7 @@ impl App {
         });
     }
 
+    /// Speed, seek, marks, start/end and loop: replay only (live says where they work).
     pub(super) fn replay_action(&mut self, a: Action) -> Option<Effect> {
         let Some(r) = self.replay.filter(|_| self.is_replay()) else {
             self.flash = Some("replay controls work in `gpumon replay FILE`".into());

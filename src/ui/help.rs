@@ -58,6 +58,7 @@ fn wrap_words(s: &str, width: usize) -> Vec<String> {
     out
 }
 
+/// The overlay over `area`: the page `app.help_page`, scrolled by `app.help_scroll`.
 pub fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let rows = page_rows(app.help_page, theme.ascii);
     let label_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
