@@ -208,7 +208,9 @@ pub fn markdown_table() -> String {
     }
     out.push_str(
         "\nIn a prompt (filter, confirmation) the keys type text: `Enter` accepts, `Esc` \
-         cancels, `y` confirms. The mouse selects cards, processes and alerts; the wheel scrolls.\n",
+         cancels, `y` confirms. The mouse selects cards, processes and alerts; the wheel scrolls. \
+         How selection, alerts, replay controls, sort, filter and signals behave: \
+         [docs/interaction.md](docs/interaction.md).\n",
     );
     out
 }
