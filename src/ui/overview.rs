@@ -274,6 +274,13 @@ fn card(
             theme,
         ));
     }
+    let procs_area = Rect {
+        y: inner.y + 1 + chart_h,
+        height: inner.height - 1 - chart_h,
+        ..inner
+    };
+    // Processes a one-row card could not list: said in its bottom border.
+    let unlisted = proc_rows(p, app, pos, g, procs_area, theme);
     let t = title(g, area.width, theme);
     // The alert mark (` ‼ 2 `) goes before the scale note, and is kept when both do not fit.
     let mark = super::alerts::decorate_card(app, pos, area, theme);
@@ -297,24 +304,33 @@ fn card(
         if sel {
             block = block.border_style(theme.title());
         }
+        if unlisted > 0 {
+            let more = format!(" +{unlisted} more: Enter ");
+            if more.chars().count() + 4 <= usize::from(area.width) {
+                block = block.title_bottom(Line::styled(more, theme.dim()).right_aligned());
+            }
+        }
         block.render(area, buf);
     });
     p.paint("usage", |buf| {
         usage_line(g, inner.width, theme).render(Rect { height: 1, ..inner }, buf)
     });
-    let procs_area = Rect {
-        y: inner.y + 1 + chart_h,
-        height: inner.height - 1 - chart_h,
-        ..inner
-    };
-    proc_rows(p, app, pos, g, procs_area, theme);
 }
 
 /// Title row, process rows with allocator lines, and "+N more" on a row of its own.
-fn proc_rows(p: &mut Painter, app: &App, pos: usize, g: &GpuState, area: Rect, theme: &Theme) {
+/// Returns how many processes are hidden without a word about them (no room for a title
+/// row): the card's border says it.
+fn proc_rows(
+    p: &mut Painter,
+    app: &App,
+    pos: usize,
+    g: &GpuState,
+    area: Rect,
+    theme: &Theme,
+) -> usize {
     let s = app.view_state();
     if area.height == 0 {
-        return;
+        return 0;
     }
     let procs = app.rows_on(g.info.index);
     if procs.is_empty() {
@@ -328,7 +344,7 @@ fn proc_rows(p: &mut Painter, app: &App, pos: usize, g: &GpuState, area: Rect, t
                 buf.set_stringn(area.x, area.y, text, usize::from(area.width), theme.dim())
             });
         }
-        return;
+        return 0;
     }
     let all = s.gpu_infos();
     let allocs: Vec<_> = procs
@@ -419,6 +435,9 @@ fn proc_rows(p: &mut Painter, app: &App, pos: usize, g: &GpuState, area: Rect, t
         p.paint("process titles", |buf| {
             buf.set_stringn(area.x, area.y, titles, usize::from(area.width), theme.dim())
         });
+        0
+    } else {
+        left
     }
 }
 
