@@ -1,12 +1,25 @@
 //! TEA core: `App` holds the model and the UI state; `update` applies one event
-//! and returns what the loop must do. No I/O here, no drawing.
+//! and returns what the loop must do. No I/O here, no drawing (the one exception,
+//! `kill(pid, 0)` before a kill prompt, goes through the replaceable `may_signal`).
+//!
+//! The selection is an identity (a PID on a GPU, an alert id), not a row: after every
+//! event `sync` finds it again in the freshly sorted lists, and only when it is gone does
+//! it move to the neighbour, saying so in the status line.
+
+mod commands;
+mod input;
+
+use std::cell::RefCell;
+
+use ratatui::layout::Rect;
 
 use crate::event::{Event, ReplayStatus, Speed};
 use crate::frame::Frame;
 use crate::keys::{Action, action_for};
-use crate::model::state::State;
+use crate::model::state::{ProcGpu, ProcState, State};
 use crate::model::time::Ts;
 use crate::pipeline::{Pipeline, Sinks};
+use crate::selection::{AlertId, Sort, locate};
 use crate::source::replay::Control;
 
 /// Time windows the memory charts can show, shortest first.
@@ -21,6 +34,7 @@ pub const ZOOMS: [(i64, &str); 8] = [
     (7 * 24 * 3_600_000, "7d"),
 ];
 
+/// The screen the body shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Overview,
@@ -41,6 +55,35 @@ pub enum Effect {
     Quit,
     Replay(Control),
     Bell,
+    /// Send a signal (confirmed by the user); the loop reports back with `signal_done`.
+    Signal {
+        pid: u32,
+        sig: i32,
+    },
+}
+
+/// A question on the bottom line that takes the next keys.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    /// Typing the process filter.
+    Filter,
+    /// Acknowledge all this many active alerts?
+    AckAll(usize),
+    /// Send `sig` to `pid` (`what` names it: PID and command)?
+    Signal { pid: u32, sig: i32, what: String },
+}
+
+/// Something a click can select; the renderers register where they drew each.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Target {
+    /// A GPU card (position in `State::gpus`).
+    Gpu(usize),
+    /// A process row (GPU position, PID).
+    Proc {
+        gpu: usize,
+        pid: u32,
+    },
+    Alert(AlertId),
 }
 
 pub struct App {
@@ -51,20 +94,52 @@ pub struct App {
     pub source: SourceKind,
     pub replay: Option<ReplayStatus>,
     pub view: View,
+    /// Views Esc returns to, most recent last.
+    pub back: Vec<View>,
     pub help: bool,
+    /// 0: keys, 1: legend.
+    pub help_page: u8,
+    pub help_scroll: u16,
+    /// Position of the selected GPU in `State::gpus`.
     pub gpu: usize,
+    /// The selected process (on the selected GPU); the identity the selection keeps.
+    pub sel_pid: Option<u32>,
+    /// Row of `sel_pid` in the selected GPU's list, kept in step by `sync`.
     pub proc_row: usize,
     pub zoom: usize,
+    /// The selected alert in the panel, and its row (kept in step by `sync`).
+    pub sel_alert: Option<AlertId>,
     pub alert_row: usize,
     /// Charts run from zero to the card's total instead of fitting the data (key `f`).
     pub full_scale: bool,
     /// The detail chart shows the whole card instead of the selected process (key `c`).
     pub card_chart: bool,
+    /// Lines the selected alert's evidence and message are scrolled by.
+    pub alert_scroll: u16,
+    pub sort: Sort,
+    pub filter: String,
+    pub prompt: Option<Prompt>,
     /// Ring the terminal bell when an alert is raised or worsens.
     pub bell: bool,
-    /// A note shown once in the status line (e.g. why the demo is playing).
+    /// A note shown in the status line for the whole session (e.g. why the demo is playing).
     pub notice: Option<String>,
+    /// What the last action did (or why it could not), until the next key.
+    pub flash: Option<String>,
+    /// File `--record` writes to, for the `● REC` mark.
+    pub recording: Option<String>,
     pub quit_reason: Option<String>,
+    /// Speed asked for but not yet confirmed by the replay thread: the next `>` doubles
+    /// this, not the stale status (typing `>>>>` gives 16x).
+    pub speed_req: Option<Speed>,
+    /// A replay seek is rebuilding the model: do not move the selection off a process
+    /// that has simply not been re-read yet.
+    pub settling: bool,
+    /// Last process sent SIGTERM: `k` on it again offers SIGKILL.
+    pub terminated: Option<u32>,
+    /// The permission check before a kill prompt (replaceable in tests).
+    pub may_signal: fn(u32) -> Result<(), String>,
+    /// Where the last frame drew clickable things; rebuilt by every draw.
+    pub hits: RefCell<Vec<(Rect, Target)>>,
 }
 
 impl App {
@@ -75,16 +150,32 @@ impl App {
             source,
             replay: None,
             view: View::Overview,
+            back: Vec::new(),
             help: false,
+            help_page: 0,
+            help_scroll: 0,
             gpu: 0,
+            sel_pid: None,
             proc_row: 0,
             zoom: 1,
+            sel_alert: None,
             alert_row: 0,
             full_scale: false,
             card_chart: false,
+            alert_scroll: 0,
+            sort: Sort::default(),
+            filter: String::new(),
+            prompt: None,
             bell: false,
             notice: None,
+            flash: None,
+            recording: None,
             quit_reason: None,
+            speed_req: None,
+            settling: false,
+            terminated: None,
+            may_signal: crate::signal::may_signal,
+            hits: RefCell::new(Vec::new()),
         }
     }
 
@@ -110,15 +201,66 @@ impl App {
         self.view_state().now
     }
 
+    /// The speed the header shows: what was asked for, before the replay confirms it.
+    pub fn speed(&self) -> Option<Speed> {
+        self.speed_req.or(self.replay.map(|r| r.speed))
+    }
+
+    /// Processes on the GPU with NVML index `gpu`, sorted and filtered as the user chose.
+    /// Every process list on screen comes from here, so rows and selection agree.
+    pub fn rows_on(&self, gpu: u32) -> Vec<(&ProcState, &ProcGpu)> {
+        crate::selection::rows(self.view_state(), gpu, self.sort, &self.filter)
+    }
+
+    /// PIDs the selection moves through: the selected GPU's rows, or, without any GPU
+    /// (no NVML), the companions that report.
+    pub fn pids(&self) -> Vec<u32> {
+        let s = self.view_state();
+        match s.gpus.get(self.gpu) {
+            Some(g) => self
+                .rows_on(g.info.index)
+                .iter()
+                .map(|(p, _)| p.info.pid)
+                .collect(),
+            None if s.gpus.is_empty() => s.companions.by_pid.keys().copied().collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether `pid` on the GPU at position `gpu` is the selection.
+    pub fn is_selected(&self, gpu: Option<usize>, pid: u32) -> bool {
+        self.sel_pid == Some(pid) && gpu.is_none_or(|g| g == self.gpu)
+    }
+
+    /// The alerts panel's list, as identities.
+    pub fn alert_ids(&self) -> Vec<AlertId> {
+        crate::ui::alerts::panel_items(&self.pipe.alerts)
+            .into_iter()
+            .map(AlertId::of)
+            .collect()
+    }
+
+    /// Active alerts not yet acknowledged (what `A` outside the panel would silence).
+    pub fn unacknowledged(&self) -> usize {
+        let active = self.pipe.alerts.active();
+        active.iter().filter(|a| !a.silenced).count()
+    }
+
+    /// Apply one event; afterwards the selection is found again in the new lists.
     pub fn update(&mut self, ev: Event) -> Option<Effect> {
-        match ev {
+        let effect = match ev {
             Event::Frame(f) => self.apply(&f),
             Event::Reset => {
                 self.pipe.reset();
+                self.settling = true;
                 None
             }
             Event::Replay(s) => {
+                if self.speed_req == Some(s.speed) {
+                    self.speed_req = None;
+                }
                 self.replay = Some(s);
+                self.settling = false;
                 None
             }
             Event::Resize => None,
@@ -126,12 +268,25 @@ impl App {
                 self.quit_reason = Some(reason);
                 Some(Effect::Quit)
             }
-            Event::Key(k) => action_for(k).and_then(|a| self.act(a)),
-        }
+            Event::Mouse(m) => self.mouse(m),
+            Event::Key(k) => {
+                self.flash = None;
+                match self.prompt.take() {
+                    Some(p) => self.prompt_key(p, k),
+                    None => action_for(k).and_then(|a| self.act(a)),
+                }
+            }
+        };
+        self.sync();
+        effect
     }
 
     pub fn apply(&mut self, f: &Frame) -> Option<Effect> {
         self.pipe.apply(f);
+        // A recorder that failed is dropped by the pipeline (and says why): so goes `● REC`.
+        if self.recording.is_some() && self.pipe.sinks.recorder.is_none() {
+            self.recording = None;
+        }
         let n = self.pipe.state.gpus.len();
         if n > 0 && self.gpu >= n {
             self.gpu = n - 1;
@@ -143,55 +298,120 @@ impl App {
         (ring && self.bell).then_some(Effect::Bell)
     }
 
+    /// Find the selected process and alert again in the lists as they are now. A process
+    /// that is gone hands the selection to its neighbour, and the status line says so.
+    pub fn sync(&mut self) {
+        if self.settling {
+            return;
+        }
+        let pids = self.pids();
+        if let Some((i, found)) = locate(&pids, self.sel_pid.as_ref(), self.proc_row) {
+            if let (false, Some(old)) = (found, self.sel_pid) {
+                let s = self.view_state();
+                let exists = s.procs.contains_key(&old) || s.companions.get(old).is_some();
+                if !exists {
+                    self.flash = Some(format!(
+                        "PID {old} exited: selection moved to PID {}",
+                        pids[i]
+                    ));
+                }
+            }
+            self.proc_row = i;
+            self.sel_pid = Some(pids[i]);
+        } else {
+            self.proc_row = 0;
+        }
+        let ids = self.alert_ids();
+        if let Some((i, found)) = locate(&ids, self.sel_alert.as_ref(), self.alert_row) {
+            if !found {
+                self.alert_scroll = 0;
+            }
+            self.alert_row = i;
+            self.sel_alert = Some(ids[i]);
+        }
+    }
+
+    fn go(&mut self, v: View) {
+        if self.view != v {
+            self.back.push(self.view);
+            self.back.truncate(8);
+            self.view = v;
+        }
+    }
+
+    fn go_back(&mut self) {
+        self.view = self.back.pop().unwrap_or(View::Overview);
+    }
+
+    fn select_gpu(&mut self, pos: usize) {
+        if pos != self.gpu {
+            self.gpu = pos;
+            self.sel_pid = None;
+            self.proc_row = 0;
+        }
+    }
+
+    fn move_selection(&mut self, delta: isize) {
+        if self.view == View::Alerts {
+            let ids = self.alert_ids();
+            if let Some(last) = ids.len().checked_sub(1) {
+                let i = self.alert_row.saturating_add_signed(delta).min(last);
+                self.alert_row = i;
+                self.sel_alert = Some(ids[i]);
+                self.alert_scroll = 0;
+            }
+            return;
+        }
+        let pids = self.pids();
+        if let Some(last) = pids.len().checked_sub(1) {
+            let i = self
+                .proc_row
+                .min(last)
+                .saturating_add_signed(delta)
+                .min(last);
+            self.proc_row = i;
+            self.sel_pid = Some(pids[i]);
+        }
+    }
+
     fn act(&mut self, a: Action) -> Option<Effect> {
-        if self.help && !matches!(a, Action::Quit | Action::Help | Action::Back) {
-            return None;
+        if self.help {
+            return self.help_action(a);
         }
         let gpus = self.view_state().gpus.len().max(1);
         match a {
             Action::Quit => return Some(Effect::Quit),
-            Action::Help => self.help = !self.help,
-            Action::Back => {
-                if self.help {
-                    self.help = false;
-                } else {
-                    self.view = View::Overview;
-                }
+            Action::Help => {
+                self.help = true;
+                self.help_page = 0;
+                self.help_scroll = 0;
             }
-            Action::NextGpu => {
-                self.gpu = (self.gpu + 1) % gpus;
-                self.proc_row = 0;
+            Action::Back => self.go_back(),
+            Action::NextGpu => self.select_gpu((self.gpu + 1) % gpus),
+            Action::PrevGpu => self.select_gpu((self.gpu + gpus - 1) % gpus),
+            Action::Up => self.move_selection(-1),
+            Action::Down => self.move_selection(1),
+            Action::PageUp if self.view == View::Alerts => {
+                self.alert_scroll = self.alert_scroll.saturating_sub(5)
             }
-            Action::PrevGpu => {
-                self.gpu = (self.gpu + gpus - 1) % gpus;
-                self.proc_row = 0;
+            Action::PageDown if self.view == View::Alerts => {
+                self.alert_scroll = self.alert_scroll.saturating_add(5)
             }
-            Action::Up if self.view == View::Alerts => {
-                self.alert_row = self.alert_row.saturating_sub(1)
+            Action::PageUp => self.move_selection(-10),
+            Action::PageDown => self.move_selection(10),
+            Action::Enter if self.view == View::Alerts => self.open_alert(),
+            Action::Enter => self.go(View::Detail),
+            Action::Alerts if self.view == View::Alerts => self.go_back(),
+            Action::Alerts => self.go(View::Alerts),
+            Action::Ack => self.ack(),
+            Action::Sort => {
+                self.sort.key = self.sort.key.next();
+                self.sort.desc = self.sort.key.default_desc();
+                self.flash = Some(format!("sorted by {}", self.sort.label(false)));
             }
-            Action::Down if self.view == View::Alerts => {
-                let n = self.pipe.alerts.active().len() + self.pipe.alerts.history().count();
-                self.alert_row = (self.alert_row + 1).min(n.saturating_sub(1));
-            }
-            // The row may point past a process that exited: step from where the view clamps it.
-            Action::Up => self.proc_row = self.proc_row.min(self.visible_procs()).saturating_sub(1),
-            Action::Down => {
-                let n = self.visible_procs();
-                if n > 0 {
-                    self.proc_row = (self.proc_row + 1).min(n - 1);
-                }
-            }
-            Action::Enter => self.view = View::Detail,
-            Action::Alerts => {
-                self.view = if self.view == View::Alerts {
-                    View::Overview
-                } else {
-                    View::Alerts
-                }
-            }
-            Action::Ack => {
-                self.pipe.alerts.ack_all();
-            }
+            Action::Invert => self.sort.desc = !self.sort.desc,
+            Action::Filter => self.prompt = Some(Prompt::Filter),
+            Action::Kill => self.ask_kill(),
             Action::Freeze => {
                 if self.is_replay() {
                     return Some(Effect::Replay(Control::TogglePause));
@@ -205,36 +425,26 @@ impl App {
             Action::CardChart => self.card_chart = !self.card_chart,
             Action::ZoomIn => self.zoom = self.zoom.saturating_sub(1),
             Action::ZoomOut => self.zoom = (self.zoom + 1).min(ZOOMS.len() - 1),
-            Action::Faster | Action::Slower => {
-                let cur = self.replay.map_or(Speed::Times(1.0), |r| r.speed);
-                let next = if a == Action::Faster {
-                    cur.faster()
-                } else {
-                    cur.slower()
-                };
-                return self
-                    .is_replay()
-                    .then_some(Effect::Replay(Control::SetSpeed(next)));
-            }
-            Action::SeekBack => {
-                let w = self.window_ms();
-                return self
-                    .is_replay()
-                    .then_some(Effect::Replay(Control::Seek(-w)));
-            }
-            Action::SeekForward => {
-                let w = self.window_ms();
-                return self.is_replay().then_some(Effect::Replay(Control::Seek(w)));
-            }
-            Action::ToEnd => return self.is_replay().then_some(Effect::Replay(Control::ToEnd)),
+            _ => return self.replay_action(a),
         }
         None
     }
 
-    fn visible_procs(&self) -> usize {
-        let s = self.view_state();
-        s.gpus
-            .get(self.gpu)
-            .map_or(0, |g| s.procs_on(g.info.index).len())
+    /// While help is open: scroll it, turn its page, close it; nothing else.
+    fn help_action(&mut self, a: Action) -> Option<Effect> {
+        match a {
+            Action::Quit => return Some(Effect::Quit),
+            Action::Help if self.help_page == 0 => {
+                self.help_page = 1;
+                self.help_scroll = 0;
+            }
+            Action::Help | Action::Back => self.help = false,
+            Action::Up => self.help_scroll = self.help_scroll.saturating_sub(1),
+            Action::Down => self.help_scroll = self.help_scroll.saturating_add(1),
+            Action::PageUp => self.help_scroll = self.help_scroll.saturating_sub(8),
+            Action::PageDown => self.help_scroll = self.help_scroll.saturating_add(8),
+            _ => {}
+        }
+        None
     }
 }

@@ -1,6 +1,6 @@
 //! Everything the one event loop reacts to.
 
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::frame::Frame;
 use crate::model::time::Ts;
@@ -17,6 +17,8 @@ pub enum Event {
     /// Where a replay stands, for the status line.
     Replay(ReplayStatus),
     Key(KeyEvent),
+    /// A click or a wheel turn (mouse capture is on while the TUI runs).
+    Mouse(MouseEvent),
     Resize,
     /// A signal or a dead terminal: restore and exit.
     Quit(String),
@@ -26,11 +28,16 @@ pub enum Event {
 pub struct ReplayStatus {
     pub pos: Ts,
     pub start: Ts,
+    /// Time of the recording's last frame, once the file has been scanned (`None` while
+    /// scanning, or when following a growing file).
+    pub end: Option<Ts>,
     pub speed: Speed,
     pub paused: bool,
     /// The whole file has been read (and we are not following it).
     pub ended: bool,
     pub following: bool,
+    /// At the end, start again from the beginning.
+    pub looping: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

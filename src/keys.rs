@@ -1,7 +1,9 @@
-//! Key bindings as data: the help screen is generated from this table.
+//! Key bindings as data: the help screen and README's `## Keys` table are both generated
+//! from `BINDINGS`, so neither can drift from what the keys do (a test compares README).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+/// What a key asks for; `App::act` gives each its meaning in the current view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     Quit,
@@ -10,10 +12,16 @@ pub enum Action {
     PrevGpu,
     Up,
     Down,
+    PageUp,
+    PageDown,
     Enter,
     Back,
     Alerts,
     Ack,
+    Sort,
+    Invert,
+    Filter,
+    Kill,
     Freeze,
     ZoomIn,
     ZoomOut,
@@ -21,11 +29,16 @@ pub enum Action {
     Slower,
     SeekBack,
     SeekForward,
+    PrevMark,
+    NextMark,
+    ToStart,
     ToEnd,
     FullScale,
     CardChart,
+    Loop,
 }
 
+/// One line of the key table: the keys, how help shows them, and what they do.
 pub struct Binding {
     pub keys: &'static [KeyCode],
     pub ctrl: bool,
@@ -40,11 +53,27 @@ macro_rules! bind {
     };
 }
 
-use KeyCode::{BackTab, Char, Down, End, Enter, Esc, Left, Right, Tab, Up};
+use KeyCode::{
+    BackTab, Char, Down, End, Enter, Esc, F, Home, Left, PageDown, PageUp, Right, Tab, Up,
+};
 
+/// Every binding, in the order help and README list them. `k` is kill as in htop (with a
+/// confirmation naming the process), so moving up is `↑` (j/↓ still move down).
 pub const BINDINGS: &[Binding] = &[
-    bind!("q", "quit (also Ctrl-C)", Quit, Char('q')),
-    bind!("?", "toggle this help", Help, Char('?')),
+    bind!(
+        "q F10",
+        "quit (also Ctrl-C); the terminal is always restored",
+        Quit,
+        Char('q'),
+        F(10)
+    ),
+    bind!(
+        "? F1",
+        "help; again for the legend of every glyph",
+        Help,
+        Char('?'),
+        F(1)
+    ),
     bind!("Tab l →", "next GPU", NextGpu, Tab, Char('l'), Right),
     bind!(
         "S-Tab h ←",
@@ -54,16 +83,56 @@ pub const BINDINGS: &[Binding] = &[
         Char('h'),
         Left
     ),
-    bind!("k ↑", "select process above", Up, Char('k'), Up),
-    bind!("j ↓", "select process below", Down, Char('j'), Down),
-    bind!("Enter", "open the selected GPU's detail view", Enter, Enter),
-    bind!("Esc", "back to the overview", Back, Esc),
+    bind!("↑", "select the process (or alert) above", Up, Up),
+    bind!(
+        "j ↓",
+        "select the process (or alert) below",
+        Down,
+        Char('j'),
+        Down
+    ),
+    bind!(
+        "PgUp PgDn",
+        "scroll help or an alert's message",
+        PageUp,
+        PageUp
+    ),
+    bind!("", "", PageDown, PageDown),
+    bind!(
+        "Enter",
+        "open the GPU (from an alert: its GPU and process)",
+        Enter,
+        Enter
+    ),
+    bind!("Esc", "back to where you came from", Back, Esc),
     bind!("a", "alerts panel", Alerts, Char('a')),
     bind!(
         "A",
-        "acknowledge alerts (silenced until they worsen)",
+        "acknowledge the selected alert (all: asks first)",
         Ack,
         Char('A')
+    ),
+    bind!(
+        "s F6",
+        "sort: used, peak, growth, PID, name",
+        Sort,
+        Char('s'),
+        F(6)
+    ),
+    bind!("I", "invert the sort direction", Invert, Char('I')),
+    bind!(
+        "/ F3",
+        "filter processes by name, user or PID",
+        Filter,
+        Char('/'),
+        F(3)
+    ),
+    bind!(
+        "k F9",
+        "SIGTERM the selected process (asks first); again: SIGKILL",
+        Kill,
+        Char('k'),
+        F(9)
     ),
     bind!(
         "p space",
@@ -92,18 +161,44 @@ pub const BINDINGS: &[Binding] = &[
         CardChart,
         Char('c')
     ),
-    bind!(">", "replay faster", Faster, Char('>')),
-    bind!("<", "replay slower", Slower, Char('<')),
-    bind!("[", "replay: seek back one window", SeekBack, Char('[')),
+    bind!(">", "replay faster (each press doubles)", Faster, Char('>')),
+    bind!("<", "replay slower (each press halves)", Slower, Char('<')),
     bind!(
-        "]",
-        "replay: seek forward one window",
-        SeekForward,
-        Char(']')
+        "[",
+        "replay: step back (5 s, 30 s or 5 min by length)",
+        SeekBack,
+        Char('[')
+    ),
+    bind!("]", "replay: step forward", SeekForward, Char(']')),
+    bind!(
+        "{",
+        "replay: previous alert (or epoch end when none is behind)",
+        PrevMark,
+        Char('{')
+    ),
+    bind!(
+        "}",
+        "replay: next alert (or epoch end when none is ahead)",
+        NextMark,
+        Char('}')
+    ),
+    bind!(
+        "g Home",
+        "replay: back to the start",
+        ToStart,
+        Char('g'),
+        Home
     ),
     bind!("G End", "replay: jump to the end", ToEnd, Char('G'), End),
+    bind!("L", "replay: loop at the end on/off", Loop, Char('L')),
 ];
 
+/// The bindings help and README list (the unlabelled ones share the line above).
+pub fn listed() -> impl Iterator<Item = &'static Binding> {
+    BINDINGS.iter().filter(|b| !b.label.is_empty())
+}
+
+/// The action a key press asks for (Ctrl-C and Ctrl-D always quit).
 pub fn action_for(key: KeyEvent) -> Option<Action> {
     if key.modifiers.contains(KeyModifiers::CONTROL)
         && matches!(key.code, Char('c') | Char('C') | Char('d'))
@@ -116,6 +211,22 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
             b.keys.contains(&key.code) && (b.ctrl == key.modifiers.contains(KeyModifiers::CONTROL))
         })
         .map(|b| b.action)
+}
+
+/// README's keys table, generated from `BINDINGS` (tests/readme_keys.rs keeps README equal).
+pub fn markdown_table() -> String {
+    let mut out = String::from("| key | action |\n|---|---|\n");
+    for b in listed() {
+        let keys: Vec<String> = b.label.split(' ').map(|k| format!("`{k}`")).collect();
+        out.push_str(&format!("| {} | {} |\n", keys.join(" "), b.desc));
+    }
+    out.push_str(
+        "\nIn a prompt (filter, confirmation) the keys type text: `Enter` accepts, `Esc` \
+         cancels, `y` confirms. The mouse selects cards, processes and alerts; the wheel scrolls. \
+         How selection, alerts, replay controls, sort, filter and signals behave: \
+         [docs/interaction.md](docs/interaction.md).\n",
+    );
+    out
 }
 
 #[cfg(test)]
@@ -132,6 +243,8 @@ mod tests {
         );
         assert_eq!(action_for(k(Tab)), Some(Action::NextGpu));
         assert_eq!(action_for(k(Char(' '))), Some(Action::Freeze));
+        assert_eq!(action_for(k(F(9))), Some(Action::Kill));
+        assert_eq!(action_for(k(F(10))), Some(Action::Quit));
         assert_eq!(action_for(k(Char('x'))), None);
         let mut all: Vec<KeyCode> = BINDINGS
             .iter()

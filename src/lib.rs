@@ -7,6 +7,8 @@
 //! - `channel`: the companion channel
 //! - `record`: recording writer/reader
 //! - `app`: TEA state + update; `ui`: render functions that only read state
+//! - `keys`: the key table; `selection`: sort, filter and selection by identity;
+//!   `signal`: sending a signal to a monitored process
 //! - `cli`, `term`: argument parsing and terminal guard
 
 pub mod app;
@@ -25,6 +27,8 @@ pub mod record;
 pub mod record_budget;
 pub mod run_cmd;
 pub mod runner;
+pub mod selection;
+pub mod signal;
 pub mod snapshot;
 pub mod source;
 pub mod term;

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::sync::Once;
 
-use crossterm::{cursor, execute, terminal};
+use crossterm::{cursor, event, execute, terminal};
 
 static HOOK: Once = Once::new();
 
@@ -12,7 +12,12 @@ static HOOK: Once = Once::new();
 /// Safe to call more than once and on a terminal that has gone away (SSH drop).
 pub fn restore() {
     let mut out = io::stdout();
-    let _ = execute!(out, terminal::LeaveAlternateScreen, cursor::Show);
+    let _ = execute!(
+        out,
+        event::DisableMouseCapture,
+        terminal::LeaveAlternateScreen,
+        cursor::Show
+    );
     let _ = terminal::disable_raw_mode();
     let _ = out.flush();
 }
@@ -33,7 +38,14 @@ impl TerminalGuard {
         });
         terminal::enable_raw_mode()?;
         let guard = TerminalGuard;
-        execute!(io::stdout(), terminal::EnterAlternateScreen, cursor::Hide)?;
+        // Mouse capture (click to select, wheel to scroll) is undone by `restore` on every
+        // exit path, like the alternate screen.
+        execute!(
+            io::stdout(),
+            terminal::EnterAlternateScreen,
+            cursor::Hide,
+            event::EnableMouseCapture
+        )?;
         Ok(guard)
     }
 }

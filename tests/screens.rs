@@ -307,3 +307,54 @@ fn drawing_a_large_screen_is_cheap() {
     }
     drop(app);
 }
+
+/// Clicks land on what the new layout drew there: a compact GPU row selects its GPU, a
+/// process row inside the selected card selects that process (the click map is built by
+/// the same draw, so this checks the coordinates it registers).
+#[test]
+fn clicks_hit_compact_rows_and_process_rows_of_the_layout() {
+    use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    use gpumon::event::Event;
+    let path = combine::eight_gpu_file();
+    let mut app = app_from(path.to_str().expect("path"), None);
+    app.sync();
+    let click = |column, row| {
+        Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    let (_, _, text, _) = checked(&app, 80, 24, false);
+    let row_of = |text: &str, what: &str| {
+        text.lines()
+            .position(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("{what} not drawn:\n{text}")) as u16
+    };
+    // GPU 5 is a compact row at this size: clicking its name selects it.
+    let y = row_of(&text, " GPU5 ");
+    app.update(click(3, y));
+    assert_eq!(app.gpu, 5, "{text}");
+    // Now GPU 5 has the card; on a larger screen it shows several process rows: click
+    // the second.
+    let (_, _, text, _) = checked(&app, 120, 40, false);
+    let pids = app.pids();
+    assert!(pids.len() >= 2, "{text}");
+    let second = format!(" {} ", pids[1]);
+    let y = text
+        .lines()
+        .position(|l| l.starts_with('│') && l.contains(&second))
+        .unwrap_or_else(|| panic!("{second} not drawn:\n{text}")) as u16;
+    app.update(click(10, y));
+    assert_eq!(app.sel_pid, Some(pids[1]), "{text}");
+    // The selection is drawn reversed on that row.
+    let mut buf = Buffer::empty(Rect::new(0, 0, 120, 40));
+    gpumon::ui::draw_checked(&mut buf, &app, &theme(false));
+    assert!(
+        buf[(10, y)]
+            .modifier
+            .contains(ratatui::style::Modifier::REVERSED),
+        "{text}"
+    );
+}

@@ -47,7 +47,7 @@ fn help_is_generated_from_key_table() {
     let mut app = app_from(GROW, Some(10_000));
     app.help = true;
     let screen = render(&app, 80, 24, &theme(false));
-    for b in gpumon::keys::BINDINGS.iter().take(15) {
+    for b in gpumon::keys::listed().take(15) {
         assert!(screen.contains(b.desc), "help lacks {:?}", b.desc);
     }
     insta::assert_snapshot!(screen);
@@ -64,6 +64,8 @@ fn every_view_survives_tiny_and_odd_sizes() {
         for view in [View::Overview, View::Detail, View::Alerts] {
             let mut app = with_view(app_from(fixture, until), view);
             app.proc_row = 1;
+            app.sel_pid = None;
+            app.sync();
             let mut sizes = vec![(1, 1), (19, 4), (200, 60), (130, 16), (110, 20)];
             for w in [20, 33, 40, 41, 60, 80, 120] {
                 for h in 5..=16 {
@@ -86,17 +88,19 @@ fn allocator_detail_of_the_fragmenting_run_120x36() {
         View::Detail,
     );
     app.gpu = 1;
-    let rows = app.pipe.state.procs_on(1);
-    let frag = rows
+    let frag = app
+        .rows_on(1)
         .iter()
-        .position(|(p, _)| {
+        .find(|(p, _)| {
             p.info
                 .cmdline
                 .as_deref()
                 .is_some_and(|c| c.contains("frag_oom"))
         })
+        .map(|(p, _)| p.info.pid)
         .expect("frag_oom runs on GPU 1");
-    app.proc_row = frag;
+    app.sel_pid = Some(frag);
+    app.sync();
     let screen = render(&app, 120, 36, &theme(false));
     assert!(
         screen.contains("F 0.9"),
@@ -113,6 +117,8 @@ fn allocator_detail_of_the_fragmenting_run_120x36() {
 fn a_selection_past_exited_processes_still_shows_the_table() {
     let mut app = with_view(app_from(GROW, Some(35_000)), View::Detail);
     app.proc_row = 99;
+    app.sel_pid = None;
+    app.sync();
     let screen = render(&app, 80, 24, &theme(false));
     assert!(
         screen.contains("grow_shrink.py"),

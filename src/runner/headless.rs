@@ -25,6 +25,8 @@ pub(super) async fn replay_headless(r: ReplayArgs) -> Result<i32> {
             speed,
             follow: r.follow,
             skip_ms: 0,
+            looping: false,
+            controls: false,
         },
         tx.clone(),
     )?;
@@ -52,6 +54,8 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
                 speed: s.speed,
                 follow: false,
                 skip_ms: 0,
+                looping: false,
+                controls: false,
             };
             Box::new(replay::spawn(opts, tx.clone())?)
         }

@@ -26,6 +26,7 @@ pub(super) fn spawn_input(tx: Sender<Event>) {
                 let ev = match event::read() {
                     Ok(CEvent::Key(k)) if k.kind != KeyEventKind::Release => Event::Key(k),
                     Ok(CEvent::Resize(..)) => Event::Resize,
+                    Ok(CEvent::Mouse(m)) => Event::Mouse(m),
                     Ok(_) => continue,
                     Err(e) => Event::Quit(format!("terminal input failed: {e}")),
                 };

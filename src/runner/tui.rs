@@ -85,6 +85,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
     set_filter(&mut app.pipe, &w.filter)?;
     app.bell = w.out.bell;
     app.notice = notice;
+    app.recording = w.record.as_ref().map(|p| p.display().to_string());
     app.apply(&Frame::Header(header));
     let code = run_tui(app, tx, rx, theme(&w.display), None).await;
     drop(channel);
@@ -123,6 +124,8 @@ pub(super) async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>
             speed: r.speed,
             follow: r.follow,
             skip_ms: if demo { DEMO_SKIP_MS } else { 0 },
+            looping: false,
+            controls: true,
         },
         tx.clone(),
     )?;
@@ -223,7 +226,7 @@ where
         let batch = Instant::now();
         while let Some(ev) = next {
             let cap = match ev {
-                Event::Key(_) | Event::Resize => INPUT_FRAME,
+                Event::Key(_) | Event::Mouse(_) | Event::Resize => INPUT_FRAME,
                 _ => DATA_FRAME,
             };
             dirty = Some(dirty.map_or(cap, |d| d.min(cap)));
@@ -238,6 +241,9 @@ where
                     if let Some(h) = replay {
                         let _ = h.control.send(c);
                     }
+                }
+                Some(Effect::Signal { pid, sig }) => {
+                    app.signal_done(pid, sig, crate::signal::send(pid, sig));
                 }
                 Some(Effect::Bell) => {
                     use std::io::Write;

@@ -2,8 +2,9 @@
 //! through the same event channel as live sources. Seeking back rebuilds the
 //! model by re-reading the file, so memory stays bounded for any file size.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,67 @@ pub enum Control {
     SetSpeed(Speed),
     /// Move the replay position by this many milliseconds of recorded time.
     Seek(i64),
+    /// Go to this recorded time (back: the model is rebuilt).
+    SeekTo(Ts),
+    /// To the next (1) or previous (-1) alert or epoch mark of the recording.
+    Mark(i32),
     ToEnd,
+    ToggleLoop,
+}
+
+/// What one pass over the file tells the controls: its length and where its alerts and
+/// epoch ends are, so `}` can go forward to a mark the model has not seen yet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scan {
+    pub end: Ts,
+    /// Times alerts were raised or worsened, sorted, at least a second apart.
+    pub alerts: Vec<Ts>,
+    /// Epoch ends (companion `epoch` messages), sorted, at least a second apart.
+    pub epochs: Vec<Ts>,
+}
+
+impl Scan {
+    /// The mark `}` (dir > 0) or `{` goes to from `pos`: the next (previous) alert, or the
+    /// next epoch end when no alert lies that way. Alerts first: in a run with an epoch
+    /// every few seconds they would otherwise be out of reach. A little room around `pos`
+    /// lets a second press move on instead of finding the mark the first one landed on.
+    pub fn mark(&self, pos: Ts, dir: i32) -> Option<Ts> {
+        let pick = |v: &[Ts]| {
+            if dir > 0 {
+                v.iter().find(|&&m| m > pos + 500).copied()
+            } else {
+                v.iter().rev().find(|&&m| m < pos - 1_500).copied()
+            }
+        };
+        pick(&self.alerts).or_else(|| pick(&self.epochs))
+    }
+}
+
+/// Read the whole recording once (on its own thread: a long file must not delay playback).
+pub fn scan(path: &Path) -> Result<Scan, RecordingError> {
+    use crate::model::alerts::ChangeKind;
+    let mut r = Reader::open(path)?;
+    let mut s = Scan {
+        end: r.header.started,
+        ..Scan::default()
+    };
+    while let Next::Frame(f) = r.next()? {
+        s.end = s.end.max(f.time());
+        match &f {
+            Frame::Alert(a) if matches!(a.change, ChangeKind::Raised | ChangeKind::Worsened) => {
+                s.alerts.push(f.time())
+            }
+            Frame::Companion(c) if matches!(c.msg, crate::wire::Message::Epoch(_)) => {
+                s.epochs.push(f.time())
+            }
+            _ => {}
+        }
+    }
+    for v in [&mut s.alerts, &mut s.epochs] {
+        v.sort_unstable();
+        v.dedup_by(|b, a| *b - *a < 1_000);
+    }
+    Ok(s)
 }
 
 pub struct ReplayHandle {
@@ -33,16 +94,34 @@ pub struct Options {
     pub follow: bool,
     /// Start this far into the recording (the demo opens with history already on screen).
     pub skip_ms: i64,
+    /// Start again from the beginning at the end (`L` toggles).
+    pub looping: bool,
+    /// A user drives it (TUI): scan the file for its length and marks. Headless runs skip
+    /// the extra pass.
+    pub controls: bool,
 }
 
 /// Start the replay thread. The file is opened (and its header checked) before returning.
 pub fn spawn(opts: Options, tx: Sender<Event>) -> Result<ReplayHandle, RecordingError> {
     let reader = Reader::open(&opts.path)?;
     let (ctl_tx, ctl_rx) = std_mpsc::channel();
+    let scanned = Arc::new(OnceLock::new());
+    // A stream (stdin, a pipe, a FIFO) is read once, by the player: a scan would steal it.
+    if opts.controls && !opts.follow && !reader.is_stream() {
+        let (path, out) = (opts.path.clone(), Arc::clone(&scanned));
+        // A file that cannot be scanned plays anyway; the player reports its read errors.
+        let _ = thread::Builder::new()
+            .name("replay-scan".into())
+            .spawn(move || {
+                if let Ok(s) = scan(&path) {
+                    let _ = out.set(s);
+                }
+            });
+    }
     thread::Builder::new()
         .name("replay".into())
         .spawn(move || {
-            let mut r = Replay::new(reader, opts, tx);
+            let mut r = Replay::new(reader, opts, tx, scanned);
             if let Err(e) = r.run(&ctl_rx) {
                 let _ = r.tx.blocking_send(Event::Frame(Frame::status(
                     r.pos,
@@ -72,10 +151,12 @@ struct Replay {
     ended: bool,
     last_t: Ts,
     rush: bool,
+    looping: bool,
+    scan: Arc<OnceLock<Scan>>,
 }
 
 impl Replay {
-    fn new(reader: Reader, opts: Options, tx: Sender<Event>) -> Replay {
+    fn new(reader: Reader, opts: Options, tx: Sender<Event>, scan: Arc<OnceLock<Scan>>) -> Replay {
         let start = reader.header.started;
         Replay {
             reader,
@@ -90,6 +171,8 @@ impl Replay {
             ended: false,
             last_t: start,
             rush: false,
+            looping: opts.looping,
+            scan,
         }
     }
 
@@ -101,10 +184,12 @@ impl Replay {
         Event::Replay(ReplayStatus {
             pos: self.pos,
             start: self.start,
+            end: self.scan.get().map(|s| s.end),
             speed: self.speed,
             paused: self.paused,
             ended: self.ended,
             following: self.follow,
+            looping: self.looping,
         })
     }
 
@@ -148,6 +233,10 @@ impl Replay {
                     return Ok(());
                 }
                 last_status = Some((Instant::now(), st));
+            }
+            if self.ended && self.looping && !self.follow && !self.paused {
+                self.seek_to(self.start)?;
+                continue;
             }
             if self.ended && !self.follow {
                 // Keep serving controls (seek back) until the UI goes away.
@@ -212,26 +301,13 @@ impl Replay {
             Control::TogglePause => self.paused = !self.paused,
             Control::SetSpeed(s) => self.speed = s,
             Control::ToEnd => self.rush = true,
-            Control::Seek(d) if d >= 0 => self.pos = self.pos.saturating_add(d),
-            // Stdin or a pipe cannot be read again: there is no going back.
-            Control::Seek(_) if self.reader.is_stream() => {}
-            Control::Seek(d) => {
-                let target = self.pos.saturating_add(d).max(self.start);
-                // A seek means "let me watch from there": at max speed it would just jump
-                // back to the end, so playback continues at 1x.
-                if self.speed == Speed::Max {
-                    self.speed = Speed::Times(1.0);
+            Control::ToggleLoop => self.looping = !self.looping,
+            Control::Seek(d) => self.seek_to(self.pos.saturating_add(d))?,
+            Control::SeekTo(t) => self.seek_to(t)?,
+            Control::Mark(dir) => {
+                if let Some(t) = self.scan.get().and_then(|s| s.mark(self.pos, dir)) {
+                    self.seek_to(t)?;
                 }
-                self.reader = Reader::open(&self.path)?;
-                self.pending = None;
-                self.ended = false;
-                self.rush = false;
-                self.pos = target;
-                self.last_t = self.start;
-                let _ = self.send(Event::Reset);
-                let _ = self.send(Event::Frame(Frame::Header(self.reader.header.clone())));
-                // Everything up to the target is history: rebuild it at once.
-                self.fast_forward_to(target)?;
             }
         }
         Ok(())
@@ -268,6 +344,38 @@ impl Replay {
             && self.send(Event::Frame(Frame::Header(self.reader.header.clone()))))
     }
 
+    /// Go to recorded time `target`: forward just moves the clock (the frames in between
+    /// are sent at once); backward re-reads the file and rebuilds the model up to it.
+    fn seek_to(&mut self, target: Ts) -> Result<(), RecordingError> {
+        let target = target.max(self.start);
+        if target >= self.pos {
+            self.pos = match self.scan.get() {
+                Some(s) => target.min(s.end),
+                None => target,
+            };
+            return Ok(());
+        }
+        // Stdin or a pipe cannot be read again: there is no going back.
+        if self.reader.is_stream() {
+            return Ok(());
+        }
+        // A seek means "let me watch from there": at max speed it would just jump
+        // back to the end, so playback continues at 1x.
+        if self.speed == Speed::Max {
+            self.speed = Speed::Times(1.0);
+        }
+        self.reader = Reader::open(&self.path)?;
+        self.pending = None;
+        self.ended = false;
+        self.rush = false;
+        self.pos = target;
+        self.last_t = self.start;
+        let _ = self.send(Event::Reset);
+        let _ = self.send(Event::Frame(Frame::Header(self.reader.header.clone())));
+        // Everything up to the target is history: rebuild it at once.
+        self.fast_forward_to(target)
+    }
+
     fn fast_forward_to(&mut self, target: Ts) -> Result<(), RecordingError> {
         while let Next::Frame(f) = self.reader.next()? {
             if f.time() > target {
@@ -280,5 +388,32 @@ impl Replay {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_finds_the_length_and_the_alert_and_epoch_marks() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/corpus_leak.jsonl");
+        let start = Reader::open(&path).expect("opens").header.started;
+        let s = scan(&path).expect("scans");
+        assert_eq!((s.end - start) / 1000, 142, "a 142 s recording");
+        // The recorded frag OOM of PID 788 was raised 40.086 s in.
+        assert_eq!(s.alerts.first(), Some(&(start + 40_086)), "{:?}", s.alerts);
+        assert!(s.epochs.len() > 10, "epoch ends: {}", s.epochs.len());
+        assert!(
+            s.epochs.windows(2).all(|w| w[1] - w[0] >= 1_000),
+            "a second apart"
+        );
+        // `}` from the start goes to the first alert, not to the first epoch end; past the
+        // last alert it goes to the next epoch end.
+        assert_eq!(s.mark(start, 1), Some(start + 40_086));
+        let last = *s.alerts.last().expect("alerts");
+        assert!(s.mark(last, 1).is_some_and(|t| s.epochs.contains(&t)));
+        assert_eq!(s.mark(start + 50_000, -1), Some(start + 40_086));
     }
 }

@@ -8,9 +8,13 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
+use super::legend;
+use super::procs::hit;
 use super::theme::Theme;
+use crate::app::{App, Target};
 use crate::model::alerts::{Alert, AlertEngine, Evidence, Severity};
 use crate::model::bytes::human;
+use crate::selection::AlertId;
 
 fn mark(s: Severity, theme: &Theme) -> &'static str {
     match (s, theme.ascii) {
@@ -33,7 +37,7 @@ fn style(s: Severity, theme: &Theme) -> Style {
 
 /// Rule messages are written in Unicode (en dashes, ≈, ≥); an ASCII terminal gets
 /// plain equivalents, anything else unknown becomes `?`.
-fn fold(s: &str, theme: &Theme) -> String {
+pub(crate) fn fold(s: &str, theme: &Theme) -> String {
     if !theme.ascii || s.is_ascii() {
         return s.to_string();
     }
@@ -281,10 +285,44 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
 }
 
 /// The panel: a list of alerts (active, then history) with the evidence and message of
-/// the `selected` one below it.
+/// the `selected` one below it (for tests and callers without an `App`).
 pub fn render_alerts_panel(
     engine: &AlertEngine,
     selected: usize,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
+    panel(engine, None, selected, 0, area, buf, theme);
+}
+
+/// The panel as the app shows it: its selection, its scroll position, click targets.
+pub fn render_panel(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    panel(
+        &app.pipe.alerts,
+        Some(app),
+        app.alert_row,
+        app.alert_scroll,
+        area,
+        buf,
+        theme,
+    );
+}
+
+/// `PID 786 on GPU 1 (786@1)`: the alert's subject written out, with the short form the
+/// bar uses so the two can be matched up.
+fn subject(a: &Alert) -> String {
+    match a.pid {
+        Some(pid) => format!("PID {pid} on GPU {} ({pid}@{})", a.gpu, a.gpu),
+        None => format!("GPU {}", a.gpu),
+    }
+}
+
+fn panel(
+    engine: &AlertEngine,
+    app: Option<&App>,
+    selected: usize,
+    scroll: u16,
     area: Rect,
     buf: &mut Buffer,
     theme: &Theme,
@@ -296,6 +334,12 @@ pub fn render_alerts_panel(
     let active = engine.active().len();
     let w = usize::from(area.width);
     let title = format!("Alerts {active} active, {} past", items.len() - active);
+    let keys = format!(" {0} Enter go to it {0} A ack {0} Esc back", theme.dot());
+    let title = if title.chars().count() + keys.chars().count() <= w {
+        format!("{title}{keys}")
+    } else {
+        title
+    };
     buf.set_line(
         area.x,
         area.y,
@@ -328,21 +372,42 @@ pub fn render_alerts_panel(
         let y = area.y + 1 + row as u16;
         let past = a.cleared_at.is_some();
         let m = if past {
-            if theme.ascii { "ok" } else { "✓" }
+            legend::PAST
+                .sym(theme.ascii)
+                .split(' ')
+                .next()
+                .unwrap_or("")
         } else {
             mark(a.severity, theme)
         };
-        let st = if past || a.silenced {
+        // Dim reversed is unreadable on many themes: the selected row is never dim.
+        let st = if (past || a.silenced) && i != selected {
             theme.dim()
+        } else if past || a.silenced {
+            theme.normal()
         } else {
             style(a.severity, theme)
         };
-        let text = format!("{m} {}", a.summary);
+        let mut text = format!("{m} {}", a.summary);
+        let spelled = match a.pid {
+            Some(pid) => format!("  PID {pid} on GPU {}", a.gpu),
+            None => String::new(),
+        };
+        if text.chars().count() + spelled.len() <= w {
+            text.push_str(&spelled);
+        }
         let mut line = Line::from(Span::styled(fit(&text, w, theme), st));
         if i == selected {
             line = line.patch_style(theme.selected());
         }
         buf.set_line(area.x, y, &line, area.width);
+        if let Some(app) = app {
+            hit(
+                app,
+                Rect::new(area.x, y, area.width, 1),
+                Target::Alert(AlertId::of(a)),
+            );
+        }
     }
     let detail_y = area.y + 1 + list_rows as u16;
     let detail_h = area.height.saturating_sub(1 + list_rows as u16);
@@ -350,7 +415,8 @@ pub fn render_alerts_panel(
         return;
     }
     let a = items[selected];
-    let mut lines = evidence_lines(a, w, theme);
+    let mut lines = vec![Line::from(Span::styled(subject(a), theme.title()))];
+    lines.extend(evidence_lines(a, w, theme));
     lines.push(Line::from(a.message.clone()));
     if theme.ascii {
         for l in &mut lines {
@@ -359,8 +425,59 @@ pub fn render_alerts_panel(
             }
         }
     }
+    // The whole message is readable at any size: wrapped, and scrolled with PgDn/the wheel;
+    // the last row says how much is left instead of cutting a sentence silently.
+    let text = Paragraph::new(lines).wrap(Wrap { trim: true });
+    let total = text.line_count(area.width);
+    let max_scroll = total.saturating_sub(usize::from(detail_h)) as u16;
+    let scroll = scroll.min(max_scroll);
     let r = Rect::new(area.x, detail_y, area.width, detail_h);
-    Paragraph::new(lines)
-        .wrap(Wrap { trim: true })
-        .render(r, buf);
+    text.scroll((scroll, 0)).render(r, buf);
+    let below = total.saturating_sub(usize::from(scroll) + usize::from(detail_h));
+    if below > 0 && detail_h >= 2 {
+        let more = format!(" {} more lines: PgDn ", below + 1);
+        let y = detail_y + detail_h - 1;
+        buf.set_stringn(area.x, y, " ".repeat(w), w, theme.normal());
+        let x = area.x + area.width.saturating_sub(more.len() as u16);
+        buf.set_stringn(x, y, more, w, theme.warn());
+    } else if scroll > 0 {
+        let up = " PgUp: back to the top ";
+        let x = area.x + area.width.saturating_sub(up.len() as u16);
+        buf.set_stringn(x, detail_y, up, w, theme.warn());
+    }
+}
+
+/// The worst active, unacknowledged alert about `pid` on GPU `gpu` (NVML index), as the
+/// mark drawn in the first column of its process row.
+pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'static str, Style)> {
+    app.pipe
+        .alerts
+        .active()
+        .into_iter()
+        .filter(|a| !a.silenced && a.pid == Some(pid) && a.gpu == gpu)
+        .map(|a| a.severity)
+        .max()
+        .map(|s| (mark(s, theme), style(s, theme)))
+}
+
+/// On a GPU card (or compact row): the worst active alert about the card (or any process
+/// on it) and how many there are, as ` ‼ 2 `; and the card as a click target. The caller
+/// draws the mark in its own title (the card's top border, the compact row's name), so it
+/// goes through the same painted piece and never covers the scale note.
+pub fn decorate_card(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option<Span<'static>> {
+    hit(app, area, Target::Gpu(pos));
+    let g = app.view_state().gpus.get(pos)?;
+    let on: Vec<Severity> = app
+        .pipe
+        .alerts
+        .active()
+        .into_iter()
+        .filter(|a| !a.silenced && a.gpu == g.info.index)
+        .map(|a| a.severity)
+        .collect();
+    let worst = on.iter().max().copied()?;
+    Some(Span::styled(
+        format!(" {} {} ", mark(worst, theme), on.len()),
+        style(worst, theme),
+    ))
 }

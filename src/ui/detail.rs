@@ -56,7 +56,7 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     if inner.height < 3 || inner.width < 4 {
         return;
     }
-    let procs = s.procs_on(g.info.index);
+    let procs = app.rows_on(g.info.index);
     let sel = procs
         .get(app.proc_row.min(procs.len().saturating_sub(1)))
         .copied();
@@ -64,6 +64,13 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     let companion = sel.and_then(|(pr, _)| s.companions.get(pr.info.pid));
     let dev = sel.and_then(|(pr, _)| s.companions.for_gpu_in(pr.info.pid, &g.info, all));
     let proc_chart = sel.filter(|_| !app.card_chart);
+    // The allocator panel's place depends on whether any process here has a companion,
+    // not the selected one, so moving the selection does not make the table jump (a
+    // process without one gets the reason in that place). The epochs and trend rows
+    // follow the selected process: without them the chart takes the rows back.
+    let any_companion = procs
+        .iter()
+        .any(|(pr, _)| s.companions.get(pr.info.pid).is_some());
     // Wide: a panel beside the table, with the allocator (companion) or the process's facts.
     let side = sel.is_some() && inner.width >= 110;
     let note_text = sel.map(|(pr, pg)| mapping_note(pr, pg));
@@ -76,7 +83,7 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
         inner.height - 1,
         procs.len() as u16,
         note_rows,
-        companion.is_some(),
+        any_companion,
         dev.is_some() && proc_chart.is_some(),
         dev.is_some(),
         side,
@@ -136,7 +143,7 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
         (bottom, None)
     };
     p.paint("process table", |buf| {
-        render_table(&procs, app.proc_row, table, buf, theme)
+        render_table(app, &procs, table, buf, theme)
     });
     if let (None, Some((pr, pg)), Some(a)) = (companion, sel, side_panel) {
         let lines = process_facts(pr, pg, theme);
@@ -159,6 +166,12 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
                 render_process_alloc(a, buf, &view, theme)
             });
         }
+    } else if let (Some((pr, pg)), true) = (sel, side_panel.is_none() && panel.height > 0) {
+        // The panel's place is kept for another process's companion: say why this one has
+        // none (beside the table, `process_facts` says it).
+        p.paint("no companion", |buf| {
+            super::procs::render_no_companion(pr, pg, panel, buf, theme)
+        });
     }
     if let (true, Some(text)) = (note.height > 0, note_text) {
         // Wrapped, never cut: the answer is at the end of the sentence.

@@ -7,6 +7,7 @@ pub mod cards;
 pub mod chart;
 pub mod detail;
 pub mod help;
+pub mod legend;
 pub mod overview;
 pub mod paint;
 pub mod plot;
@@ -41,6 +42,7 @@ pub fn draw_checked(buf: &mut Buffer, app: &App, theme: &Theme) -> (Vec<String>,
 
 fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
     let area = p.buf.area;
+    app.hits.borrow_mut().clear();
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         let msg = format!("gpumon: {}x{} too small", area.width, area.height);
         p.paint("too small", |buf| {
@@ -85,7 +87,7 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
         View::Overview => overview::render_overview(p, app, body, theme),
         View::Detail => detail::render_detail(p, app, body, theme),
         View::Alerts => p.paint("alerts panel", |buf| {
-            alerts::render_alerts_panel(&app.pipe.alerts, app.alert_row, body, buf, theme)
+            alerts::render_panel(app, body, buf, theme)
         }),
     }
     let active = app.pipe.alerts.active();
@@ -98,6 +100,6 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
         status::render_footer(app, footer, buf, theme)
     });
     if app.help {
-        p.overlay("help", |buf| help::render_help(body, buf, theme));
+        p.overlay("help", |buf| help::render_help(app, body, buf, theme));
     }
 }

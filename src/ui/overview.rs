@@ -12,7 +12,7 @@ use super::cards::{Slot, plan};
 use super::chart::{Col, Grid, Scale, extent, sample, sparkline};
 use super::paint::Painter;
 use super::plot::{self, Kind, Plot, Trace, slots_per_cell};
-use super::procs::{proc_header, proc_line};
+use super::procs::{first_visible, proc_header, render_row};
 use super::theme::Theme;
 use crate::app::App;
 use crate::model::allocator::{DevAlloc, ProcAlloc};
@@ -104,8 +104,8 @@ pub fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'static> {
 }
 
 /// Process lines one card wants: a title row and each process (plus its allocator line).
-fn wanted_lines(s: &State, g: &GpuState) -> u16 {
-    let procs = s.procs_on(g.info.index);
+fn wanted_lines(app: &App, s: &State, g: &GpuState) -> u16 {
+    let procs = app.rows_on(g.info.index);
     if procs.is_empty() {
         return 1;
     }
@@ -133,18 +133,18 @@ pub fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
         p.paint("companions", |buf| companions_only(app, area, buf, theme));
         return;
     }
-    let wants: Vec<u16> = s.gpus.iter().map(|g| wanted_lines(s, g)).collect();
+    let wants: Vec<u16> = s.gpus.iter().map(|g| wanted_lines(app, s, g)).collect();
     let mut y = area.y;
     for slot in plan(area.height, &wants, app.gpu) {
         match slot {
             Slot::Card { gpu, height, lines } => {
                 let r = Rect { y, height, ..area };
-                card(p, app, &s.gpus[gpu], gpu == app.gpu, lines, r, theme);
+                card(p, app, gpu, &s.gpus[gpu], gpu == app.gpu, lines, r, theme);
                 y += height;
             }
             Slot::Row { gpu, height } => {
                 let r = Rect { y, height, ..area };
-                compact(p, app, &s.gpus[gpu], gpu == app.gpu, r, theme);
+                compact(p, app, gpu, &s.gpus[gpu], gpu == app.gpu, r, theme);
                 y += height;
             }
             Slot::More { hidden } => {
@@ -235,9 +235,11 @@ pub fn memory_chart(
     scale
 }
 
+#[allow(clippy::too_many_arguments)]
 fn card(
     p: &mut Painter,
     app: &App,
+    pos: usize,
     g: &GpuState,
     sel: bool,
     lines: u16,
@@ -272,48 +274,77 @@ fn card(
             theme,
         ));
     }
+    let procs_area = Rect {
+        y: inner.y + 1 + chart_h,
+        height: inner.height - 1 - chart_h,
+        ..inner
+    };
+    // Processes a one-row card could not list: said in its bottom border.
+    let unlisted = proc_rows(p, app, pos, g, procs_area, theme);
     let t = title(g, area.width, theme);
+    // The alert mark (` ‼ 2 `) goes before the scale note, and is kept when both do not fit.
+    let mark = super::alerts::decorate_card(app, pos, area, theme);
+    let mark_w = mark.as_ref().map_or(0, |m| m.width());
+    let mark = mark.filter(|_| mark_w + t.chars().count() + 4 <= usize::from(area.width));
+    let taken = t.chars().count() + mark.as_ref().map_or(0, |m| m.width()) + 4;
     let note = scale
         .map(|sc| scale_note(&sc, g.total(), app.full_scale, theme))
-        .filter(|n| n.chars().count() + t.chars().count() + 4 <= usize::from(area.width));
+        .filter(|n| n.chars().count() + taken <= usize::from(area.width));
     p.paint("card border", |buf| {
         let mut block =
             block
                 .title(t)
                 .title_style(if sel { theme.title() } else { theme.normal() });
+        if let Some(m) = mark {
+            block = block.title(Line::from(m).right_aligned());
+        }
         if let Some(n) = note {
             block = block.title(Line::styled(n, theme.dim()).right_aligned());
         }
         if sel {
             block = block.border_style(theme.title());
         }
+        if unlisted > 0 {
+            let more = format!(" +{unlisted} more: Enter ");
+            if more.chars().count() + 4 <= usize::from(area.width) {
+                block = block.title_bottom(Line::styled(more, theme.dim()).right_aligned());
+            }
+        }
         block.render(area, buf);
     });
     p.paint("usage", |buf| {
         usage_line(g, inner.width, theme).render(Rect { height: 1, ..inner }, buf)
     });
-    let procs_area = Rect {
-        y: inner.y + 1 + chart_h,
-        height: inner.height - 1 - chart_h,
-        ..inner
-    };
-    proc_rows(p, app, g, procs_area, theme);
 }
 
 /// Title row, process rows with allocator lines, and "+N more" on a row of its own.
-fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme) {
+/// Returns how many processes are hidden without a word about them (no room for a title
+/// row): the card's border says it.
+fn proc_rows(
+    p: &mut Painter,
+    app: &App,
+    pos: usize,
+    g: &GpuState,
+    area: Rect,
+    theme: &Theme,
+) -> usize {
     let s = app.view_state();
     if area.height == 0 {
-        return;
+        return 0;
     }
-    let procs = s.procs_on(g.info.index);
+    let procs = app.rows_on(g.info.index);
     if procs.is_empty() {
         if g.error().is_none() {
+            let text = if app.filter.is_empty() {
+                "no processes".to_string()
+            } else {
+                format!("no process matches /{}", app.filter)
+            };
             p.paint("no processes", |buf| {
-                buf.set_string(area.x, area.y, "no processes", theme.dim())
+                buf.set_stringn(area.x, area.y, text, usize::from(area.width), theme.dim())
             });
         }
-        return;
+        return 0;
     }
     let all = s.gpu_infos();
     let allocs: Vec<_> = procs
@@ -331,7 +362,13 @@ fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme
     let end = area.y + u16::from(header) + budget;
     let mut y = area.y + u16::from(header);
     let mut shown = 0;
-    for ((pr, pg), alloc) in procs.iter().zip(&allocs) {
+    // Scrolled so the selected process stays on the card. `first_visible` keeps a line
+    // below the selection for "+N more", which here has its own row (outside `budget`) or
+    // goes into the title row: that line is given back when there is one.
+    let lines = |i: usize| 1 + u16::from(allocs[i].is_some());
+    let fit = budget + u16::from(app.proc_row + 1 < procs.len());
+    let first = first_visible(app, pos, procs.len(), fit, lines);
+    for ((pr, pg), alloc) in procs.iter().zip(&allocs).skip(first) {
         if y >= end {
             break;
         }
@@ -345,7 +382,9 @@ fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme
             width: row.width - hist_w,
             ..row
         };
-        p.paint("process row", |buf| proc_row(pr, pg, text, buf, theme));
+        p.paint("process row", |buf| {
+            render_row(app, pos, pr, pg, text, buf, theme)
+        });
         if hist_w > 0 {
             let spark = Rect {
                 x: text.right() + 1,
@@ -382,7 +421,10 @@ fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme
     }
     if header {
         let hist_w = history_width(area.width);
-        let mut titles = proc_header(area.width - hist_w);
+        // "+N more" without a row of its own goes into the command column's title: the
+        // other titles stay where they are.
+        let more = (left > 0 && !more_row).then_some(left);
+        let mut titles = proc_header(app, area.width - hist_w, theme.ascii, more);
         if hist_w > 0 {
             titles.push_str(&format!(
                 " {:<w$}",
@@ -390,22 +432,12 @@ fn proc_rows(p: &mut Painter, app: &App, g: &GpuState, area: Rect, theme: &Theme
                 w = usize::from(hist_w - 1)
             ));
         }
-        if left > 0 && !more_row {
-            let note = if wide {
-                format!("COMMAND  (+{left} more: Enter)")
-            } else {
-                format!("COMMAND +{left}")
-            };
-            // Only into the spaces after COMMAND: the other titles stay where they are.
-            let at = titles.find("COMMAND").unwrap_or(0);
-            let room = titles[at..].find("  CUDA").map_or(0, |i| i);
-            if note.len() < room {
-                titles.replace_range(at..at + note.len(), &note);
-            }
-        }
         p.paint("process titles", |buf| {
             buf.set_stringn(area.x, area.y, titles, usize::from(area.width), theme.dim())
         });
+        0
+    } else {
+        left
     }
 }
 
@@ -446,13 +478,17 @@ fn process_history(
     sparkline(buf, area, &cols, &scale, theme, theme.used());
 }
 
-fn proc_row(pr: &ProcState, pg: &ProcGpu, row: Rect, buf: &mut Buffer, theme: &Theme) {
-    proc_line(pr, pg, row.width, theme).render(row, buf);
-}
-
 /// One or two rows for a GPU when there is no room for its card: name, usage and a
 /// sparkline on one row; with two, the sparkline gets the whole second row.
-fn compact(p: &mut Painter, app: &App, g: &GpuState, sel: bool, area: Rect, theme: &Theme) {
+fn compact(
+    p: &mut Painter,
+    app: &App,
+    pos: usize,
+    g: &GpuState,
+    sel: bool,
+    area: Rect,
+    theme: &Theme,
+) {
     let s = app.view_state();
     let mark = if sel {
         if theme.ascii { ">" } else { "▶" }
@@ -460,10 +496,16 @@ fn compact(p: &mut Painter, app: &App, g: &GpuState, sel: bool, area: Rect, them
         " "
     };
     let head = format!("{mark}GPU{} {} ", g.info.index, short_name(&g.info.name));
-    let head_w = head.chars().count() as u16;
     let style = if sel { theme.title() } else { theme.normal() };
+    // The alert mark follows the name, where a card would have it in its border.
+    let alert = super::alerts::decorate_card(app, pos, area, theme);
+    let head_w =
+        (head.chars().count() + alert.as_ref().map_or(0, |a| a.width().saturating_sub(1))) as u16;
     p.paint("gpu row name", |buf| {
-        buf.set_stringn(area.x, area.y, &head, usize::from(area.width), style)
+        let mut spans = vec![Span::styled(head, style)];
+        // The name already ends in a space.
+        spans.extend(alert.map(|a| Span::styled(a.content.trim_start().to_string(), a.style)));
+        Line::from(spans).render(Rect { height: 1, ..area }, buf)
     });
     let rest_w = area.width.saturating_sub(head_w);
     // One row keeps at least 8 cells for the sparkline; the usage drops its peak first.
@@ -562,6 +604,7 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             .unwrap_or_default();
         let line = format!("{:>7} {} {cmd}", pa.pid, pa.framework_label());
         buf.set_stringn(area.x, y, line, usize::from(area.width), theme.normal());
+        super::procs::mark_companion(app, pa.pid, Rect::new(area.x, y, area.width, 1), buf, theme);
         y += 1;
         for d in pa.devices.values() {
             if y >= area.y + area.height {

@@ -5,10 +5,14 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use super::legend;
 use super::theme::Theme;
+use crate::app::{App, Target};
 use crate::model::bytes::human;
 use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState};
+use crate::model::time::Ts;
+use crate::selection::SortKey;
 
 /// The command line with paths shortened to their last component, so the part that tells
 /// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column.
@@ -46,16 +50,50 @@ fn mapping_style(m: &Mapping, theme: &Theme) -> ratatui::style::Style {
     }
 }
 
-fn used_label(pg: &ProcGpu) -> String {
-    pg.last_used.map_or_else(|| "n/a".into(), human)
+/// `n/a` when NVML gave no number; `gone` when NVML no longer lists the process at all
+/// (it exited or let go of the GPU): the row lingers for a minute, labelled for what it is.
+fn used_label(pg: &ProcGpu, now: Ts) -> String {
+    match pg.last_used {
+        Some(u) => human(u),
+        None if pg.last_seen < now => legend::GONE.sym.into(),
+        None => legend::NA.sym.into(),
+    }
 }
 
 /// One process row for the overview cards, shortened to `width`.
 pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line<'static> {
+    proc_line_at(p, pg, width, theme, pg.last_seen, false)
+}
+
+/// `+1.20 GiB/m`: growth over the last minute, per minute.
+pub fn growth_label(pg: &ProcGpu, now: Ts) -> String {
+    let g = crate::selection::growth(pg, now);
+    let sign = if g < 0.0 { "-" } else { "+" };
+    format!(
+        "{sign}{}{}",
+        human(g.abs().round() as u64),
+        legend::PER_MIN.sym
+    )
+}
+
+/// The row; with `growth` the last column is the growth rate (sorted by it) instead of
+/// the peak.
+fn proc_line_at(
+    p: &ProcState,
+    pg: &ProcGpu,
+    width: u16,
+    theme: &Theme,
+    now: Ts,
+    growth: bool,
+) -> Line<'static> {
     let w = usize::from(width);
     let user = p.info.user.clone().unwrap_or_else(|| "?".into());
-    let used = format!("{:>9}", used_label(pg));
-    let peak = format!(" pk {:>9}", human(pg.peak.value));
+    let used = format!("{:>9}", used_label(pg, now));
+    let peak = if growth {
+        format!(" {:>12}", growth_label(pg, now))
+    } else {
+        format!(" {} {:>9}", legend::PEAK.sym, human(pg.peak.value))
+    };
     let map = format!(" {:<8}", pg.mapping.label());
     let head = if w < 50 {
         format!("{:>7} ", p.info.pid)
@@ -77,25 +115,153 @@ pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line
     Line::from(spans)
 }
 
-/// Column titles over `proc_line` rows of the same `width` (same column arithmetic).
-pub fn proc_header(width: u16) -> String {
-    let w = usize::from(width);
-    let (head, tail) = if w < 50 {
-        ("    PID ", format!(" {:<8}{:>9}", "CUDA", "USED"))
-    } else {
-        (
-            "    PID USER     ",
-            format!(" {:<8}{:>9}{:>13}", "CUDA", "USED", "PEAK"),
-        )
-    };
-    let cmd_w = w.saturating_sub(head.len() + tail.len() + 1);
-    format!("{head}{:<cmd_w$} {tail}", "COMMAND")
+/// One process row as every list draws it: the row, the mark of its worst active alert in
+/// the first column, the selection highlight, and a click target. The overview's cards call
+/// this (with `gpu` the card's position in `State::gpus`), so the selection is visible there too.
+pub fn render_row(
+    app: &App,
+    gpu: usize,
+    p: &ProcState,
+    pg: &ProcGpu,
+    row: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
+    let now = app.view_state().now;
+    let growth = app.sort.key == SortKey::Growth;
+    proc_line_at(p, pg, row.width, theme, now, growth).render(row, buf);
+    if let Some((mark, style)) = super::alerts::row_mark(app, p.info.pid, pg.gpu, theme) {
+        buf.set_stringn(row.x, row.y, mark, usize::from(row.width), style);
+    }
+    if app.is_selected(Some(gpu), p.info.pid) {
+        buf.set_style(row, theme.selected());
+    }
+    hit(
+        app,
+        row,
+        Target::Proc {
+            gpu,
+            pid: p.info.pid,
+        },
+    );
 }
 
-/// Process table of one GPU with a header row and the selected row highlighted.
+/// The allocator panel's place when the selected process has no companion (the place is
+/// kept so the table does not jump): what is known from outside, and how to see inside.
+pub fn render_no_companion(
+    p: &ProcState,
+    pg: &ProcGpu,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let text = format!(
+        "PID {} has no companion: NVML sees its {} but not its allocator. Start it with \
+         `gpumon run -- CMD` (or `import gpumon; gpumon.start()`) for allocator detail. {}",
+        p.info.pid,
+        pg.last_used.map_or_else(|| "memory".into(), human),
+        mapping_note(p, pg)
+    );
+    ratatui::widgets::Paragraph::new(text)
+        .style(theme.dim())
+        .wrap(ratatui::widgets::Wrap { trim: true })
+        .render(area, buf);
+}
+
+/// A companion's line in the no-NVML list: highlighted when selected, clickable.
+pub fn mark_companion(app: &App, pid: u32, row: Rect, buf: &mut Buffer, theme: &Theme) {
+    if app.is_selected(None, pid) {
+        buf.set_style(row, theme.selected());
+    }
+    hit(app, row, Target::Proc { gpu: 0, pid });
+}
+
+/// First row a list of `n` rows shows in `fit` lines so that the selection (on the GPU at
+/// position `gpu`) stays on screen, with a line left below it for `+N more`. `lines(i)` is
+/// how many lines row `i` takes (a process with a companion line takes two).
+pub fn first_visible(
+    app: &App,
+    gpu: usize,
+    n: usize,
+    fit: u16,
+    lines: impl Fn(usize) -> u16,
+) -> usize {
+    let sel = app.proc_row;
+    if gpu != app.gpu || sel >= n {
+        return 0;
+    }
+    let need = |first: usize| (first..=sel).map(&lines).sum::<u16>() + u16::from(sel + 1 < n);
+    (0..=sel).find(|&f| need(f) <= fit).unwrap_or(sel)
+}
+
+/// Register `area` as a click target for the next mouse event.
+pub fn hit(app: &App, area: Rect, t: Target) {
+    app.hits.borrow_mut().push((area, t));
+}
+
+/// Column titles over process rows of the same `width`, with the same column arithmetic
+/// as `proc_line_at` so each title sits over its numbers. The sorted column carries ▼/▲;
+/// the command column also says what an active filter shows and, with `more`, how many
+/// processes did not fit (the overview puts that here when it has no row to spare): in
+/// full when there is room, as `+N` otherwise, never cut.
+pub fn proc_header(app: &App, width: u16, ascii: bool, more: Option<usize>) -> String {
+    let w = usize::from(width);
+    let sorted = |col: &str| {
+        if app.sort.key.column() == col {
+            app.sort.label(ascii)
+        } else {
+            col.to_string()
+        }
+    };
+    let last = if app.sort.key == SortKey::Growth {
+        sorted("GROWTH")
+    } else {
+        sorted("PEAK")
+    };
+    let (head, tail) = if w < 50 {
+        (
+            format!("{:>7} ", sorted("PID")),
+            format!(" {:<8}{:>9}", "CUDA", sorted("USED")),
+        )
+    } else {
+        (
+            format!("{:>7} USER     ", sorted("PID")),
+            format!(" {:<8}{:>9}{:>13}", "CUDA", sorted("USED"), last),
+        )
+    };
+    let cmd_w = w.saturating_sub(head.chars().count() + tail.chars().count() + 1);
+    let mut cmd = sorted("COMMAND");
+    if !app.filter.is_empty() {
+        cmd.push_str(&format!(" /{}", app.filter));
+    }
+    if let Some(n) = more {
+        let len = cmd.chars().count();
+        let note = [format!("  (+{n} more: Enter)"), format!(" +{n}")]
+            .into_iter()
+            .find(|t| len + t.chars().count() <= cmd_w);
+        cmd.push_str(&note.unwrap_or_default());
+    }
+    let cmd: String = cmd.chars().take(cmd_w).collect();
+    format!("{head}{cmd:<cmd_w$} {tail}")
+}
+
+/// The title row of a process list (see `proc_header`).
+pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    if area.height == 0 {
+        return;
+    }
+    let head = proc_header(app, area.width, theme.ascii, None);
+    buf.set_stringn(area.x, area.y, head, usize::from(area.width), theme.title());
+}
+
+/// Process table of one GPU with a header row and the selected row highlighted. The last
+/// row says how many are below instead of being written over.
 pub fn render_table(
+    app: &App,
     rows: &[(&ProcState, &ProcGpu)],
-    selected: usize,
     area: Rect,
     buf: &mut Buffer,
     theme: &Theme,
@@ -103,34 +269,30 @@ pub fn render_table(
     if area.height == 0 {
         return;
     }
-    // The same column arithmetic as the rows, so titles sit over their numbers.
-    buf.set_stringn(
-        area.x,
-        area.y,
-        proc_header(area.width),
-        usize::from(area.width),
-        theme.title(),
-    );
-    let mut body = usize::from(area.height - 1);
+    render_header(app, area, buf, theme);
+    let body = usize::from(area.height - 1);
     if rows.is_empty() {
+        let msg = if app.filter.is_empty() {
+            "no processes on this GPU".to_string()
+        } else {
+            format!("no process matches /{} (/ then Esc clears)", app.filter)
+        };
         buf.set_stringn(
             area.x,
             area.y + 1,
-            "no processes on this GPU",
+            msg,
             usize::from(area.width),
             theme.dim(),
         );
         return;
     }
     // The selection may outlive the process it pointed at: show the last row selected instead.
-    let selected = selected.min(rows.len() - 1);
+    let selected = app.proc_row.min(rows.len() - 1);
     // The "+N below" indicator gets its own row rather than covering the last process.
     let indicator = rows.len() > body && body >= 2;
-    if indicator {
-        body -= 1;
-    }
-    let first = selected.saturating_sub(body.saturating_sub(1));
-    for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(body) {
+    let shown = if indicator { body - 1 } else { body };
+    let first = selected.saturating_sub(shown.saturating_sub(1));
+    for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(shown) {
         let y = area.y + 1 + (i - first) as u16;
         let r = Rect {
             x: area.x,
@@ -138,12 +300,12 @@ pub fn render_table(
             width: area.width,
             height: 1,
         };
-        proc_line(p, pg, area.width, theme).render(r, buf);
-        if i == selected {
+        render_row(app, app.gpu, p, pg, r, buf, theme);
+        if i == selected && !app.is_selected(Some(app.gpu), p.info.pid) {
             buf.set_style(r, theme.selected());
         }
     }
-    let hidden = rows.len().saturating_sub(first + body);
+    let hidden = rows.len().saturating_sub(first + shown);
     if hidden > 0 && indicator {
         // A rule with the count at its end: reads as "the list goes on below".
         let t = format!(" +{hidden} below (j) ");

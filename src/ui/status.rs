@@ -1,13 +1,14 @@
-//! Top status line (source, interval, host, freeze/replay state) and the bottom line.
+//! Top status line (source, interval, host, freeze/record/replay state with position,
+//! length, progress and the recording's clock) and the bottom line (prompt, result, hints).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use super::legend;
 use super::theme::Theme;
-use crate::app::{App, SourceKind};
-use crate::model::time::duration_label;
+use crate::app::{App, Prompt, SourceKind};
 
 fn interval_label(ms: u64) -> String {
     if ms >= 1000 && ms % 1000 == 0 {
@@ -17,67 +18,180 @@ fn interval_label(ms: u64) -> String {
     }
 }
 
+/// `1:05`, or `1:02:05` past an hour (`hours` forces the long form, so a position and a
+/// total past an hour line up).
+pub fn clock_pos(ms: i64, hours: bool) -> String {
+    let s = ms.max(0) / 1000;
+    if hours || s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// The header's pieces, most important first: when the line is too narrow the least
+/// important are dropped whole instead of being cut mid-word.
+fn replay_spans(app: &App, theme: &Theme, narrow: bool) -> Vec<(u8, Vec<Span<'static>>)> {
+    let mut out = Vec::new();
+    let SourceKind::Replay { demo, .. } = &app.source else {
+        return out;
+    };
+    let what = if *demo {
+        legend::REPLAY.sym.replace("REPLAY", "DEMO REPLAY")
+    } else {
+        legend::REPLAY.sym.to_string()
+    };
+    out.push((
+        0,
+        vec![
+            Span::raw(" "),
+            Span::styled(format!(" {what} "), theme.recording()),
+        ],
+    ));
+    let Some(r) = &app.replay else { return out };
+    let pos = r.pos.saturating_sub(r.start);
+    let total = r.end.map(|e| e.saturating_sub(r.start));
+    let hours = total.unwrap_or(pos) >= 3_600_000;
+    let sep = if narrow { "/" } else { " / " };
+    let time = match total {
+        Some(t) => format!(" {}{sep}{}", clock_pos(pos, hours), clock_pos(t, hours)),
+        None => format!(" {}", clock_pos(pos, hours)),
+    };
+    out.push((0, vec![Span::raw(time)]));
+    if let Some(t) = total.filter(|&t| t > 0) {
+        let w = 10usize;
+        let fill = ((pos as f64 / t as f64).clamp(0.0, 1.0) * w as f64).round() as usize;
+        out.push((
+            3,
+            vec![
+                Span::raw(" "),
+                Span::styled(theme.full().to_string().repeat(fill), theme.used()),
+                Span::styled(theme.empty().to_string().repeat(w - fill), theme.dim()),
+            ],
+        ));
+    }
+    out.push((
+        4,
+        vec![Span::styled(
+            format!(" {}", theme.clock(r.pos)),
+            theme.dim(),
+        )],
+    ));
+    let speed = app.speed().unwrap_or(r.speed).label();
+    out.push((1, vec![Span::raw(format!(" {speed}"))]));
+    let state = match (r.ended && !r.following, r.paused) {
+        // Paused at the end changes nothing visible; a narrow header says just `end`.
+        (true, true) if narrow => "end",
+        (true, true) => "end (paused)",
+        (true, false) => "end",
+        (false, true) => "paused",
+        (false, false) if r.ended => "following",
+        _ => "",
+    };
+    if !state.is_empty() {
+        out.push((0, vec![Span::styled(format!(" {state}"), theme.warn())]));
+    }
+    if r.looping {
+        out.push((2, vec![Span::styled(" loop", theme.dim())]));
+    }
+    out
+}
+
+/// Priority of the recording's file name in the header (the first to give way).
+const FILE: u8 = 8;
+
 pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let s = app.view_state();
     let narrow = area.width < 60;
     let host = s.header.as_ref().map_or("", |h| h.host.as_str());
-    let mut left = vec![Span::styled(" gpumon ", theme.header())];
     let sep = if theme.ascii { " | " } else { " │ " };
-    if !narrow {
-        left.push(Span::raw(format!(" {host}")));
-        if let Some(d) = s.header.as_ref().and_then(|h| h.driver_version.as_ref()) {
-            left.push(Span::styled(format!("{sep}driver {d}"), theme.dim()));
-        }
+    // (priority, spans): 0 always stays; higher numbers go first when space runs out.
+    let mut parts: Vec<(u8, Vec<Span<'static>>)> =
+        vec![(0, vec![Span::styled(" gpumon ", theme.header())])];
+    parts.push((6, vec![Span::raw(format!(" {host}"))]));
+    if let Some(d) = s.header.as_ref().and_then(|h| h.driver_version.as_ref()) {
+        parts.push((
+            7,
+            vec![Span::styled(format!("{sep}driver {d}"), theme.dim())],
+        ));
     }
     match &app.source {
         SourceKind::Live { interval_ms } => {
-            left.push(Span::raw(format!("{sep}{}", interval_label(*interval_ms))));
-            left.push(Span::raw(sep.to_string()));
-            left.push(Span::styled("LIVE", theme.used()));
+            parts.push((
+                5,
+                vec![Span::raw(format!("{sep}{}", interval_label(*interval_ms)))],
+            ));
+            parts.push((
+                0,
+                vec![
+                    Span::raw(sep.to_string()),
+                    Span::styled("LIVE", theme.used()),
+                ],
+            ));
         }
-        SourceKind::Replay { file, demo } => {
-            let what = if *demo { "DEMO RECORDING" } else { "RECORDING" };
-            left.push(Span::raw(" "));
-            left.push(Span::styled(format!(" {what} "), theme.recording()));
-            if let Some(r) = &app.replay {
-                let state = if r.paused {
-                    "paused"
-                } else if r.ended && !r.following {
-                    "end"
-                } else if r.ended {
-                    "following"
-                } else {
-                    ""
-                };
-                left.push(Span::raw(format!(
-                    " {} {}{}",
-                    duration_label(r.pos.saturating_sub(r.start).min(i64::MAX / 2)),
-                    r.speed.label(),
-                    if state.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {state}")
-                    }
-                )));
-            }
-            if !narrow {
-                let name = std::path::Path::new(file)
-                    .file_name()
-                    .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
-                left.push(Span::styled(format!("{sep}{name}"), theme.dim()));
-            }
+        SourceKind::Replay { file, .. } => {
+            parts.extend(replay_spans(app, theme, narrow));
+            let name = std::path::Path::new(file)
+                .file_name()
+                .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
+            parts.push((
+                FILE,
+                vec![Span::styled(format!("{sep}{name}"), theme.dim())],
+            ));
         }
     }
     if app.frozen.is_some() {
-        left.push(Span::raw(" "));
-        left.push(Span::styled(" FROZEN ", theme.warn()));
+        parts.push((
+            0,
+            vec![
+                Span::raw(" "),
+                Span::styled(format!(" {} ", legend::FROZEN.sym), theme.warn()),
+            ],
+        ));
     }
-    left.push(Span::styled(
-        format!("{sep}{}", app.window_label()),
-        theme.dim(),
+    if app.recording.is_some() {
+        let rec = legend::REC.sym(theme.ascii);
+        parts.push((
+            0,
+            vec![
+                Span::raw(" "),
+                Span::styled(format!(" {rec} "), theme.error()),
+            ],
+        ));
+    }
+    parts.push((
+        2,
+        vec![Span::styled(
+            format!("{sep}{}", app.window_label()),
+            theme.dim(),
+        )],
     ));
     let help = if narrow { "?" } else { "? help" };
     let help_w = help.len() as u16 + 1;
+    let room = usize::from(area.width.saturating_sub(help_w + 1));
+    let width = |p: &[(u8, Vec<Span>)]| -> usize {
+        p.iter()
+            .flat_map(|(_, v)| v.iter())
+            .map(|s| s.width())
+            .sum()
+    };
+    while width(&parts) > room {
+        let Some(worst) = parts.iter().map(|(p, _)| *p).max().filter(|&p| p > 0) else {
+            break;
+        };
+        let i = parts.iter().rposition(|(p, _)| *p == worst).unwrap_or(0);
+        // The file name is shortened before it is dropped: its start tells files apart.
+        let excess = width(&parts) - room;
+        let part_w: usize = parts[i].1.iter().map(|s| s.width()).sum();
+        if worst == FILE && part_w >= excess + 12 {
+            let span = &mut parts[i].1[0];
+            let keep: String = span.content.chars().take(part_w - excess - 1).collect();
+            span.content = format!("{keep}{}", if theme.ascii { "~" } else { "…" }).into();
+            continue;
+        }
+        parts.remove(i);
+    }
+    let left: Vec<Span> = parts.into_iter().flat_map(|(_, v)| v).collect();
     let left_area = Rect {
         width: area.width.saturating_sub(help_w + 1),
         ..area
@@ -87,20 +201,42 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     buf.set_string(x, area.y, help, theme.dim());
 }
 
-/// Bottom line: the latest problem if any, else key hints.
+/// Bottom line: an open prompt, else what the last key did, else the latest problem,
+/// else key hints.
 pub fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let w = usize::from(area.width);
+    if let Some(p) = &app.prompt {
+        let text = match p {
+            Prompt::Filter => format!(
+                "filter (name, user or PID): {}{}  Enter keeps, Esc clears",
+                app.filter,
+                if theme.ascii { "_" } else { "█" }
+            ),
+            Prompt::AckAll(n) => format!("acknowledge all {n} alerts? y: yes, any other key: no"),
+            Prompt::Signal { sig, what, .. } => format!(
+                "send {} to {what}? y: yes, any other key: no",
+                crate::signal::name(*sig)
+            ),
+        };
+        buf.set_stringn(area.x, area.y, text, w, theme.title());
+        return;
+    }
+    if let Some(f) = &app.flash {
+        buf.set_stringn(area.x, area.y, f, w, theme.warn());
+        return;
+    }
     let s = app.view_state();
     if let Some(m) = s.last_problem().filter(|m| s.now - m.t < 60_000) {
         let text = format!("{} {}: {}", theme.warn_sign(), m.source, m.text);
-        buf.set_stringn(area.x, area.y, text, usize::from(area.width), theme.error());
+        buf.set_stringn(area.x, area.y, text, w, theme.error());
         return;
     }
     let hints = if area.width < 60 {
         "q quit  ? help  Tab GPU  Enter detail"
     } else if app.is_replay() {
-        "q quit  ? help  Tab GPU  Enter detail  space pause  </> speed  [/] seek"
+        "q quit ? help Enter detail a alerts space pause </> speed [/] seek {/} marks"
     } else {
-        "q quit  ? help  Tab GPU  Enter detail  a alerts  p freeze  +/- zoom"
+        "q quit  ? help  Enter detail  a alerts  s sort  / filter  k kill  p freeze"
     };
-    buf.set_stringn(area.x, area.y, hints, usize::from(area.width), theme.dim());
+    buf.set_stringn(area.x, area.y, hints, w, theme.dim());
 }

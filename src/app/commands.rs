@@ -1,0 +1,140 @@
+//! What the acting keys do: alerts (go to, acknowledge), signals (ask, then report),
+//! and replay controls (speed from the last requested value, seek steps that fit).
+
+use super::{App, Effect, Prompt, View};
+use crate::event::{ReplayStatus, Speed};
+use crate::keys::Action;
+use crate::source::replay::Control;
+
+impl App {
+    /// Enter on an alert: its GPU's detail with its process selected.
+    pub(super) fn open_alert(&mut self) {
+        let Some(id) = self.sel_alert else { return };
+        let s = self.view_state();
+        let Some(pos) = s.gpus.iter().position(|g| g.info.index == id.key.gpu) else {
+            self.flash = Some(format!("GPU {} is not in this view", id.key.gpu));
+            return;
+        };
+        self.select_gpu(pos);
+        if let Some(pid) = id.key.pid {
+            if !self.pids().contains(&pid) && !self.filter.is_empty() {
+                self.filter.clear();
+            }
+            self.sel_pid = Some(pid);
+        }
+        self.go(View::Detail);
+    }
+
+    /// `A`: the selected alert in the panel; elsewhere all of them, after asking.
+    pub(super) fn ack(&mut self) {
+        if self.view == View::Alerts {
+            let Some(id) = self.sel_alert else { return };
+            self.flash = Some(if self.pipe.alerts.ack(&id.key) {
+                "acknowledged: silenced until it worsens".into()
+            } else {
+                "this alert is no longer active".into()
+            });
+            return;
+        }
+        let n = self.unacknowledged();
+        if n == 0 {
+            self.flash = Some("no alerts to acknowledge".into());
+        } else {
+            self.prompt = Some(Prompt::AckAll(n));
+        }
+    }
+
+    /// `k`: ask before signalling the selected process (SIGKILL if it already got SIGTERM).
+    pub(super) fn ask_kill(&mut self) {
+        let pid = match (self.view, self.sel_alert) {
+            (View::Alerts, Some(id)) => id.key.pid,
+            _ => self.sel_pid,
+        };
+        let Some(pid) = pid else {
+            self.flash = Some("no process selected".into());
+            return;
+        };
+        if self.is_replay() {
+            self.flash = Some(format!(
+                "replay: PID {pid} ran when this was recorded; signals go to live processes only"
+            ));
+            return;
+        }
+        if let Err(why) = (self.may_signal)(pid) {
+            self.flash = Some(why);
+            return;
+        }
+        let sig = if self.terminated == Some(pid) {
+            libc::SIGKILL
+        } else {
+            libc::SIGTERM
+        };
+        let s = self.view_state();
+        let cmd = s
+            .procs
+            .get(&pid)
+            .map(|p| crate::selection::name(p).to_string())
+            .or_else(|| {
+                s.companions
+                    .get(pid)
+                    .and_then(|c| c.hello.as_ref()?.cmdline.clone())
+            })
+            .unwrap_or_default();
+        let cmd: String = cmd.chars().take(40).collect();
+        self.prompt = Some(Prompt::Signal {
+            pid,
+            sig,
+            what: format!("PID {pid} {cmd}").trim_end().to_string(),
+        });
+    }
+
+    /// The loop sent (or failed to send) a confirmed signal.
+    pub fn signal_done(&mut self, pid: u32, sig: i32, result: Result<String, String>) {
+        if result.is_ok() && sig == libc::SIGTERM {
+            self.terminated = Some(pid);
+        }
+        self.flash = Some(match result {
+            Ok(m) if sig == libc::SIGTERM => format!("{m}; k again offers SIGKILL"),
+            Ok(m) | Err(m) => m,
+        });
+    }
+
+    /// Speed, seek, marks, start/end and loop: replay only (live says where they work).
+    pub(super) fn replay_action(&mut self, a: Action) -> Option<Effect> {
+        let Some(r) = self.replay.filter(|_| self.is_replay()) else {
+            self.flash = Some("replay controls work in `gpumon replay FILE`".into());
+            return None;
+        };
+        let c = match a {
+            Action::Faster | Action::Slower => {
+                let cur = self.speed().unwrap_or(Speed::Times(1.0));
+                let next = if a == Action::Faster {
+                    cur.faster()
+                } else {
+                    cur.slower()
+                };
+                self.speed_req = Some(next);
+                Control::SetSpeed(next)
+            }
+            Action::SeekBack => Control::Seek(-seek_step(r)),
+            Action::SeekForward => Control::Seek(seek_step(r)),
+            Action::PrevMark => Control::Mark(-1),
+            Action::NextMark => Control::Mark(1),
+            Action::ToStart => Control::SeekTo(r.start),
+            Action::ToEnd => Control::ToEnd,
+            Action::Loop => Control::ToggleLoop,
+            _ => return None,
+        };
+        Some(Effect::Replay(c))
+    }
+}
+
+/// A seek step that fits the recording: about a twentieth of it, as 5 s, 30 s or 5 min,
+/// so a 2-minute file moves 5 s and a day-long one 5 min.
+pub fn seek_step(r: ReplayStatus) -> i64 {
+    let total = r.end.unwrap_or(r.pos).saturating_sub(r.start);
+    [300_000, 30_000]
+        .into_iter()
+        .find(|&s| total / 20 >= s)
+        .unwrap_or(5_000)
+}

@@ -1,0 +1,259 @@
+//! The legend: every abbreviation and glyph the screens draw, one line each. Help's second
+//! page is generated from `LEGEND`; the screens this module's owner draws take their
+//! symbols from the same entries, and tests/legend.rs fails when an entry no longer appears
+//! on any screen of the bundled recordings, so the legend cannot drift from the screens.
+
+/// One legend line: the symbol as drawn (Unicode and ASCII) and what it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Term {
+    pub sym: &'static str,
+    pub ascii: &'static str,
+    pub meaning: &'static str,
+}
+
+impl Term {
+    pub fn sym(&self, ascii: bool) -> &'static str {
+        if ascii { self.ascii } else { self.sym }
+    }
+}
+
+macro_rules! term {
+    ($name:ident, $sym:literal, $ascii:literal, $meaning:literal) => {
+        pub const $name: Term = Term {
+            sym: $sym,
+            ascii: $ascii,
+            meaning: $meaning,
+        };
+    };
+}
+
+term!(
+    PEAK,
+    "pk",
+    "pk",
+    "peak: the most this process (or card) has used since gpumon saw it"
+);
+term!(
+    USED,
+    "used",
+    "used",
+    "memory in use now, as NVML reports it for the card or process"
+);
+term!(
+    GONE,
+    "gone",
+    "gone",
+    "NVML no longer lists the process (exited or released the GPU)"
+);
+term!(
+    NA,
+    "n/a",
+    "n/a",
+    "not known (not reported yet, or not readable as this user)"
+);
+term!(
+    CUDA,
+    "cuda:1",
+    "cuda:1",
+    "the card's index inside the process (after CUDA_VISIBLE_DEVICES)"
+);
+term!(
+    CUDA_Q,
+    "cuda:1?",
+    "cuda:1?",
+    "index uncertain (e.g. CUDA_DEVICE_ORDER not PCI_BUS_ID)"
+);
+term!(
+    HIDDEN,
+    "hidden!",
+    "hidden!",
+    "the process uses a card its CUDA_VISIBLE_DEVICES hides"
+);
+term!(
+    PID_AT,
+    "pid@gpu",
+    "pid@gpu",
+    "an alert's process and GPU: 786@1 is PID 786 on GPU 1"
+);
+term!(
+    COMPANION,
+    "↳",
+    "`-",
+    "the process's allocator, as its companion reports it"
+);
+term!(
+    ALLOC,
+    "alloc",
+    "alloc",
+    "bytes the framework's allocator has handed out to tensors"
+);
+term!(
+    CACHED,
+    "cached",
+    "cached",
+    "bytes the allocator holds from CUDA but has not handed out"
+);
+term!(
+    FRAG,
+    "F",
+    "F",
+    "fragmentation index 0..1: 1 - largest free block / all free bytes"
+);
+term!(
+    STRANDED,
+    "stranded",
+    "stranded",
+    "free cached bytes outside the largest free block"
+);
+term!(
+    LIMIT,
+    "L … of T …",
+    "L ... of T ...",
+    "largest free block (L) of total free cached bytes (T)"
+);
+term!(
+    EPOCH,
+    "e0",
+    "e0",
+    "end of epoch 0, as the companion marked it (chart tick)"
+);
+term!(
+    TICK,
+    "╹e12",
+    "^e12",
+    "(detail, epochs row) where epoch 12 ended, under its place in the chart"
+);
+term!(
+    FIT,
+    "f: card scale",
+    "f: card scale",
+    "(card border) chart fitted to its data: 0–10 GiB of 140; f: full scale"
+);
+term!(
+    ZOOM,
+    "zoom 5m",
+    "zoom 5m",
+    "(under a chart's value axis) the time window; + and - zoom"
+);
+term!(
+    REFS,
+    "peak … card …",
+    "peak ... card ...",
+    "(chart legend) peak and card total, dotted across the chart; ↑: above it"
+);
+term!(
+    TRACES,
+    "━ resv ━ alloc",
+    "r resv a alloc",
+    "(process chart) allocator reserved, allocated; per-epoch floor and peak"
+);
+term!(
+    CHART_KEY,
+    "c: card",
+    "c: card",
+    "(detail) c: chart the whole card or the selected process"
+);
+term!(
+    HISTORY,
+    "USED OVER TIME",
+    "USED OVER TIME",
+    "(wide cards) each process's usage over the window, to its own peak"
+);
+term!(
+    CARD_MARK,
+    "‼ 2 (card)",
+    "!! 2 (card)",
+    "(card border, GPU row) the card's worst active alert and their count"
+);
+term!(
+    GAP,
+    "╳",
+    "x",
+    "no sample (read failed): a gap, never a zero"
+);
+term!(
+    PER_EPOCH,
+    "+12.0M/ep",
+    "+12.0M/ep",
+    "growth per epoch (M = MiB); /win = per 10-minute window"
+);
+term!(
+    PER_MIN,
+    "/m",
+    "/m",
+    "per minute: a process's growth over the last minute (shown when sorted by growth)"
+);
+term!(
+    GATES,
+    "gates ✓ …",
+    "gates + ...",
+    "statistical checks an alert passed (after ✓) or failed (after ✗)"
+);
+term!(
+    SEV,
+    "‼ ⚠ ℹ",
+    "!! ! i",
+    "alert severity: critical, warning, information"
+);
+term!(
+    MARK,
+    "⚠ on a row",
+    "! on a row",
+    "this process or card has an active alert"
+);
+term!(
+    PAST,
+    "✓ (alerts)",
+    "ok (alerts)",
+    "an alert that has ended (cleared or process exited)"
+);
+term!(
+    ACK,
+    "ack",
+    "ack",
+    "acknowledged: silenced until the alert worsens"
+);
+term!(
+    SORT,
+    "▼ ▲",
+    "v ^",
+    "sorted by this column, largest or smallest first (s, I)"
+);
+term!(
+    REPLAY,
+    "REPLAY",
+    "REPLAY",
+    "playing a recording; m:ss / m:ss is position / length"
+);
+term!(
+    REC,
+    "● REC",
+    "* REC",
+    "--record is writing everything to a file"
+);
+term!(
+    FROZEN,
+    "FROZEN",
+    "FROZEN",
+    "the view is frozen (p); sampling goes on"
+);
+
+term!(
+    WINDOW,
+    "│ 5m",
+    "| 5m",
+    "(header) the time window charts and sparklines show; + and - zoom"
+);
+term!(
+    INTERVAL,
+    "│ 1 s │",
+    "| 1 s |",
+    "(header, live) how often NVML is sampled (--interval)"
+);
+
+/// Every entry, in the order help's legend page lists them.
+pub const LEGEND: &[Term] = &[
+    USED, PEAK, GONE, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG, STRANDED,
+    LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, FIT, ZOOM, REFS, TRACES, CHART_KEY, HISTORY,
+    GATES, SEV, MARK, CARD_MARK, PAST, ACK, SORT, REPLAY, REC, FROZEN, WINDOW, INTERVAL,
+];
