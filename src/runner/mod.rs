@@ -27,9 +27,14 @@ use crate::ui::theme::Theme;
 
 /// Events queued between sources and the loop; sources wait (NVML, replay) when it is full.
 const QUEUE: usize = 1024;
-/// Redraw caps: after a key, and after new data only.
+/// Redraw caps: after a key, and after new data only. Live data redraws once a second
+/// whatever the sampling interval (as nvtop does by default): faster sampling exists to catch
+/// short peaks, which the model keeps without a redraw, and a redraw costs more than a tick
+/// (bench/monitor_overhead.sh). A replay played faster than real time redraws 4 times a
+/// second so it still reads like a video.
 const INPUT_FRAME: Duration = Duration::from_millis(16);
-const DATA_FRAME: Duration = Duration::from_millis(250);
+const LIVE_DATA_FRAME: Duration = Duration::from_secs(1);
+const REPLAY_DATA_FRAME: Duration = Duration::from_millis(250);
 
 pub mod demos;
 mod headless;

@@ -189,8 +189,9 @@ fn has_terminal() -> bool {
 }
 
 /// The one loop: apply every queued event, then draw only when something changed. Keys are
-/// answered within one `INPUT_FRAME`; data alone redraws at most every `DATA_FRAME`, so fast
-/// sampling or a fast replay does not turn into a redraw storm.
+/// answered within one `INPUT_FRAME`; data alone redraws at most every `LIVE_DATA_FRAME`
+/// (`REPLAY_DATA_FRAME` in a replay), so fast sampling or a fast replay does not turn into
+/// a redraw storm.
 pub async fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
@@ -201,6 +202,11 @@ pub async fn event_loop<B: Backend>(
 where
     B::Error: Send + Sync + 'static,
 {
+    let data_frame = if replay.is_some() {
+        REPLAY_DATA_FRAME
+    } else {
+        LIVE_DATA_FRAME
+    };
     let mut dirty: Option<Duration> = Some(Duration::ZERO);
     let mut last_draw = Instant::now();
     let mut looped_from = None;
@@ -227,7 +233,7 @@ where
         while let Some(ev) = next {
             let cap = match ev {
                 Event::Key(_) | Event::Mouse(_) | Event::Resize => INPUT_FRAME,
-                _ => DATA_FRAME,
+                _ => data_frame,
             };
             dirty = Some(dirty.map_or(cap, |d| d.min(cap)));
             if matches!(ev, Event::Resize) {
