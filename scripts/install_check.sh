@@ -35,10 +35,10 @@ tmux new-session -d -s "$session" -x 100 -y 30 "$bin demo; sleep 30"
 screen=""
 for _ in $(seq 1 50); do
     screen=$(tmux capture-pane -p -t "$session" || true)
-    if grep -q "DEMO RECORDING" <<<"$screen"; then
+    if grep -q "DEMO REPLAY" <<<"$screen"; then
         break
     fi
     sleep 0.2
 done
-grep -q "DEMO RECORDING" <<<"$screen" || { echo "install: demo did not play:"; echo "$screen"; exit 1; }
+grep -q "DEMO REPLAY" <<<"$screen" || { echo "install: demo did not play:"; echo "$screen"; exit 1; }
 echo "install check: ok ($(( $(date +%s) - start )) s)"
