@@ -5,10 +5,10 @@
 //!
 //! Prints the results table that docs/alerts.md quotes ("Quality on real H200 runs").
 
+mod capture;
+use capture::Captured;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use gpumon::frame::Frame;
 use gpumon::model::alerts::{AlertConfig, AlertEngine};
@@ -20,33 +20,6 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
-}
-
-/// The pipeline's `--alerts-jsonl` sink, captured in memory.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| std::io::Error::other("poisoned"))?
-            .extend_from_slice(b);
-        Ok(b.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn take(&self) -> Vec<u8> {
-        self.0
-            .lock()
-            .map(|mut v| std::mem::take(&mut *v))
-            .unwrap_or_default()
-    }
 }
 
 /// One line of the alert log, stamped with the data time it was written at.

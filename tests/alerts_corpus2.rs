@@ -7,12 +7,12 @@
 //!
 //!     cargo test --test alerts_corpus2 -- --nocapture
 
+mod capture;
+use capture::Captured;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use gpumon::frame::Frame;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 use gpumon::model::alerts::{AlertConfig, AlertEngine, AlertKind};
 use gpumon::pipeline::{Pipeline, Sinks};
@@ -44,33 +44,6 @@ struct Raised {
     at: i64,
     epoch: Option<u64>,
     message: String,
-}
-
-/// The pipeline's `--alerts-jsonl` sink, captured in memory (the format users read).
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .map_err(|_| std::io::Error::other("poisoned"))?
-            .extend_from_slice(b);
-        Ok(b.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn take(&self) -> Vec<u8> {
-        self.0
-            .lock()
-            .map(|mut v| std::mem::take(&mut *v))
-            .unwrap_or_default()
-    }
 }
 
 fn replay(path: &Path, pids: &[u32]) -> Res<BTreeMap<u32, Seen>> {
