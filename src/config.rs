@@ -15,6 +15,7 @@ use serde::Deserialize;
 use crate::app::{App, View, ZOOMS};
 use crate::cli::{Cli, Command, DisplayArgs};
 use crate::model::alerts::config::AlertConfig;
+use crate::selection::{Sort, SortKey};
 
 /// Every key the file may hold. All optional: an empty file is valid.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -32,6 +33,8 @@ pub struct Config {
     pub view: Option<String>,
     /// The time window charts open with: one of the zoom steps, "1m" … "7d".
     pub window: Option<String>,
+    /// The process lists' sort column: "used", "peak", "growth", "pid" or "name".
+    pub sort: Option<String>,
     /// Directory of companion sockets.
     pub socket_dir: Option<PathBuf>,
     /// Address `gpumon serve` listens on; the same forms as `--listen`.
@@ -47,6 +50,7 @@ pub struct Resolved {
     pub interval: Option<Duration>,
     pub view: Option<View>,
     pub zoom: Option<usize>,
+    pub sort: Option<SortKey>,
     pub listen: Option<std::net::SocketAddr>,
 }
 
@@ -148,6 +152,25 @@ pub fn parse(text: &str) -> Result<Resolved> {
             )
         })?),
     };
+    const SORTS: [(&str, SortKey); 5] = [
+        ("used", SortKey::Used),
+        ("peak", SortKey::Peak),
+        ("growth", SortKey::Growth),
+        ("pid", SortKey::Pid),
+        ("name", SortKey::Name),
+    ];
+    let sort = match file.sort.as_deref() {
+        None => None,
+        Some(v) => match SORTS.iter().find(|(n, _)| *n == v) {
+            Some((_, k)) => Some(*k),
+            None => bail!(
+                "sort: '{v}' is not a sort column{}; use used, peak, growth, pid or name",
+                closest(v, &SORTS.map(|(n, _)| n))
+                    .map(|c| format!(" (did you mean '{c}'?)"))
+                    .unwrap_or_default()
+            ),
+        },
+    };
     let listen = file
         .listen
         .as_deref()
@@ -159,6 +182,7 @@ pub fn parse(text: &str) -> Result<Resolved> {
         interval,
         view,
         zoom,
+        sort,
         listen,
     })
 }
@@ -227,6 +251,12 @@ pub fn apply_to_app(cfg: &Resolved, app: &mut App) {
     }
     if let Some(z) = cfg.zoom {
         app.zoom = z;
+    }
+    if let Some(key) = cfg.sort {
+        app.sort = Sort {
+            key,
+            desc: key.default_desc(),
+        };
     }
 }
 
@@ -302,6 +332,8 @@ utc = false
 view = "overview"
 # The chart window the TUI opens with: 1m, 5m, 15m, 1h, 6h, 24h, 72h or 7d.
 window = "5m"
+# The process lists' sort column: used, peak, growth, pid or name (`s` cycles, `I` inverts).
+sort = "used"
 # Directory of companion sockets (default: $GPUMON_DIR, $XDG_RUNTIME_DIR/gpumon, /tmp/gpumon-UID).
 # socket_dir = "/run/user/1000/gpumon"
 # Address `gpumon serve` listens on: ":9464" (loopback), "HOST:PORT", "[::1]:9464".
@@ -336,6 +368,26 @@ mod tests {
     }
 
     #[test]
+    fn the_sort_key_sets_the_app_sort_with_its_natural_direction() {
+        let mut app = App::new(
+            crate::app::SourceKind::Live { interval_ms: 1000 },
+            crate::pipeline::Sinks::default(),
+        );
+        assert_eq!(app.sort, Sort::default());
+        apply_to_app(&parse("sort = \"pid\"").expect("valid"), &mut app);
+        assert_eq!(
+            app.sort,
+            Sort {
+                key: SortKey::Pid,
+                desc: false
+            }
+        );
+        apply_to_app(&parse("sort = \"growth\"").expect("valid"), &mut app);
+        assert_eq!(app.sort.key, SortKey::Growth);
+        assert!(app.sort.desc);
+    }
+
+    #[test]
     fn a_misspelt_key_names_the_closest_one() {
         let e = parse("intervl = \"1s\"").expect_err("unknown key");
         let msg = format!("{e:#}");
@@ -354,6 +406,7 @@ mod tests {
             ("interval = \"10\"", "interval"),
             ("view = \"detial\"", "did you mean 'detail'"),
             ("window = \"2m\"", "window"),
+            ("sort = \"peek\"", "did you mean 'peak'"),
             ("listen = \"9464\"", "listen"),
         ] {
             let msg = format!("{:#}", parse(text).expect_err(text));
