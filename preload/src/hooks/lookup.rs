@@ -148,12 +148,15 @@ mod exports {
         unsafe { gpa_v2::<0>(symbol, pfn, version, flags, status) }
     }
 
-    /// `dlsym` itself. `dlsym(RTLD_NEXT, …)` means "after the *caller's*
-    /// object", and glibc finds the caller from the return address; calling the
-    /// real `dlsym` from here would make that this library and break other
-    /// interposers. So the trampoline *jumps* to glibc for `RTLD_NEXT`, leaving
-    /// the caller's return address in place, and sends every other handle to
-    /// `dlsym_hook`. `endbr64` keeps it a valid indirect-branch target under CET.
+    /// `dlsym` itself. glibc finds the caller from the return address: for
+    /// `RTLD_NEXT` ("after the caller's object") and for `RTLD_DEFAULT` (the
+    /// caller's scope, which for an object opened with `RTLD_LOCAL` includes its
+    /// own dependencies). Calling the real `dlsym` from here would make the caller
+    /// this library. So the trampoline *jumps* to glibc, leaving the caller's
+    /// return address in place, for `RTLD_NEXT` and for every name that is not a
+    /// driver entry point (`cu…`, the only names `dlsym_hook` can wrap); only
+    /// `cu…` names on other handles go through `dlsym_hook`. `endbr64` keeps it a
+    /// valid indirect-branch target under CET.
     #[cfg(target_arch = "x86_64")]
     #[unsafe(no_mangle)]
     #[unsafe(naked)]
@@ -161,7 +164,16 @@ mod exports {
         core::arch::naked_asm!(
             "endbr64",
             "cmp rdi, -1",
-            "jne 2f",
+            "je 1f",
+            // A null name, or one not starting with "cu": glibc's, unchanged. The
+            // second byte is read only when the first is 'c', so never past the NUL.
+            "test rsi, rsi",
+            "jz 1f",
+            "cmp byte ptr [rsi], 0x63",
+            "jne 1f",
+            "cmp byte ptr [rsi + 1], 0x75",
+            "je 2f",
+            "1:",
             "mov rax, qword ptr [rip + {real}]",
             "test rax, rax",
             "jz 3f",
