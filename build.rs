@@ -63,9 +63,15 @@ fn main() {
     }
     // Clippy and `cargo check` wrap rustc for the outer build only; the interposer must be a
     // real library. The outer `CARGO_TARGET_DIR` would point the nested build at a locked dir.
+    // The outer RUSTFLAGS are gpumon's (a fuzzing build instruments everything, build scripts
+    // included when no --target is given, and those then fail to link): the interposer is a
+    // separate library loaded into other programs and is built plainly; a packager who needs
+    // flags for it sets GPUMON_PRELOAD_SO.
     cmd.env_remove("RUSTC_WORKSPACE_WRAPPER")
         .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET");
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
     let status = cmd
         .status()
         .unwrap_or_else(|e| panic!("cannot run cargo to build the interposer: {e}"));
