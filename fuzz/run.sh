@@ -11,6 +11,8 @@ cd "$(dirname "$0")"
 secs=${1:-60}
 targets=(wire_decode recording_reader http_request)
 export RUSTC_BOOTSTRAP=1
+# recording_reader writes each input to a temp file: in memory it runs ~3x faster.
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 if cargo fuzz --version >/dev/null 2>&1; then
     for t in "${targets[@]}"; do cargo fuzz build -s none -O "$t"; done
     bin=target/x86_64-unknown-linux-gnu/release
