@@ -5,8 +5,8 @@
 //!
 //! Prints the results table that docs/alerts.md quotes ("Quality on real H200 runs").
 
-mod capture;
-use capture::Captured;
+mod corpus_support;
+use corpus_support::{Captured, kinds, median};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -118,18 +118,6 @@ fn truth_lines() -> Res<BTreeMap<String, Value>> {
     Ok(out)
 }
 
-fn kinds_of(v: &Value) -> Vec<String> {
-    match v {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a
-            .iter()
-            .filter_map(Value::as_str)
-            .map(String::from)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
 fn severity_rank(s: &str) -> u8 {
     match s {
         "critical" => 2,
@@ -150,19 +138,6 @@ fn i64s(v: &Value, k: &str) -> Vec<i64> {
         .and_then(Value::as_array)
         .map(|a| a.iter().map(|x| x.as_i64().unwrap_or(0)).collect())
         .unwrap_or_default()
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
 }
 
 /// The epoch at which the epoch peak reaches `ceiling`, by the scenario's own formula
@@ -247,7 +222,7 @@ fn measured_transient(recording: &Path, pid: u32, onset: u64) -> Res<Option<f64>
         }
         before = p;
     }
-    Ok(median(&mut extra))
+    Ok(median(&extra))
 }
 
 /// When the floor reaches `ceiling` for a leak given in bytes per second (markerless).
@@ -356,9 +331,9 @@ fn corpus_alerts_match_labels_and_truth() -> Res<()> {
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        let mut allowed: Vec<String> = kinds_of(sc.get("allow").unwrap_or(&Value::Null));
+        let mut allowed: Vec<String> = kinds(sc.get("allow").unwrap_or(&Value::Null));
         for e in &expects {
-            allowed.extend(kinds_of(e.get("kind").unwrap_or(&Value::Null)));
+            allowed.extend(kinds(e.get("kind").unwrap_or(&Value::Null)));
         }
         let mut failures = Vec::new();
         let mut known_misses = Vec::new();
@@ -370,7 +345,7 @@ fn corpus_alerts_match_labels_and_truth() -> Res<()> {
             } else {
                 expects
                     .iter()
-                    .map(|e| kinds_of(e.get("kind").unwrap_or(&Value::Null)).join("|"))
+                    .map(|e| kinds(e.get("kind").unwrap_or(&Value::Null)).join("|"))
                     .collect::<Vec<_>>()
                     .join(", ")
             },
@@ -409,7 +384,7 @@ fn corpus_alerts_match_labels_and_truth() -> Res<()> {
         let mut timing = Vec::new();
         let mut fc_notes = Vec::new();
         for e in &expects {
-            let kinds = kinds_of(e.get("kind").unwrap_or(&Value::Null));
+            let kinds = kinds(e.get("kind").unwrap_or(&Value::Null));
             let first = raised.iter().find(|c| kinds.contains(&c.kind));
             let Some(first) = first else {
                 fail(format!("expected {} was not raised", kinds.join("|")));
@@ -642,7 +617,7 @@ fn corpus_alerts_match_labels_and_truth() -> Res<()> {
             }
         );
     }
-    let med = median(&mut sum.leak_delays.clone());
+    let med = median(&sum.leak_delays);
     let worst = sum.leak_delays.iter().copied().fold(f64::NAN, f64::max);
     let worst_fc = sum.forecast_errors.iter().copied().fold(f64::NAN, f64::max);
     println!(
@@ -652,7 +627,7 @@ fn corpus_alerts_match_labels_and_truth() -> Res<()> {
         sum.leak_delays.len(),
         med.map_or("–".into(), |m| format!("{m}")),
         sum.frag_leads_s,
-        median(&mut sum.forecast_errors.clone()).map_or("–".into(), pct),
+        median(&sum.forecast_errors).map_or("–".into(), pct),
         if worst_fc.is_nan() {
             "–".into()
         } else {

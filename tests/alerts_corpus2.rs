@@ -7,8 +7,8 @@
 //!
 //!     cargo test --test alerts_corpus2 -- --nocapture
 
-mod capture;
-use capture::Captured;
+mod corpus_support;
+use corpus_support::{Captured, kinds, median};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -97,32 +97,6 @@ fn replay(path: &Path, pids: &[u32]) -> Res<BTreeMap<u32, Seen>> {
         }
     }
     Ok(out)
-}
-
-fn kinds(v: &Value) -> Vec<String> {
-    match v {
-        Value::String(s) => vec![s.clone()],
-        Value::Array(a) => a
-            .iter()
-            .filter_map(Value::as_str)
-            .map(String::from)
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut v = v.to_vec();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
 }
 
 #[derive(Default)]
