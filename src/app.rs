@@ -104,6 +104,11 @@ pub struct App {
     pub gpu: usize,
     /// The selected process (on the selected GPU); the identity the selection keeps.
     pub sel_pid: Option<u32>,
+    /// Whether a person picked `sel_pid` (keys, a click, an alert). Until then the
+    /// selection is the top row, whatever process that is: holding the first process ever
+    /// listed would keep one that exited on screen and push the busiest one out of a small
+    /// card.
+    pub sel_chosen: bool,
     /// Row of `sel_pid` in the selected GPU's list, kept in step by `sync`.
     pub proc_row: usize,
     pub zoom: usize,
@@ -156,6 +161,7 @@ impl App {
             help_scroll: 0,
             gpu: 0,
             sel_pid: None,
+            sel_chosen: false,
             proc_row: 0,
             zoom: 1,
             sel_alert: None,
@@ -305,8 +311,14 @@ impl App {
             return;
         }
         let pids = self.pids();
-        if let Some((i, found)) = locate(&pids, self.sel_pid.as_ref(), self.proc_row) {
-            if let (false, Some(old)) = (found, self.sel_pid) {
+        let held = if self.sel_chosen {
+            self.sel_pid.as_ref()
+        } else {
+            self.proc_row = 0;
+            None
+        };
+        if let Some((i, found)) = locate(&pids, held, self.proc_row) {
+            if let (false, Some(old), true) = (found, self.sel_pid, self.sel_chosen) {
                 let s = self.view_state();
                 let exists = s.procs.contains_key(&old) || s.companions.get(old).is_some();
                 if !exists {
@@ -347,6 +359,7 @@ impl App {
         if pos != self.gpu {
             self.gpu = pos;
             self.sel_pid = None;
+            self.sel_chosen = false;
             self.proc_row = 0;
         }
     }
@@ -371,6 +384,7 @@ impl App {
                 .min(last);
             self.proc_row = i;
             self.sel_pid = Some(pids[i]);
+            self.sel_chosen = true;
         }
     }
 

@@ -146,6 +146,9 @@ fn reversed_rows(s: &Session) -> Vec<String> {
 
 /// Press ↑/↓ until the selected process row shows `pid`.
 fn select_pid(s: &Session, pid: &str) {
+    // A selection is held only once a person picks it (until then it is the top row, which
+    // follows re-sorts): always move it, even when the PID is already highlighted.
+    keys(s, &["Down", "Up"]);
     for key in ["Up", "Up", "Up", "Down", "Down", "Down", "Down"] {
         if reversed_rows(s).iter().any(|r| r.contains(pid)) {
             return;

@@ -100,6 +100,7 @@ fn allocator_detail_of_the_fragmenting_run_120x36() {
         .map(|(p, _)| p.info.pid)
         .expect("frag_oom runs on GPU 1");
     app.sel_pid = Some(frag);
+    app.sel_chosen = true;
     app.sync();
     let screen = render(&app, 120, 36, &theme(false));
     assert!(

@@ -21,6 +21,7 @@ impl App {
                 self.filter.clear();
             }
             self.sel_pid = Some(pid);
+            self.sel_chosen = true;
         }
         self.go(View::Detail);
     }

@@ -84,6 +84,7 @@ impl App {
             Target::Proc { gpu, pid } => {
                 self.select_gpu(gpu);
                 self.sel_pid = Some(pid);
+                self.sel_chosen = true;
             }
             Target::Alert(id) => {
                 if self.sel_alert != Some(id) {
