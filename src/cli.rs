@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::event::Speed;
+use crate::source::replay::Speed;
 
 #[derive(Debug, Parser)]
 #[command(name = "gpumon", version, about = "Live terminal GPU memory monitor", long_about = None)]

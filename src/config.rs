@@ -12,10 +12,10 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde::Deserialize;
 
-use crate::app::{App, View, ZOOMS};
 use crate::cli::{Cli, Command, DisplayArgs};
 use crate::model::alerts::config::AlertConfig;
-use crate::selection::{Sort, SortKey};
+use crate::tui::app::{App, View, ZOOMS};
+use crate::tui::selection::{Sort, SortKey};
 
 /// Every key the file may hold. All optional: an empty file is valid.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -260,7 +260,7 @@ pub fn apply_to_app(cfg: &Resolved, app: &mut App) {
     }
 }
 
-pub fn apply_to_theme(cfg: &Resolved, theme: &mut crate::ui::theme::Theme) {
+pub fn apply_to_theme(cfg: &Resolved, theme: &mut crate::tui::ui::theme::Theme) {
     if let Some(utc) = cfg.file.utc {
         theme.utc = utc;
     }
@@ -361,7 +361,7 @@ mod tests {
     #[test]
     fn the_default_window_is_the_apps() {
         let app = App::new(
-            crate::app::SourceKind::Live { interval_ms: 1000 },
+            crate::tui::app::SourceKind::Live { interval_ms: 1000 },
             crate::pipeline::Sinks::default(),
         );
         assert_eq!(ZOOMS[app.zoom].1, "5m");
@@ -370,7 +370,7 @@ mod tests {
     #[test]
     fn the_sort_key_sets_the_app_sort_with_its_natural_direction() {
         let mut app = App::new(
-            crate::app::SourceKind::Live { interval_ms: 1000 },
+            crate::tui::app::SourceKind::Live { interval_ms: 1000 },
             crate::pipeline::Sinks::default(),
         );
         assert_eq!(app.sort, Sort::default());

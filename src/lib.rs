@@ -1,37 +1,30 @@
 //! gpumon: a live terminal GPU memory monitor.
 //!
-//! Crate map:
-//! - `model`: series, samples, index mapping, allocator state, alerts (plain, tested Rust)
-//! - `frame`: the unit sources emit and recordings store
-//! - `source`: NVML sampler, replay, /proc reader (never touch the UI)
-//! - `channel`: the companion channel
-//! - `record`: recording writer/reader
-//! - `app`: TEA state + update; `ui`: render functions that only read state
-//! - `keys`: the key table; `selection`: sort, filter and selection by identity;
-//!   `signal`: sending a signal to a monitored process
-//! - `cli`, `term`: argument parsing and terminal guard
+//! Rooms, bottom to top; each imports only rooms listed above it (checked by the
+//! `architecture` test). CONTRIBUTING.md draws the roads between them.
+//! - `wire`: the companion protocol, one definition for monitor, interposer and Python
+//! - `fmt`: bytes and durations as people read them
+//! - `model`: plain data: `Frame`, samples, series, state, mapping, allocator, alerts
+//! - `source`: NVML sampler, /proc reader, replay (never touch the terminal)
+//! - `channel`: the companion channel (sockets, identity, budgets) producing frames
+//! - `record`: recording writer and reader
+//! - `export`: Prometheus metrics, HTTP endpoint, flat logs, `snapshot --json`
+//! - `pipeline`: frames in, `State` + alerts + recording + exports out; the filter
+//! - `tui`: the terminal front end: app state and input, keys, terminal guard, events, `ui`
+//! - `runner`: the event loops (terminal and headless) that wire sources to the pipeline
+//! - `cli`, `config`, `launch` (`gpumon run`), `embed` (bundled interposer and demos)
 
-pub mod app;
 pub mod channel;
 pub mod cli;
 pub mod config;
 pub mod embed;
-pub mod event;
 pub mod export;
-pub mod filter;
-pub mod frame;
-pub mod keys;
+pub mod fmt;
+pub mod launch;
 pub mod model;
 pub mod pipeline;
 pub mod record;
-pub mod record_budget;
-pub mod run_cmd;
 pub mod runner;
-pub mod selection;
-pub mod signal;
-pub mod snapshot;
 pub mod source;
-pub mod term;
-pub mod ui;
+pub mod tui;
 pub mod wire;
-pub mod workload;

@@ -8,15 +8,16 @@ use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
-use crate::frame::{Frame, Level};
+use crate::model::frame::{Frame, Level};
 use crate::model::time::now_ms;
 use crate::wire::{self, Decoded, Disconnected, Line, LineSplitter, LinkStats, Message, Reject};
 
+use super::Config;
 use super::budget::Budget;
 use super::dirs::{peer_allowed, pid_alive};
 use super::forward::Forwarder;
 use super::verify;
-use super::{CompanionFrame, Config};
+use crate::model::frame::CompanionFrame;
 
 /// After this many refused lines the peer is broken or hostile: hang up.
 pub const MAX_REJECTS: u64 = 1_000;

@@ -14,9 +14,9 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::Sender;
 use tokio::sync::mpsc::error::TrySendError;
 
-use crate::frame::Frame;
+use crate::model::frame::Frame;
 
-use super::CompanionFrame;
+use crate::model::frame::CompanionFrame;
 
 type Key = (u32, u32, &'static str);
 

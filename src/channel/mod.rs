@@ -15,24 +15,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::Sender;
 use tokio::task::JoinSet;
 
-use crate::frame::{Frame, Level};
-use crate::model::time::{Ts, now_ms};
-use crate::wire::Message;
+use crate::model::frame::{Frame, Level};
+use crate::model::time::now_ms;
 
 pub use conn::{MAX_REJECTS, Outcome};
-
-/// One message from one companion as gpumon received it; `t` is gpumon's
-/// clock at arrival (the message's own `t` is the companion's clock).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompanionFrame {
-    pub t: Ts,
-    pub pid: u32,
-    pub msg: Message,
-}
 
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -3,7 +3,7 @@
 use crate::model::alerts::Alert;
 
 use super::encode::{Encoder, Kind, Value};
-use super::metrics::{GpuLabels, ProcKey, proc_family};
+use super::labels::{GpuLabels, ProcKey, proc_family};
 use super::snapshot::Snapshot;
 
 /// One active alert, copied from the engine.

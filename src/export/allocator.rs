@@ -1,7 +1,7 @@
 //! Allocator metrics from companions: what NVML cannot see inside a process.
 
 use super::encode::{Encoder, Kind, Value};
-use super::metrics::{GpuLabels, ProcKey, proc_family, proc_gauge};
+use super::labels::{GpuLabels, ProcKey, proc_family, proc_gauge};
 use super::snapshot::{AllocRow, Snapshot};
 
 impl ProcKey for AllocRow {

@@ -6,6 +6,8 @@ pub mod allocator;
 pub mod encode;
 pub mod flat;
 pub mod http;
+pub mod json;
+mod labels;
 pub mod metrics;
 pub mod snapshot;
 

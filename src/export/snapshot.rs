@@ -33,7 +33,7 @@ pub struct ProcRow {
     pub used: Option<u64>,
     pub peak: Option<u64>,
     /// Rank in a distributed job, Kubernetes pod: extra labels when known.
-    pub placement: crate::workload::Placement,
+    pub placement: crate::model::placement::Placement,
 }
 
 /// Allocator facts from a companion, for one process on one physical GPU.
@@ -43,7 +43,7 @@ pub struct AllocRow {
     pub pid: u32,
     pub user: String,
     pub process: String,
-    pub placement: crate::workload::Placement,
+    pub placement: crate::model::placement::Placement,
     pub allocated: Option<u64>,
     pub reserved: Option<u64>,
     pub cached: Option<u64>,
@@ -185,10 +185,10 @@ fn alloc_rows(state: &State) -> Vec<AllocRow> {
 
 /// Rank from the companion's hello, else from the environment /proc shows; Kubernetes labels
 /// from /proc.
-fn placement(state: &State, pid: u32) -> crate::workload::Placement {
+fn placement(state: &State, pid: u32) -> crate::model::placement::Placement {
     let hello = state.companions.get(pid).and_then(|p| p.hello.as_ref());
     let info = state.procs.get(&pid).map(|p| &p.info);
-    crate::workload::Placement {
+    crate::model::placement::Placement {
         rank: hello.and_then(|h| h.rank).or(info.and_then(|i| i.rank)),
         local_rank: hello
             .and_then(|h| h.local_rank)
@@ -200,7 +200,7 @@ fn placement(state: &State, pid: u32) -> crate::workload::Placement {
 fn alloc_row(
     gpu: u32,
     pid: u32,
-    placement: crate::workload::Placement,
+    placement: crate::model::placement::Placement,
     user: String,
     process: String,
     d: &DevAlloc,

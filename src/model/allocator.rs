@@ -5,8 +5,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::channel::CompanionFrame;
 use crate::model::caps;
+use crate::model::frame::CompanionFrame;
 use crate::model::mapping::{Mapping, logical_index};
 use crate::model::sample::GpuInfo;
 use crate::model::series::{Peak, Series};

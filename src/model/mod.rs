@@ -2,9 +2,10 @@
 
 pub mod alerts;
 pub mod allocator;
-pub mod bytes;
 pub mod caps;
+pub mod frame;
 pub mod mapping;
+pub mod placement;
 pub mod sample;
 pub mod series;
 pub mod state;

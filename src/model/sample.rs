@@ -103,5 +103,5 @@ pub struct ProcInfo {
     pub world_size: Option<u32>,
     /// Kubernetes pod, namespace and container when the process runs in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kube: Option<crate::workload::Kube>,
+    pub kube: Option<crate::model::placement::Kube>,
 }

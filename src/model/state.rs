@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::frame::{Frame, Header, Level};
 use crate::model::allocator::Companions;
+use crate::model::frame::{Frame, Header, Level};
 use crate::model::mapping::{Mapping, logical_index};
 use crate::model::sample::{GpuInfo, GpuSample, ProcInfo, ProcKind, Tick};
 use crate::model::series::{Peak, Series};
@@ -110,7 +110,7 @@ impl State {
             }
             Frame::Companion(c) => self.companions.apply(c),
             Frame::Alert(a) => {
-                use crate::model::alerts::engine::ChangeKind;
+                use crate::model::alerts::ChangeKind;
                 // The alert bar shows alerts; the message log keeps when they happened.
                 let what = match a.change {
                     ChangeKind::Raised => "raised",

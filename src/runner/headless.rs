@@ -1,11 +1,12 @@
 //! Modes without a terminal: record, serve, headless replay and watch, snapshot.
 
 use crate::cli::{OutputArgs, RecordArgs, ReplayArgs, ServeArgs};
-use crate::event::{Event, Speed};
-use crate::frame::Frame;
+use crate::model::frame::Frame;
 use crate::pipeline::Pipeline;
 use crate::record::{Recorder, validate};
+use crate::source::replay::Speed;
 use crate::source::{nvml, replay};
+use crate::tui::event::Event;
 use anyhow::Result;
 use tokio::sync::mpsc::{self, Receiver};
 
@@ -112,7 +113,7 @@ pub(super) async fn headless(
                         // The text may quote the file: no control characters reach the terminal.
                         let text: String = text.chars().filter(|c| !c.is_control()).collect();
                         eprintln!("gpumon: {text}");
-                        if *level == crate::frame::Level::Error {
+                        if *level == crate::model::frame::Level::Error {
                             return 1;
                         }
                     }
@@ -198,7 +199,7 @@ pub(super) fn snapshot() -> Result<i32> {
     state.apply(&Frame::Tick(tick));
     println!(
         "{}",
-        serde_json::to_string_pretty(&crate::snapshot::to_json(&state))?
+        serde_json::to_string_pretty(&crate::export::json::to_json(&state))?
     );
     Ok(0)
 }

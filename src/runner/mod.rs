@@ -12,18 +12,19 @@ use std::sync::Arc;
 
 use crate::channel::ChannelHandle;
 use crate::cli::{Cli, Command, DisplayArgs, OutputArgs, ReplayArgs};
-use crate::event::{Event, Speed};
 use crate::export::Exporter;
 use crate::export::flat::{FlatFormat, FlatLog};
 use crate::export::http::{Limits, serve_on};
-use crate::frame::Frame;
 use crate::model::alerts::config::AlertConfig;
 use crate::model::alerts::engine::AlertEngine;
+use crate::model::frame::Frame;
 use crate::model::time::now_ms;
 use crate::pipeline::{Pipeline, Sinks};
 use crate::record::Recorder;
 use crate::source::nvml;
-use crate::ui::theme::Theme;
+use crate::source::replay::Speed;
+use crate::tui::event::Event;
+use crate::tui::ui::theme::Theme;
 
 /// Events queued between sources and the loop; sources wait (NVML, replay) when it is full.
 const QUEUE: usize = 1024;
@@ -52,7 +53,7 @@ pub fn demo_path() -> Option<PathBuf> {
 
 pub fn main_entry(cli: Cli) -> Result<i32> {
     match &cli.command {
-        Some(Command::Run { cmd }) => return crate::run_cmd::run(cmd),
+        Some(Command::Run { cmd }) => return crate::launch::run(cmd),
         Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
@@ -134,7 +135,7 @@ pub(super) fn theme(d: &DisplayArgs) -> Theme {
 
 /// `--gpu/--user/--pid` for this pipeline.
 pub(super) fn set_filter(pipe: &mut Pipeline, f: &crate::cli::FilterArgs) -> Result<()> {
-    pipe.filter = crate::filter::Filter::new(f)?;
+    pipe.filter = crate::pipeline::filter::Filter::new(&f.gpu, &f.user, &f.pid)?;
     Ok(())
 }
 
@@ -214,7 +215,7 @@ pub(super) fn start_live(
     socket_dir: Option<PathBuf>,
     tx: &Sender<Event>,
 ) -> (
-    Result<crate::frame::Header, nvml::NvmlUnavailable>,
+    Result<crate::model::frame::Header, nvml::NvmlUnavailable>,
     ChannelHandle,
 ) {
     let (ftx, frx) = mpsc::channel::<Frame>(QUEUE);
@@ -225,9 +226,9 @@ pub(super) fn start_live(
 }
 
 /// A header for runs without NVML: companions are still served and recorded.
-pub(super) fn header_without_gpus(interval: Duration) -> crate::frame::Header {
-    crate::frame::Header {
-        v: crate::frame::FORMAT_VERSION,
+pub(super) fn header_without_gpus(interval: Duration) -> crate::model::frame::Header {
+    crate::model::frame::Header {
+        v: crate::model::frame::FORMAT_VERSION,
         format: "gpumon".into(),
         host: nvml::hostname(),
         driver_version: None,

@@ -1,6 +1,6 @@
 //! Threads that turn terminal input and signals into loop events.
 
-use crate::event::Event;
+use crate::tui::event::Event;
 use anyhow::{Context, Result};
 use std::time::Duration;
 use tokio::sync::mpsc::Sender;
@@ -58,7 +58,7 @@ pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
                 if asked {
                     // The loop did not stop after the first signal (stuck writing to a dead
                     // terminal?): restore what can be restored and leave now.
-                    crate::term::restore();
+                    crate::tui::term::restore();
                     std::process::exit(128 + sig);
                 }
                 asked = true;
@@ -73,7 +73,7 @@ pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
                     .is_err()
                 {
                     // The loop is gone or drowning in events: do not wait for it.
-                    crate::term::restore();
+                    crate::tui::term::restore();
                     std::process::exit(128 + sig);
                 }
             }
@@ -87,7 +87,7 @@ pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
 fn suspend(tx: &Sender<Event>) {
     let tui = crossterm::terminal::is_raw_mode_enabled().unwrap_or(false);
     if tui {
-        crate::term::restore();
+        crate::tui::term::restore();
     }
     // SAFETY: raising a signal at ourselves; SIGSTOP cannot be caught.
     unsafe {

@@ -1,14 +1,15 @@
 //! The terminal UI modes: live watch, replay, and the one event loop.
 
-use crate::app::{App, Effect, SourceKind};
 use crate::cli::{ReplayArgs, WatchArgs};
-use crate::event::{Event, Speed};
-use crate::frame::Frame;
+use crate::model::frame::Frame;
 use crate::pipeline::Pipeline;
 use crate::record::{Recorder, validate};
 use crate::source::replay;
-use crate::term::TerminalGuard;
-use crate::ui::theme::Theme;
+use crate::source::replay::Speed;
+use crate::tui::app::{App, Effect, SourceKind};
+use crate::tui::event::Event;
+use crate::tui::term::TerminalGuard;
+use crate::tui::ui::theme::Theme;
 use anyhow::{Context, Result};
 use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
@@ -214,7 +215,7 @@ where
         if let Some(cap) = dirty {
             let wait = cap.saturating_sub(last_draw.elapsed());
             if wait.is_zero() {
-                terminal.draw(|f| crate::ui::draw(f, app, theme))?;
+                terminal.draw(|f| crate::tui::ui::draw(f, app, theme))?;
                 last_draw = Instant::now();
                 dirty = None;
             }
@@ -249,7 +250,7 @@ where
                     }
                 }
                 Some(Effect::Signal { pid, sig }) => {
-                    app.signal_done(pid, sig, crate::signal::send(pid, sig));
+                    app.signal_done(pid, sig, crate::tui::signal::send(pid, sig));
                 }
                 Some(Effect::Bell) => {
                     use std::io::Write;

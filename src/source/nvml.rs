@@ -14,7 +14,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::ProcessInfo;
 use tokio::sync::mpsc::Sender;
 
-use crate::frame::{FORMAT_VERSION, Frame, Header};
+use crate::model::frame::{FORMAT_VERSION, Frame, Header};
 use crate::model::sample::{GpuInfo, GpuSample, MemInfo, ProcKind, ProcSample, Tick};
 use crate::model::time::now_ms;
 use crate::source::procfs;

@@ -43,7 +43,7 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
     };
     if let Ok(env) = fs::read(format!("{dir}/environ")) {
         info.env_readable = true;
-        let mut kube = crate::workload::KubeEnv::default();
+        let mut kube = crate::model::placement::KubeEnv::default();
         for var in env.split(|&b| b == 0) {
             let var = String::from_utf8_lossy(var);
             if let Some(v) = var.strip_prefix("CUDA_VISIBLE_DEVICES=") {

@@ -10,10 +10,81 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::Sender;
 
-use crate::event::{Event, ReplayStatus, Speed};
-use crate::frame::{Frame, Level};
+use crate::model::frame::{Frame, Level};
 use crate::model::time::Ts;
 use crate::record::{Next, Reader, RecordingError};
+
+/// What a replay tells whoever plays it; the runner wraps these in its own events, as it
+/// does NVML's frames.
+#[derive(Debug)]
+pub enum ReplayEvent {
+    Frame(Frame),
+    /// Replay jumped backwards: the model is rebuilt from the frames that follow.
+    Reset,
+    /// Where the replay stands, for the status line.
+    Status(ReplayStatus),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplayStatus {
+    pub pos: Ts,
+    pub start: Ts,
+    /// Time of the recording's last frame, once the file has been scanned (`None` while
+    /// scanning, or when following a growing file).
+    pub end: Option<Ts>,
+    pub speed: Speed,
+    pub paused: bool,
+    /// The whole file has been read (and we are not following it).
+    pub ended: bool,
+    pub following: bool,
+    /// At the end, start again from the beginning.
+    pub looping: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Speed {
+    Times(f64),
+    Max,
+}
+
+impl Speed {
+    pub fn parse(s: &str) -> Result<Speed, String> {
+        if s.eq_ignore_ascii_case("max") {
+            return Ok(Speed::Max);
+        }
+        let v: f64 = s.trim_end_matches(['x', 'X']).parse().map_err(|_| {
+            format!("invalid speed '{s}': use a factor such as 1, 10, 0.5 or 'max'")
+        })?;
+        if !(v.is_finite() && v > 0.0 && v <= 100_000.0) {
+            return Err(format!(
+                "invalid speed '{s}': must be between 0 and 100000, or 'max'"
+            ));
+        }
+        Ok(Speed::Times(v))
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            Speed::Max => "max".into(),
+            Speed::Times(v) if v.fract() == 0.0 => format!("{v:.0}x"),
+            Speed::Times(v) => format!("{v}x"),
+        }
+    }
+
+    pub fn faster(self) -> Speed {
+        match self {
+            Speed::Times(v) if v < 1024.0 => Speed::Times(v * 2.0),
+            _ => Speed::Max,
+        }
+    }
+
+    pub fn slower(self) -> Speed {
+        match self {
+            Speed::Max => Speed::Times(1024.0),
+            Speed::Times(v) => Speed::Times((v / 2.0).max(0.125)),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Control {
@@ -102,7 +173,10 @@ pub struct Options {
 }
 
 /// Start the replay thread. The file is opened (and its header checked) before returning.
-pub fn spawn(opts: Options, tx: Sender<Event>) -> Result<ReplayHandle, RecordingError> {
+pub fn spawn<E>(opts: Options, tx: Sender<E>) -> Result<ReplayHandle, RecordingError>
+where
+    E: From<ReplayEvent> + Send + 'static,
+{
     let reader = Reader::open(&opts.path)?;
     let (ctl_tx, ctl_rx) = std_mpsc::channel();
     let scanned = Arc::new(OnceLock::new());
@@ -123,7 +197,7 @@ pub fn spawn(opts: Options, tx: Sender<Event>) -> Result<ReplayHandle, Recording
         .spawn(move || {
             let mut r = Replay::new(reader, opts, tx, scanned);
             if let Err(e) = r.run(&ctl_rx) {
-                let _ = r.tx.blocking_send(Event::Frame(Frame::status(
+                let _ = r.send(ReplayEvent::Frame(Frame::status(
                     r.pos,
                     "replay",
                     Level::Error,
@@ -138,10 +212,10 @@ pub fn spawn(opts: Options, tx: Sender<Event>) -> Result<ReplayHandle, Recording
     Ok(ReplayHandle { control: ctl_tx })
 }
 
-struct Replay {
+struct Replay<E> {
     reader: Reader,
     path: PathBuf,
-    tx: Sender<Event>,
+    tx: Sender<E>,
     speed: Speed,
     follow: bool,
     paused: bool,
@@ -155,8 +229,8 @@ struct Replay {
     scan: Arc<OnceLock<Scan>>,
 }
 
-impl Replay {
-    fn new(reader: Reader, opts: Options, tx: Sender<Event>, scan: Arc<OnceLock<Scan>>) -> Replay {
+impl<E: From<ReplayEvent>> Replay<E> {
+    fn new(reader: Reader, opts: Options, tx: Sender<E>, scan: Arc<OnceLock<Scan>>) -> Self {
         let start = reader.header.started;
         Replay {
             reader,
@@ -176,12 +250,12 @@ impl Replay {
         }
     }
 
-    fn send(&self, e: Event) -> bool {
-        self.tx.blocking_send(e).is_ok()
+    fn send(&self, e: ReplayEvent) -> bool {
+        self.tx.blocking_send(E::from(e)).is_ok()
     }
 
-    fn status(&self) -> Event {
-        Event::Replay(ReplayStatus {
+    fn status(&self) -> ReplayStatus {
+        ReplayStatus {
             pos: self.pos,
             start: self.start,
             end: self.scan.get().map(|s| s.end),
@@ -190,7 +264,7 @@ impl Replay {
             ended: self.ended,
             following: self.follow,
             looping: self.looping,
-        })
+        }
     }
 
     /// Emit everything available now instead of following the recorded timing: at `--speed
@@ -200,7 +274,9 @@ impl Replay {
     }
 
     fn run(&mut self, ctl: &std_mpsc::Receiver<Control>) -> Result<(), RecordingError> {
-        if !self.send(Event::Frame(Frame::Header(self.reader.header.clone()))) {
+        if !self.send(ReplayEvent::Frame(Frame::Header(
+            self.reader.header.clone(),
+        ))) {
             return Ok(());
         }
         let mut last = Instant::now();
@@ -222,14 +298,12 @@ impl Replay {
             }
             // Status only when it changed (and at most 5 times a second): an idle replay
             // must not keep the screen redrawing.
-            let Event::Replay(st) = self.status() else {
-                unreachable!("status() builds Replay")
-            };
+            let st = self.status();
             let stale = last_status.is_none_or(|(at, prev)| {
                 prev != st && (at.elapsed() >= Duration::from_millis(200) || prev.ended != st.ended)
             });
             if stale {
-                if !self.send(Event::Replay(st)) {
+                if !self.send(ReplayEvent::Status(st)) {
                     return Ok(());
                 }
                 last_status = Some((Instant::now(), st));
@@ -290,7 +364,7 @@ impl Replay {
             if self.rushing() {
                 self.pos = self.last_t;
             }
-            if !self.send(Event::Frame(f)) {
+            if !self.send(ReplayEvent::Frame(f)) {
                 return Ok(None);
             }
         }
@@ -328,7 +402,7 @@ impl Replay {
         );
         // Stamped with the old file's last time: a later stamp would count as
         // already written and keep the new file's first frames out of the outputs.
-        let said = self.send(Event::Frame(Frame::status(
+        let said = self.send(ReplayEvent::Frame(Frame::status(
             self.last_t,
             "replay",
             Level::Warn,
@@ -340,8 +414,10 @@ impl Replay {
         self.last_t = self.start;
         self.pos = self.start;
         Ok(said
-            && self.send(Event::Reset)
-            && self.send(Event::Frame(Frame::Header(self.reader.header.clone()))))
+            && self.send(ReplayEvent::Reset)
+            && self.send(ReplayEvent::Frame(Frame::Header(
+                self.reader.header.clone(),
+            ))))
     }
 
     /// Go to recorded time `target`: forward just moves the clock (the frames in between
@@ -370,8 +446,10 @@ impl Replay {
         self.rush = false;
         self.pos = target;
         self.last_t = self.start;
-        let _ = self.send(Event::Reset);
-        let _ = self.send(Event::Frame(Frame::Header(self.reader.header.clone())));
+        let _ = self.send(ReplayEvent::Reset);
+        let _ = self.send(ReplayEvent::Frame(Frame::Header(
+            self.reader.header.clone(),
+        )));
         // Everything up to the target is history: rebuild it at once.
         self.fast_forward_to(target)
     }
@@ -383,7 +461,7 @@ impl Replay {
                 return Ok(());
             }
             self.last_t = self.last_t.max(f.time());
-            if !self.send(Event::Frame(f)) {
+            if !self.send(ReplayEvent::Frame(f)) {
                 return Ok(());
             }
         }
@@ -394,6 +472,17 @@ impl Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn speeds_parse_and_step() {
+        assert_eq!(Speed::parse("max"), Ok(Speed::Max));
+        assert_eq!(Speed::parse("10x"), Ok(Speed::Times(10.0)));
+        assert!(Speed::parse("0").is_err());
+        assert!(Speed::parse("fast").is_err());
+        assert_eq!(Speed::Times(1.0).faster(), Speed::Times(2.0));
+        assert_eq!(Speed::Max.slower(), Speed::Times(1024.0));
+        assert_eq!(Speed::Times(0.5).label(), "0.5x");
+    }
 
     #[test]
     fn scan_finds_the_length_and_the_alert_and_epoch_marks() {

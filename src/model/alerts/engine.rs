@@ -4,48 +4,20 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
 use crate::model::time::Ts;
 
 use super::config::AlertConfig;
-use super::format::compact;
 use super::fragmentation::{self, FragInput, LeakNote, OomContext, RequestSource};
 use super::from_state;
 use super::grab_all::{self, GrabInput};
 use super::growth::{self, Ceiling, GrowthContext, WindowSource};
 use super::headroom::{self, HeadroomInput};
+use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
 use super::memory::Memory;
-use super::snapshot::{CompanionView, GpuView, ProcView, Snapshot};
-use super::{Alert, AlertKey, AlertKind, Basis, Finding, Gate, Named, Severity};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChangeKind {
-    Raised,
-    /// Severity rose, the forecast shrank by the configured share, or another OOM came.
-    Worsened,
-    /// Severity fell.
-    Eased,
-    Cleared,
-}
-
-/// One line of `--alerts-jsonl`: what happened, when, and the alert as it is now.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AlertChange {
-    pub change: ChangeKind,
-    pub at: Ts,
-    pub alert: Alert,
-}
-
-impl AlertChange {
-    /// Whether this change deserves the terminal bell.
-    pub fn wants_bell(&self) -> bool {
-        matches!(self.change, ChangeKind::Raised | ChangeKind::Worsened)
-            && !self.alert.silenced
-            && self.alert.severity >= Severity::Warning
-    }
-}
+use super::{
+    Alert, AlertChange, AlertKey, AlertKind, Basis, ChangeKind, Finding, Gate, Named, Severity,
+};
+use crate::fmt::compact;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Mark {
@@ -609,6 +581,14 @@ impl AlertEngine {
     /// Cleared alerts, newest first.
     pub fn history(&self) -> impl Iterator<Item = &Alert> {
         self.history.iter().rev()
+    }
+
+    /// Every alert a person can list, in order: active (most severe first), then past
+    /// ones, newest first (the alert panel's rows).
+    pub fn listed(&self) -> Vec<&Alert> {
+        let mut v = self.active();
+        v.extend(self.history());
+        v
     }
 
     pub fn get(&self, key: &AlertKey) -> Option<&Alert> {

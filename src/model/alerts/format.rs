@@ -1,44 +1,7 @@
-//! Wording shared by the rules: compact sizes for summaries, rough durations for
-//! forecasts, and the 38-character summary limit.
-
-use crate::model::bytes::human;
+//! Wording shared by the rules: step counts, p-values, who an alert is about, and the
+//! 38-character summary limit (sizes and durations are `crate::fmt`'s).
 
 use super::SUMMARY_MAX;
-
-/// `96.0MiB`: `human` without the space, for summaries.
-pub fn compact(bytes: u64) -> String {
-    human(bytes).replace(' ', "")
-}
-
-/// `+96.0 MiB` for a rate that may be fractional or negative.
-pub fn rate(bytes: f64) -> String {
-    let sign = if bytes < 0.0 { "-" } else { "+" };
-    format!("{sign}{}", human(bytes.abs().round() as u64))
-}
-
-/// Rough duration for forecasts: `~40 min`, `~31 h`, `~6 days`.
-pub fn rough_duration(ms: i64) -> String {
-    let min = ms.max(0) as f64 / 60_000.0;
-    if min < 90.0 {
-        format!("~{} min", min.round().max(1.0))
-    } else if min < 48.0 * 60.0 {
-        format!("~{} h", (min / 60.0).round())
-    } else {
-        format!("~{} days", (min / 1440.0).round())
-    }
-}
-
-/// Compact duration for summaries: `40m`, `31h`, `6d`.
-pub fn rough_duration_short(ms: i64) -> String {
-    let min = ms.max(0) as f64 / 60_000.0;
-    if min < 90.0 {
-        format!("{}m", min.round().max(1.0))
-    } else if min < 48.0 * 60.0 {
-        format!("{}h", (min / 60.0).round())
-    } else {
-        format!("{}d", (min / 1440.0).round())
-    }
-}
 
 /// Step counts as people say them: `≈ 140`, `≈ 3.5`, `< 1`.
 pub fn steps(n: f64) -> String {
@@ -83,14 +46,9 @@ pub fn p_value(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bytes::MIB_U64;
 
     #[test]
-    fn durations_and_steps_read_naturally() {
-        assert_eq!(rough_duration(31 * 3_600_000), "~31 h");
-        assert_eq!(rough_duration(40 * 60_000), "~40 min");
-        assert_eq!(rough_duration(6 * 86_400_000), "~6 days");
-        assert_eq!(rough_duration_short(31 * 3_600_000), "31h");
+    fn steps_read_naturally() {
         assert_eq!(steps(140.2), "≈ 140");
         assert_eq!(steps(3.46), "≈ 3.5");
         assert_eq!(steps(0.2), "< 1");
@@ -106,9 +64,7 @@ mod tests {
     }
 
     #[test]
-    fn sizes_and_rates() {
-        assert_eq!(compact(96 * MIB_U64), "96.0MiB");
-        assert_eq!(rate(96.0 * MIB_U64 as f64), "+96.0 MiB");
+    fn p_values_read_naturally() {
         assert_eq!(p_value(1.0 / 720.0), "p = 0.0014");
         assert_eq!(p_value(1e-4), "p = 1.0e-4");
         assert_eq!(p_value(0.0083), "p = 0.0083");

@@ -1,11 +1,12 @@
 //! Fragmentation risk (T ≥ R > max(L, D)) and OOM events, with advice that names the
 //! framework's own remedy. See instrumentation research §8.4 and docs/alerts.md.
 
-use crate::model::bytes::human;
+use crate::fmt::human;
 
-use super::format::{compact, fit_summary, who};
-use super::snapshot::{OomEvent, Runtime};
+use super::format::{fit_summary, who};
+use super::inputs::{OomEvent, Runtime};
 use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, Named, Severity};
+use crate::fmt::compact;
 
 /// Where R, the workload's largest request, was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -430,7 +431,7 @@ pub fn oom(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bytes::{GIB_U64, MIB_U64};
+    use crate::fmt::{GIB_U64, MIB_U64};
 
     fn torch() -> Runtime {
         Runtime {

@@ -14,7 +14,7 @@ use crate::model::state::State;
 use crate::model::time::Ts;
 
 use super::config::AlertConfig;
-use super::snapshot::{
+use super::inputs::{
     CompanionView, EpochPoint, FragView, GpuView, OomEvent, ProcView, Runtime, Snapshot,
     WindowPoint,
 };

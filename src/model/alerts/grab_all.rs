@@ -10,9 +10,10 @@
 //! (`nvml_held_frac`). The engine adds the "for minutes" part by requiring persistence.
 
 use super::config::GrabAllConfig;
-use super::format::{compact, fit_summary, who};
-use super::snapshot::Runtime;
+use super::format::{fit_summary, who};
+use super::inputs::Runtime;
 use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, Named, Severity};
+use crate::fmt::compact;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GrabInput {
@@ -214,7 +215,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bytes::GIB_U64;
+    use crate::fmt::GIB_U64;
 
     fn tf() -> Runtime {
         Runtime {

@@ -2,16 +2,15 @@
 //! time window when there are no epoch markers), with effect-size gates so that
 //! allocator jitter, eval spikes, step changes and warm-up ramps never fire.
 
-use crate::model::bytes::{MIB_U64, human};
+use crate::fmt::{MIB_U64, human};
 use crate::model::time::Ts;
 
 use super::config::GrowthConfig;
-use super::format::{
-    compact, fit_summary, p_value, rough_duration, rough_duration_short, steps, who,
-};
-use super::snapshot::{EpochPoint, WindowPoint};
+use super::format::{fit_summary, p_value, steps, who};
+use super::inputs::{EpochPoint, WindowPoint};
 use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
 use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Forecast, Gate, Point, Severity};
+use crate::fmt::{compact, rough_duration, rough_duration_short};
 
 /// Rounded to 4 significant digits (whole numbers above 10^4 stay whole).
 fn sig4(v: f64) -> f64 {
@@ -641,7 +640,7 @@ pub fn window_growth(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bytes::GIB_U64;
+    use crate::fmt::GIB_U64;
 
     const M: u64 = MIB_U64;
 

@@ -1,8 +1,9 @@
 //! Headroom: the largest allocation that would succeed now, max(largest free block in
 //! the cache, what the card can still give), against the run's typical large request.
 
-use super::format::{compact, fit_summary, who};
+use super::format::{fit_summary, who};
 use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, Named, Severity};
+use crate::fmt::compact;
 
 /// Largest allocation that would succeed now.
 pub fn largest_possible(largest_free: Option<u64>, device_avail: u64) -> u64 {
@@ -80,7 +81,7 @@ pub fn check(pid: u32, gpu: u32, i: &HeadroomInput, epoch: Option<u64>) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bytes::{GIB_U64, MIB_U64};
+    use crate::fmt::{GIB_U64, MIB_U64};
 
     #[test]
     fn warns_only_when_neither_cache_nor_card_fits() {

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::model::time::Ts;
 
-use super::snapshot::ProcView;
+use super::inputs::ProcView;
 
 /// Epoch ends remembered per process (retries are compared over the last two).
 const EPOCHS_KEPT: usize = 4;
@@ -90,7 +90,7 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::alerts::snapshot::{CompanionView, EpochPoint, FragView};
+    use crate::model::alerts::inputs::{CompanionView, EpochPoint, FragView};
 
     fn view(epoch: u64, t: Ts, retries: u64, hole: Option<(Ts, u64)>) -> ProcView {
         ProcView {

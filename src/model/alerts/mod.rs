@@ -13,8 +13,8 @@ pub mod from_state;
 pub mod grab_all;
 pub mod growth;
 pub mod headroom;
+pub mod inputs;
 pub mod memory;
-pub mod snapshot;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::time::Ts;
 
 pub use config::AlertConfig;
-pub use engine::{AlertChange, AlertEngine, ChangeKind};
+pub use engine::AlertEngine;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -239,3 +239,31 @@ impl Alert {
 
 /// Summaries fit a 40-column pane with a two-character severity mark.
 pub const SUMMARY_MAX: usize = 38;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    Raised,
+    /// Severity rose, the forecast shrank by the configured share, or another OOM came.
+    Worsened,
+    /// Severity fell.
+    Eased,
+    Cleared,
+}
+
+/// One line of `--alerts-jsonl`: what happened, when, and the alert as it is now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertChange {
+    pub change: ChangeKind,
+    pub at: Ts,
+    pub alert: Alert,
+}
+
+impl AlertChange {
+    /// Whether this change deserves the terminal bell.
+    pub fn wants_bell(&self) -> bool {
+        matches!(self.change, ChangeKind::Raised | ChangeKind::Worsened)
+            && !self.alert.silenced
+            && self.alert.severity >= Severity::Warning
+    }
+}

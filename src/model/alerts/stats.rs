@@ -3,7 +3,7 @@
 //! variance is tie-corrected; without ties the p-value is exact (Kendall's S counted
 //! from the Mahonian distribution), which matters most for the smallest windows.
 
-use crate::model::bytes::MIB_U64;
+use crate::fmt::MIB_U64;
 
 /// Values at or below this many points get the exact null distribution when untied.
 const EXACT_MAX_N: usize = 20;

@@ -4,7 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::{App, Effect, Prompt, Target, View};
-use crate::keys::Action;
+use crate::tui::keys::Action;
 
 impl App {
     /// A key while a prompt is open. The filter takes text; a confirmation takes `y`
@@ -49,7 +49,7 @@ impl App {
             Prompt::Signal { pid, sig, .. } => {
                 self.flash = Some(format!(
                     "{} not sent to PID {pid}",
-                    crate::signal::name(sig)
+                    crate::tui::signal::name(sig)
                 ));
                 None
             }

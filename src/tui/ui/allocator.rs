@@ -9,8 +9,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::theme::Theme;
+use crate::fmt::human;
 use crate::model::allocator::{DevAlloc, FragState, ProcAlloc};
-use crate::model::bytes::human;
 
 /// Everything the panel shows for one (process, GPU).
 #[derive(Debug, Clone, Copy)]
@@ -360,8 +360,8 @@ pub fn panel_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::CompanionFrame;
     use crate::model::allocator::Companions;
+    use crate::model::frame::CompanionFrame;
     use crate::wire::{Event, Frag, Hello, Message, Sample};
 
     const GIB: u64 = 1 << 30;

@@ -15,10 +15,10 @@ use super::paint::Painter;
 use super::plot::{self, Kind, Plot, Trace, slots_per_cell};
 use super::procs::{mapping_note, render_table};
 use super::theme::Theme;
-use crate::app::App;
+use crate::fmt::human;
 use crate::model::allocator::{DevAlloc, ProcAlloc};
-use crate::model::bytes::human;
 use crate::model::state::{GpuState, ProcGpu, ProcState};
+use crate::tui::app::App;
 
 /// Rows of the pieces under the chart, decided before the chart takes the rest.
 #[derive(Debug, Default, Clone, Copy)]
@@ -188,7 +188,7 @@ pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
 /// line, which CUDA device it sees this card as, and how to get its allocator's view.
 fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'static>> {
     let user = pr.info.user.clone().unwrap_or_else(|| "?".into());
-    let age = crate::model::time::duration_label(pg.last_seen - pr.first_seen);
+    let age = crate::fmt::duration(pg.last_seen - pr.first_seen);
     let cmd = pr
         .info
         .cmdline

@@ -20,7 +20,7 @@ use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout};
 
-use crate::app::{App, View};
+use crate::tui::app::{App, View};
 use paint::Painter;
 use theme::Theme;
 

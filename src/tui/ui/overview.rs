@@ -14,10 +14,10 @@ use super::paint::Painter;
 use super::plot::{self, Kind, Plot, Trace, slots_per_cell};
 use super::procs::{first_visible, proc_header, render_row};
 use super::theme::Theme;
-use crate::app::App;
+use crate::fmt::{gib1, human};
 use crate::model::allocator::{DevAlloc, ProcAlloc};
-use crate::model::bytes::{gib1, human};
 use crate::model::state::{GpuState, ProcGpu, ProcState, State};
+use crate::tui::app::App;
 
 pub fn short_name(name: &str) -> &str {
     name.strip_prefix("NVIDIA ").unwrap_or(name)

@@ -7,12 +7,12 @@ use ratatui::widgets::Widget;
 
 use super::legend;
 use super::theme::Theme;
-use crate::app::{App, Target};
-use crate::model::bytes::human;
+use crate::fmt::human;
 use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState};
 use crate::model::time::Ts;
-use crate::selection::SortKey;
+use crate::tui::app::{App, Target};
+use crate::tui::selection::SortKey;
 
 /// The command line with paths shortened to their last component, so the part that tells
 /// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column.
@@ -67,7 +67,7 @@ pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line
 
 /// `+1.20 GiB/m`: growth over the last minute, per minute.
 pub fn growth_label(pg: &ProcGpu, now: Ts) -> String {
-    let g = crate::selection::growth(pg, now);
+    let g = crate::tui::selection::growth(pg, now);
     let sign = if g < 0.0 { "-" } else { "+" };
     format!(
         "{sign}{}{}",
@@ -136,8 +136,7 @@ pub fn render_row(
     if app.is_selected(Some(gpu), p.info.pid) {
         buf.set_style(row, theme.selected());
     }
-    hit(
-        app,
+    app.hit(
         row,
         Target::Proc {
             gpu,
@@ -176,7 +175,7 @@ pub fn mark_companion(app: &App, pid: u32, row: Rect, buf: &mut Buffer, theme: &
     if app.is_selected(None, pid) {
         buf.set_style(row, theme.selected());
     }
-    hit(app, row, Target::Proc { gpu: 0, pid });
+    app.hit(row, Target::Proc { gpu: 0, pid });
 }
 
 /// First row a list of `n` rows shows in `fit` lines so that the selection (on the GPU at
@@ -195,11 +194,6 @@ pub fn first_visible(
     }
     let need = |first: usize| (first..=sel).map(&lines).sum::<u16>() + u16::from(sel + 1 < n);
     (0..=sel).find(|&f| need(f) <= fit).unwrap_or(sel)
-}
-
-/// Register `area` as a click target for the next mouse event.
-pub fn hit(app: &App, area: Rect, t: Target) {
-    app.hits.borrow_mut().push((area, t));
 }
 
 /// Column titles over process rows of the same `width`, with the same column arithmetic

@@ -8,26 +8,7 @@ use ratatui::widgets::Widget;
 
 use super::legend;
 use super::theme::Theme;
-use crate::app::{App, Prompt, SourceKind};
-
-fn interval_label(ms: u64) -> String {
-    if ms >= 1000 && ms % 1000 == 0 {
-        format!("{} s", ms / 1000)
-    } else {
-        format!("{ms} ms")
-    }
-}
-
-/// `1:05`, or `1:02:05` past an hour (`hours` forces the long form, so a position and a
-/// total past an hour line up).
-pub fn clock_pos(ms: i64, hours: bool) -> String {
-    let s = ms.max(0) / 1000;
-    if hours || s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
-    }
-}
+use crate::tui::app::{App, Prompt, SourceKind};
 
 /// The header's pieces, most important first: when the line is too narrow the least
 /// important are dropped whole instead of being cut mid-word.
@@ -54,8 +35,12 @@ fn replay_spans(app: &App, theme: &Theme, narrow: bool) -> Vec<(u8, Vec<Span<'st
     let hours = total.unwrap_or(pos) >= 3_600_000;
     let sep = if narrow { "/" } else { " / " };
     let time = match total {
-        Some(t) => format!(" {}{sep}{}", clock_pos(pos, hours), clock_pos(t, hours)),
-        None => format!(" {}", clock_pos(pos, hours)),
+        Some(t) => format!(
+            " {}{sep}{}",
+            crate::fmt::clock_pos(pos, hours),
+            crate::fmt::clock_pos(t, hours)
+        ),
+        None => format!(" {}", crate::fmt::clock_pos(pos, hours)),
     };
     out.push((0, vec![Span::raw(time)]));
     if let Some(t) = total.filter(|&t| t > 0) {
@@ -119,7 +104,10 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         SourceKind::Live { interval_ms } => {
             parts.push((
                 5,
-                vec![Span::raw(format!("{sep}{}", interval_label(*interval_ms)))],
+                vec![Span::raw(format!(
+                    "{sep}{}",
+                    crate::fmt::interval(*interval_ms)
+                ))],
             ));
             parts.push((
                 0,
@@ -215,7 +203,7 @@ pub fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             Prompt::AckAll(n) => format!("acknowledge all {n} alerts? y: yes, any other key: no"),
             Prompt::Signal { sig, what, .. } => format!(
                 "send {} to {what}? y: yes, any other key: no",
-                crate::signal::name(*sig)
+                crate::tui::signal::name(*sig)
             ),
         };
         buf.set_stringn(area.x, area.y, text, w, theme.title());

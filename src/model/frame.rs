@@ -3,8 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::alerts::AlertChange;
 use crate::model::sample::{GpuInfo, ProcInfo, Tick};
 use crate::model::time::Ts;
+use crate::wire::Message;
 
 /// Recording format version; bumped only for incompatible changes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -48,7 +50,7 @@ pub enum Frame {
         procs: Vec<ProcInfo>,
     },
     /// One message from an in-process companion (or interposer), as received.
-    Companion(crate::channel::CompanionFrame),
+    Companion(CompanionFrame),
     /// Something a source wants the user to know (NVML error, companion refused, ...).
     Status {
         t: Ts,
@@ -57,7 +59,16 @@ pub enum Frame {
         text: String,
     },
     /// An alert raised, worsened, eased or cleared (written so a recording tells its own story).
-    Alert(Box<crate::model::alerts::engine::AlertChange>),
+    Alert(Box<AlertChange>),
+}
+
+/// One message from one companion as gpumon received it; `t` is gpumon's
+/// clock at arrival (the message's own `t` is the companion's clock).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompanionFrame {
+    pub t: Ts,
+    pub pid: u32,
+    pub msg: Message,
 }
 
 impl Frame {

@@ -13,14 +13,15 @@ use std::cell::RefCell;
 
 use ratatui::layout::Rect;
 
-use crate::event::{Event, ReplayStatus, Speed};
-use crate::frame::Frame;
-use crate::keys::{Action, action_for};
+use crate::model::frame::Frame;
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::model::time::Ts;
 use crate::pipeline::{Pipeline, Sinks};
-use crate::selection::{AlertId, Sort, locate};
 use crate::source::replay::Control;
+use crate::source::replay::{ReplayStatus, Speed};
+use crate::tui::event::Event;
+use crate::tui::keys::{Action, action_for};
+use crate::tui::selection::{AlertId, Sort, locate};
 
 /// Time windows the memory charts can show, shortest first.
 pub const ZOOMS: [(i64, &str); 8] = [
@@ -148,6 +149,12 @@ pub struct App {
 }
 
 impl App {
+    /// Registers `area` as a click target for the next mouse event (called while drawing:
+    /// the one thing a render writes, and only into this per-frame list).
+    pub fn hit(&self, area: Rect, t: Target) {
+        self.hits.borrow_mut().push((area, t));
+    }
+
     pub fn new(source: SourceKind, sinks: Sinks) -> App {
         App {
             pipe: Pipeline::new(sinks),
@@ -180,7 +187,7 @@ impl App {
             speed_req: None,
             settling: false,
             terminated: None,
-            may_signal: crate::signal::may_signal,
+            may_signal: crate::tui::signal::may_signal,
             hits: RefCell::new(Vec::new()),
         }
     }
@@ -215,7 +222,7 @@ impl App {
     /// Processes on the GPU with NVML index `gpu`, sorted and filtered as the user chose.
     /// Every process list on screen comes from here, so rows and selection agree.
     pub fn rows_on(&self, gpu: u32) -> Vec<(&ProcState, &ProcGpu)> {
-        crate::selection::rows(self.view_state(), gpu, self.sort, &self.filter)
+        crate::tui::selection::rows(self.view_state(), gpu, self.sort, &self.filter)
     }
 
     /// PIDs the selection moves through: the selected GPU's rows, or, without any GPU
@@ -240,7 +247,9 @@ impl App {
 
     /// The alerts panel's list, as identities.
     pub fn alert_ids(&self) -> Vec<AlertId> {
-        crate::ui::alerts::panel_items(&self.pipe.alerts)
+        self.pipe
+            .alerts
+            .listed()
             .into_iter()
             .map(AlertId::of)
             .collect()

@@ -9,8 +9,8 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
 use super::legend::LEGEND;
 use super::theme::Theme;
-use crate::app::App;
-use crate::keys::listed;
+use crate::tui::app::App;
+use crate::tui::keys::listed;
 
 fn ascii_keys(label: &str) -> String {
     label

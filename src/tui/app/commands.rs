@@ -2,9 +2,9 @@
 //! and replay controls (speed from the last requested value, seek steps that fit).
 
 use super::{App, Effect, Prompt, View};
-use crate::event::{ReplayStatus, Speed};
-use crate::keys::Action;
 use crate::source::replay::Control;
+use crate::source::replay::{ReplayStatus, Speed};
+use crate::tui::keys::Action;
 
 impl App {
     /// Enter on an alert: its GPU's detail with its process selected.
@@ -74,7 +74,7 @@ impl App {
         let cmd = s
             .procs
             .get(&pid)
-            .map(|p| crate::selection::name(p).to_string())
+            .map(|p| crate::tui::selection::name(p).to_string())
             .or_else(|| {
                 s.companions
                     .get(pid)

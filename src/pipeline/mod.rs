@@ -2,14 +2,16 @@
 //! record, serve, headless): the model, alert evaluation, and the sinks
 //! (recording, flat logs, alert log, Prometheus snapshot).
 
+pub mod filter;
+
 use std::io::Write;
 use std::sync::Arc;
 
 use crate::export::Exporter;
 use crate::export::flat::FlatLog;
-use crate::frame::{Frame, Level};
-use crate::model::alerts::engine::{AlertChange, AlertEngine, ChangeKind};
 use crate::model::alerts::{Alert, Severity};
+use crate::model::alerts::{AlertChange, AlertEngine, ChangeKind};
+use crate::model::frame::{Frame, Level};
 use crate::model::state::State;
 use crate::model::time::{Ts, rfc3339};
 use crate::record::Recorder;
@@ -43,7 +45,7 @@ pub struct Pipeline {
     written_until: Ts,
     rebuild_until: Ts,
     /// `--gpu/--user/--pid`: what is left out before the model, the alerts and the sinks.
-    pub filter: crate::filter::Filter,
+    pub filter: crate::pipeline::filter::Filter,
     /// Why the recorder stopped on a write error; a mode that exists to record
     /// (`record`, headless `--record`) stops loudly on it (`take_recording_failure`).
     recording_failed: Option<String>,
@@ -62,7 +64,7 @@ impl Pipeline {
             sink_error: false,
             written_until: Ts::MIN,
             rebuild_until: Ts::MIN,
-            filter: crate::filter::Filter::default(),
+            filter: crate::pipeline::filter::Filter::default(),
             recording_failed: None,
         }
     }

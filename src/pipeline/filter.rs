@@ -13,8 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use anyhow::{Result, bail};
 
-use crate::cli::FilterArgs;
-use crate::frame::Frame;
+use crate::model::frame::Frame;
 use crate::model::sample::GpuInfo;
 use crate::model::state::State;
 
@@ -38,9 +37,10 @@ pub struct Filter {
 }
 
 impl Filter {
-    pub fn new(args: &FilterArgs) -> Result<Filter> {
+    /// From `--gpu` ids (indices or UUID prefixes), `--user` names or uids and `--pid`s.
+    pub fn new(gpu: &[String], user: &[String], pid: &[u32]) -> Result<Filter> {
         let mut gpus = Vec::new();
-        for g in &args.gpu {
+        for g in gpu {
             let g = g.trim();
             if g.is_empty() {
                 bail!("--gpu: empty GPU id; use indices or UUIDs, e.g. --gpu 0,2");
@@ -51,8 +51,7 @@ impl Filter {
                 Err(_) => bail!("--gpu: '{g}' is neither an index nor a GPU UUID"),
             });
         }
-        let users = args
-            .user
+        let users = user
             .iter()
             .map(|u| match u.trim().parse::<u32>() {
                 Ok(uid) => crate::source::procfs::user_name(uid).unwrap_or_else(|| uid.to_string()),
@@ -62,7 +61,7 @@ impl Filter {
         Ok(Filter {
             gpus,
             users,
-            pids: args.pid.iter().copied().collect(),
+            pids: pid.iter().copied().collect(),
             ..Filter::default()
         })
     }
@@ -151,7 +150,7 @@ impl Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::Header;
+    use crate::model::frame::Header;
     use crate::model::sample::{GpuSample, ProcInfo, ProcSample, Tick};
 
     fn info(index: u32, uuid: &str) -> GpuInfo {
@@ -167,7 +166,7 @@ mod tests {
 
     fn header() -> Frame {
         Frame::Header(Header {
-            v: crate::frame::FORMAT_VERSION,
+            v: crate::model::frame::FORMAT_VERSION,
             format: "gpumon".into(),
             host: "h".into(),
             driver_version: None,
@@ -206,12 +205,8 @@ mod tests {
     }
 
     fn filter(gpu: &[&str], user: &[&str], pid: &[u32]) -> Filter {
-        Filter::new(&FilterArgs {
-            gpu: gpu.iter().map(|s| s.to_string()).collect(),
-            user: user.iter().map(|s| s.to_string()).collect(),
-            pid: pid.to_vec(),
-        })
-        .expect("valid filter")
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        Filter::new(&strings(gpu), &strings(user), pid).expect("valid filter")
     }
 
     fn apply(f: &mut Filter, frames: &[Frame]) -> State {
@@ -277,11 +272,7 @@ mod tests {
 
     #[test]
     fn nonsense_gpu_ids_are_refused() {
-        let bad = FilterArgs {
-            gpu: vec!["x".into()],
-            ..FilterArgs::default()
-        };
-        assert!(Filter::new(&bad).is_err());
+        assert!(Filter::new(&["x".into()], &[], &[]).is_err());
         assert!(filter(&[], &[], &[]).is_empty());
     }
 }

@@ -3,6 +3,8 @@
 //! never waits on the disk; it flushes at least every second, so a crash loses
 //! at most the last second.
 
+pub mod budget;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -11,8 +13,8 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::frame::{FORMAT_VERSION, Frame, Header};
-use crate::record_budget::RecordBudget;
+use crate::model::frame::{FORMAT_VERSION, Frame, Header};
+use crate::record::budget::RecordBudget;
 
 /// Longest line accepted when reading: bigger lines are corruption, not data.
 pub const MAX_LINE: usize = 4 << 20;
@@ -108,7 +110,7 @@ impl Recorder {
                     let note = Frame::status(
                         frame.time(),
                         "recorder",
-                        crate::frame::Level::Warn,
+                        crate::model::frame::Level::Warn,
                         format!("recorder fell behind: {lost} frames not written (gap)"),
                     );
                     let _ = tx.try_send(note);

@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use crate::frame::{Frame, Level};
+use crate::model::frame::{Frame, Level};
 use crate::model::time::Ts;
 use crate::wire::{Frag, Message};
 
@@ -140,7 +140,7 @@ fn note(pid: u32, t: Ts, skipped: u64) -> Option<Frame> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::CompanionFrame;
+    use crate::model::frame::CompanionFrame;
     use crate::wire::{Marker, Sample};
 
     fn cf(t: Ts, msg: Message) -> Frame {

@@ -9,12 +9,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use super::legend;
-use super::procs::hit;
 use super::theme::Theme;
-use crate::app::{App, Target};
+use crate::fmt::{compact, compact_signed};
 use crate::model::alerts::{Alert, AlertEngine, Evidence, Severity};
-use crate::model::bytes::human;
-use crate::selection::AlertId;
+use crate::tui::app::{App, Target};
+use crate::tui::selection::AlertId;
 
 fn mark(s: Severity, theme: &Theme) -> &'static str {
     match (s, theme.ascii) {
@@ -116,14 +115,6 @@ pub fn render_alert_bar(
     buf.set_line(area.x, area.y, &line, area.width);
 }
 
-/// The alerts the panel lists, in order: active (most severe first), then past ones,
-/// newest first. `selected` in `render_alerts_panel` indexes this list.
-pub fn panel_items(engine: &AlertEngine) -> Vec<&Alert> {
-    let mut v = engine.active();
-    v.extend(engine.history());
-    v
-}
-
 /// Tiny sparkline of the evidence series, scaled between its own min and max so a slow
 /// creep is visible.
 fn spark(ev: &Evidence, width: usize, theme: &Theme) -> String {
@@ -144,15 +135,6 @@ fn spark(ev: &Evidence, width: usize, theme: &Theme) -> String {
             theme.bar(0.125 + 0.875 * f)
         })
         .collect()
-}
-
-fn compact(b: u64) -> String {
-    human(b).replace(' ', "")
-}
-
-fn rate(bytes: f64) -> String {
-    let sign = if bytes < 0.0 { "-" } else { "+" };
-    format!("{sign}{}", compact(bytes.abs().round() as u64))
 }
 
 /// Evidence lines, most useful first (the pane may cut the rest).
@@ -194,7 +176,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
             Some(u) => u,
             None => "step",
         };
-        let mut s = format!("slope {}/{unit}", rate(slope));
+        let mut s = format!("slope {}/{unit}", compact_signed(slope));
         if let Some(p) = ev.p_value {
             s.push_str(&format!(
                 " {dot} p {}",
@@ -224,10 +206,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
             )
         };
         if let Some(ms) = f.ms.filter(|_| f.steps < 1e6) {
-            s.push_str(&format!(
-                ", {}",
-                crate::model::alerts::format::rough_duration(ms)
-            ));
+            s.push_str(&format!(", {}", crate::fmt::rough_duration(ms)));
         }
         s.push_str(&format!(" {dot} ceil {}", compact(f.ceiling)));
         out.push(Line::from(Span::styled(s, style(a.severity, theme))));
@@ -330,7 +309,7 @@ fn panel(
     if area.height == 0 || area.width == 0 {
         return;
     }
-    let items = panel_items(engine);
+    let items = engine.listed();
     let active = engine.active().len();
     let w = usize::from(area.width);
     let title = format!("Alerts {active} active, {} past", items.len() - active);
@@ -402,8 +381,7 @@ fn panel(
         }
         buf.set_line(area.x, y, &line, area.width);
         if let Some(app) = app {
-            hit(
-                app,
+            app.hit(
                 Rect::new(area.x, y, area.width, 1),
                 Target::Alert(AlertId::of(a)),
             );
@@ -465,7 +443,7 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
 /// draws the mark in its own title (the card's top border, the compact row's name), so it
 /// goes through the same painted piece and never covers the scale note.
 pub fn decorate_card(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option<Span<'static>> {
-    hit(app, area, Target::Gpu(pos));
+    app.hit(area, Target::Gpu(pos));
     let g = app.view_state().gpus.get(pos)?;
     let on: Vec<Severity> = app
         .pipe

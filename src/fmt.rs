@@ -1,0 +1,139 @@
+//! Bytes and durations as people read them, shared by the screen, logs, exports and alert
+//! messages: one spelling per meaning (binary units, as nvidia-smi).
+
+const KIB: f64 = 1024.0;
+const MIB: f64 = KIB * 1024.0;
+const GIB: f64 = MIB * 1024.0;
+
+pub const MIB_U64: u64 = 1 << 20;
+pub const GIB_U64: u64 = 1 << 30;
+
+/// `512 B`, `3.0 KiB`, `18 MiB`, `61.2 GiB`: three significant digits at most.
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= GIB {
+        fmt3(b / GIB, "GiB")
+    } else if b >= MIB {
+        fmt3(b / MIB, "MiB")
+    } else if b >= KIB {
+        fmt3(b / KIB, "KiB")
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// `96.0MiB`: `human` without the space, for summaries and tight columns.
+pub fn compact(bytes: u64) -> String {
+    human(bytes).replace(' ', "")
+}
+
+/// `+96.0MiB`, `-1.50GiB`: a change that may be fractional or negative, compact.
+pub fn compact_signed(bytes: f64) -> String {
+    let sign = if bytes < 0.0 { "-" } else { "+" };
+    format!("{sign}{}", compact(bytes.abs().round() as u64))
+}
+
+/// Compact GiB with one decimal, for tight columns (`61.2`).
+pub fn gib1(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / GIB)
+}
+
+/// Age or uptime: `45s`, `12m`, `3h05m`, `2d04h`.
+pub fn duration(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m", s / 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d{:02}h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+/// Rough duration for forecasts: `~40 min`, `~31 h`, `~6 days`.
+pub fn rough_duration(ms: i64) -> String {
+    let min = ms.max(0) as f64 / 60_000.0;
+    if min < 90.0 {
+        format!("~{} min", min.round().max(1.0))
+    } else if min < 48.0 * 60.0 {
+        format!("~{} h", (min / 60.0).round())
+    } else {
+        format!("~{} days", (min / 1440.0).round())
+    }
+}
+
+/// Compact rough duration for summaries: `40m`, `31h`, `6d`.
+pub fn rough_duration_short(ms: i64) -> String {
+    let min = ms.max(0) as f64 / 60_000.0;
+    if min < 90.0 {
+        format!("{}m", min.round().max(1.0))
+    } else if min < 48.0 * 60.0 {
+        format!("{}h", (min / 60.0).round())
+    } else {
+        format!("{}d", (min / 1440.0).round())
+    }
+}
+
+/// A sampling interval: `1 s`, `250 ms`.
+pub fn interval(ms: u64) -> String {
+    if ms >= 1000 && ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+/// A position in a recording: `1:05`, or `1:02:05` past an hour (`hours` forces the long
+/// form, so a position and a total past an hour line up).
+pub fn clock_pos(ms: i64, hours: bool) -> String {
+    let s = ms.max(0) / 1000;
+    if hours || s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+fn fmt3(v: f64, unit: &str) -> String {
+    if v >= 100.0 {
+        format!("{v:.0} {unit}")
+    } else if v >= 10.0 {
+        format!("{v:.1} {unit}")
+    } else {
+        format!("{v:.2} {unit}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_each_magnitude() {
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(3 * 1024), "3.00 KiB");
+        assert_eq!(human(18 * MIB_U64), "18.0 MiB");
+        assert_eq!(human(615 * MIB_U64), "615 MiB");
+        assert_eq!(human(143_771 * MIB_U64), "140 GiB");
+        assert_eq!(compact(96 * MIB_U64), "96.0MiB");
+        assert_eq!(compact_signed(-1.5 * GIB), "-1.50GiB");
+        assert_eq!(compact_signed(96.0 * MIB), "+96.0MiB");
+        assert_eq!(gib1(61 * GIB_U64 + GIB_U64 / 5), "61.2");
+    }
+
+    #[test]
+    fn durations_pick_the_right_unit() {
+        assert_eq!(duration(45_000), "45s");
+        assert_eq!(duration(12 * 60_000 + 5), "12m");
+        assert_eq!(duration(3 * 3_600_000 + 5 * 60_000), "3h05m");
+        assert_eq!(duration(52 * 3_600_000), "2d04h");
+        assert_eq!(duration(-5), "0s");
+        assert_eq!(rough_duration(31 * 3_600_000), "~31 h");
+        assert_eq!(rough_duration(40 * 60_000), "~40 min");
+        assert_eq!(rough_duration(6 * 86_400_000), "~6 days");
+        assert_eq!(rough_duration_short(31 * 3_600_000), "31h");
+        assert_eq!(interval(1000), "1 s");
+        assert_eq!(interval(250), "250 ms");
+        assert_eq!(clock_pos(65_000, false), "1:05");
+        assert_eq!(clock_pos(65_000, true), "0:01:05");
+    }
+}
