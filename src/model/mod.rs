@@ -5,6 +5,7 @@ pub mod allocator;
 pub mod caps;
 pub mod frame;
 pub mod mapping;
+pub mod named;
 pub mod placement;
 pub mod sample;
 pub mod series;

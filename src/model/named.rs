@@ -1,0 +1,122 @@
+//! Names that arrive or are stored as text (the companion protocol, recordings, alert
+//! JSON) but that code matches on. Each is an enum with one variant per known name and
+//! `Other` for a name this build does not know, so a newer companion or an older recording
+//! still loads and shows its own word, and a renamed variant breaks the build instead of
+//! silently failing a string comparison. They serialise as the same bare strings as
+//! before, so recordings and `--alerts-jsonl` lines are unchanged.
+
+/// Defines such an enum: `named! { pub enum Framework { Torch = "torch", ... } }`.
+macro_rules! named {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant, )+
+            /// A name this build does not know, kept as it came.
+            Other(String),
+        }
+
+        impl $name {
+            /// Every name this build knows, in declaration order.
+            #[allow(dead_code)]
+            pub const KNOWN: &'static [&'static str] = &[$($text),+];
+
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $( $name::$variant => $text, )+
+                    $name::Other(s) => s,
+                }
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                match s {
+                    $( $text => $name::$variant, )+
+                    other => $name::Other(other.to_string()),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+                Ok($name::from(s.as_ref()))
+            }
+        }
+    };
+}
+
+pub(crate) use named;
+
+named! {
+    /// Which framework's allocator a companion reads (`hello.framework`).
+    pub enum Framework {
+        Torch = "torch",
+        Jax = "jax",
+        Tensorflow = "tensorflow",
+        /// The native interposer: `cudaMalloc`/`cuMemAlloc` calls, no framework pool.
+        CudaDriver = "cuda-driver",
+        /// A Python companion in a process with no framework it can read.
+        None = "none",
+    }
+}
+
+named! {
+    /// What a companion `event` reports.
+    pub enum EventKind {
+        /// The framework raised out-of-memory.
+        Oom = "oom",
+    }
+}
+
+named! {
+    /// Who a `Status` frame is from, shown before its text.
+    pub enum StatusSource {
+        Nvml = "nvml",
+        Companion = "companion",
+        Replay = "replay",
+        Recorder = "recorder",
+        /// A sink (flat log, alert log) that stopped.
+        Output = "output",
+        Alert = "alert",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_as_bare_strings_and_unknown_ones_survive() {
+        for &name in Framework::KNOWN {
+            let f = Framework::from(name);
+            assert!(!matches!(f, Framework::Other(_)), "{name}");
+            let json = serde_json::to_string(&f).expect("serialises");
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<Framework>(&json).expect("parses"), f);
+        }
+        let newer: Framework = serde_json::from_str("\"mxnet\"").expect("parses");
+        assert_eq!(newer, Framework::Other("mxnet".into()));
+        assert_eq!(newer.to_string(), "mxnet");
+        assert_eq!(EventKind::from("oom"), EventKind::Oom);
+        assert_eq!(StatusSource::from("nvml").as_str(), "nvml");
+    }
+}
