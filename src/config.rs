@@ -362,7 +362,7 @@ mod tests {
     fn the_default_window_is_the_apps() {
         let app = App::new(
             crate::tui::app::SourceKind::Live { interval_ms: 1000 },
-            crate::pipeline::Sinks::default(),
+            crate::pipeline::Pipeline::default(),
         );
         assert_eq!(ZOOMS[app.zoom].1, "5m");
     }
@@ -371,7 +371,7 @@ mod tests {
     fn the_sort_key_sets_the_app_sort_with_its_natural_direction() {
         let mut app = App::new(
             crate::tui::app::SourceKind::Live { interval_ms: 1000 },
-            crate::pipeline::Sinks::default(),
+            crate::pipeline::Pipeline::default(),
         );
         assert_eq!(app.sort, Sort::default());
         apply_to_app(&parse("sort = \"pid\"").expect("valid"), &mut app);

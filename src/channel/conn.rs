@@ -9,6 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
 use crate::model::frame::{Frame, Level};
+use crate::model::named::StatusSource;
 use crate::model::time::now_ms;
 use crate::wire::{self, Decoded, Disconnected, Line, LineSplitter, LinkStats, Message, Reject};
 
@@ -49,7 +50,12 @@ pub(crate) struct Conn<'a> {
 impl Conn<'_> {
     async fn status(&self, level: Level, text: String) {
         self.fwd
-            .status(Frame::status(now_ms(), "companion", level, text))
+            .status(Frame::status(
+                now_ms(),
+                StatusSource::Companion,
+                level,
+                text,
+            ))
             .await;
     }
 

@@ -19,6 +19,7 @@ use tokio::sync::mpsc::Sender;
 use tokio::task::JoinSet;
 
 use crate::model::frame::{Frame, Level};
+use crate::model::named::StatusSource;
 use crate::model::time::now_ms;
 
 pub use conn::{MAX_REJECTS, Outcome};
@@ -216,7 +217,12 @@ impl Scanner {
                         self.dir_errors.insert(dir.clone(), e.clone());
                         let text = format!("companion directory refused: {e}");
                         self.fwd
-                            .status(Frame::status(now_ms(), "companion", Level::Warn, text))
+                            .status(Frame::status(
+                                now_ms(),
+                                StatusSource::Companion,
+                                Level::Warn,
+                                text,
+                            ))
                             .await;
                     }
                     continue;

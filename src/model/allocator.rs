@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::model::caps;
 use crate::model::frame::CompanionFrame;
-use crate::model::mapping::{Mapping, logical_index};
+use crate::model::mapping::{Mapping, logical_index, same_gpu};
+use crate::model::named::EventKind;
 use crate::model::sample::GpuInfo;
 use crate::model::series::{Peak, Series};
 use crate::model::time::Ts;
@@ -162,7 +163,9 @@ impl DevAlloc {
     }
 
     pub fn ooms(&self) -> impl Iterator<Item = &Event> {
-        self.events.iter().filter(|e| e.kind == "oom")
+        self.events
+            .iter()
+            .filter(|e| EventKind::from(e.kind.as_str()) == EventKind::Oom)
     }
 
     fn sample(&mut self, t: Ts, s: &Sample) {
@@ -230,7 +233,7 @@ impl DevAlloc {
         if self.events.iter().rev().take(8).any(|x| x == e) {
             return;
         }
-        if e.kind == "oom" {
+        if EventKind::from(e.kind.as_str()) == EventKind::Oom {
             self.largest_alloc = self.largest_alloc.max(e.requested);
         }
         push_bounded(&mut self.events, e.clone(), MAX_EVENTS);
@@ -367,27 +370,6 @@ impl ProcAlloc {
             caps::companion_worst_bytes(self.devices.len(), epochs, events, self.markers.len());
     }
 
-    /// `torch 2.11`, `jax 0.11`, `interposer`, `companion`.
-    pub fn framework_label(&self) -> String {
-        let Some(h) = &self.hello else {
-            return "companion".into();
-        };
-        match (&h.framework, &h.framework_version) {
-            (Some(f), Some(v)) if f != "none" => format!("{f} {v}"),
-            (Some(f), None) if f != "none" => f.clone(),
-            _ => h.role.clone(),
-        }
-    }
-
-    /// The allocator policy in words, for the process panel.
-    pub fn policy(&self) -> Option<String> {
-        let h = self.hello.as_ref()?;
-        if let Some(p) = h.policy.as_ref().filter(|p| !p.is_empty()) {
-            return Some(p.clone());
-        }
-        policy_words(h)
-    }
-
     fn hello(&mut self, h: &Hello) {
         let restarted = self
             .hello
@@ -488,75 +470,6 @@ impl ProcAlloc {
         v.sort_unstable();
         v.dedup_by_key(|x| x.1);
         v
-    }
-}
-
-/// Words for an allocator policy when the companion sent none.
-pub fn policy_words(h: &Hello) -> Option<String> {
-    let conf = h
-        .settings
-        .get("PYTORCH_CUDA_ALLOC_CONF")
-        .or_else(|| h.settings.get("PYTORCH_ALLOC_CONF"));
-    let fw = h.framework.as_deref().unwrap_or("");
-    let alloc = h.allocator.as_deref().unwrap_or("");
-    let text = match (fw, alloc) {
-        ("torch", "cudaMallocAsync") => {
-            "PyTorch: cudaMallocAsync — the driver's pool, no block map".to_string()
-        }
-        ("torch", "expandable_segments") => "PyTorch: expandable_segments".to_string(),
-        ("torch", _) => match conf {
-            Some(c) if !c.is_empty() => format!("PyTorch caching allocator ({c})"),
-            _ => "PyTorch caching allocator (native)".to_string(),
-        },
-        ("tensorflow", _) => match h.settings.get("tf_memory_growth").map(String::as_str) {
-            Some("true") => "TF: memory growth on — grows on demand".to_string(),
-            Some("false") => "TF: memory growth off — reserved the whole card".to_string(),
-            _ => "TF: BFC allocator".to_string(),
-        },
-        ("jax", "platform") => "JAX: platform allocator — exact, no pool".to_string(),
-        ("jax", _) => match h
-            .settings
-            .get("XLA_PYTHON_CLIENT_PREALLOCATE")
-            .map(String::as_str)
-        {
-            Some("false") | Some("0") => "JAX: BFC pool, allocated on demand".to_string(),
-            _ => "JAX: BFC pool, preallocated".to_string(),
-        },
-        (_, "driver") => "native interposer: driver allocations".to_string(),
-        _ => return None,
-    };
-    Some(text)
-}
-
-fn norm_uuid(s: &str) -> String {
-    let l = s.trim().to_ascii_lowercase();
-    l.strip_prefix("gpu-").map(str::to_string).unwrap_or(l)
-}
-
-/// `00000000:65:00.0` and `0000:65:00.0` name the same card.
-fn norm_pci(s: &str) -> Option<(u32, u32, u32, u32)> {
-    let s = s.trim();
-    let (dom_bus, devfn) = s.rsplit_once(':')?;
-    let (dom, bus) = dom_bus.rsplit_once(':').unwrap_or(("0", dom_bus));
-    let (dev, func) = devfn.split_once('.').unwrap_or((devfn, "0"));
-    let h = |x: &str| u32::from_str_radix(x, 16).ok();
-    Some((h(dom)?, h(bus)?, h(dev)?, h(func)?))
-}
-
-/// Does a companion's device name this physical GPU?
-pub fn same_gpu(d: &DeviceInfo, gpu: &GpuInfo) -> bool {
-    if let Some(u) = d.uuid.as_deref().filter(|u| !u.is_empty()) {
-        if u.to_ascii_lowercase().starts_with("mig-") {
-            let u = u.to_ascii_lowercase();
-            return gpu.mig_uuids.iter().any(|m| m.to_ascii_lowercase() == u);
-        }
-        if !gpu.uuid.is_empty() {
-            return norm_uuid(u) == norm_uuid(&gpu.uuid);
-        }
-    }
-    match (d.pci_bus_id.as_deref(), gpu.pci_bus_id.as_str()) {
-        (Some(a), b) if !b.is_empty() => norm_pci(a).is_some() && norm_pci(a) == norm_pci(b),
-        _ => false,
     }
 }
 
@@ -988,24 +901,5 @@ mod tests {
         assert!(c.by_pid.len() < MAX_COMPANIONS);
         c.expire(10 * SILENT_EXPIRE_MS);
         assert!(c.by_pid.is_empty());
-    }
-
-    #[test]
-    fn policy_in_words() {
-        let mut h = Hello {
-            framework: Some("tensorflow".into()),
-            ..Hello::default()
-        };
-        h.settings.insert("tf_memory_growth".into(), "false".into());
-        assert_eq!(
-            policy_words(&h).as_deref(),
-            Some("TF: memory growth off — reserved the whole card")
-        );
-        h.framework = Some("torch".into());
-        h.allocator = Some("expandable_segments".into());
-        assert_eq!(
-            policy_words(&h).as_deref(),
-            Some("PyTorch: expandable_segments")
-        );
     }
 }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::alerts::AlertChange;
+use crate::model::named::StatusSource;
 use crate::model::sample::{GpuInfo, ProcInfo, Tick};
 use crate::model::time::Ts;
 use crate::wire::Message;
@@ -54,7 +55,7 @@ pub enum Frame {
     /// Something a source wants the user to know (NVML error, companion refused, ...).
     Status {
         t: Ts,
-        source: String,
+        source: StatusSource,
         level: Level,
         text: String,
     },
@@ -83,10 +84,10 @@ impl Frame {
         }
     }
 
-    pub fn status(t: Ts, source: &str, level: Level, text: impl Into<String>) -> Frame {
+    pub fn status(t: Ts, source: StatusSource, level: Level, text: impl Into<String>) -> Frame {
         Frame::Status {
             t,
-            source: source.into(),
+            source,
             level,
             text: text.into(),
         }

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::sample::GpuInfo;
+use crate::wire::DeviceInfo;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mapping {
@@ -150,6 +151,38 @@ fn unique<'a>(pci: &[&'a GpuInfo], f: impl Fn(&GpuInfo) -> bool) -> Option<&'a G
         None
     } else {
         Some(first)
+    }
+}
+
+fn norm_uuid(s: &str) -> String {
+    let l = s.trim().to_ascii_lowercase();
+    l.strip_prefix("gpu-").map(str::to_string).unwrap_or(l)
+}
+
+/// `00000000:65:00.0` and `0000:65:00.0` name the same card.
+fn norm_pci(s: &str) -> Option<(u32, u32, u32, u32)> {
+    let s = s.trim();
+    let (dom_bus, devfn) = s.rsplit_once(':')?;
+    let (dom, bus) = dom_bus.rsplit_once(':').unwrap_or(("0", dom_bus));
+    let (dev, func) = devfn.split_once('.').unwrap_or((devfn, "0"));
+    let h = |x: &str| u32::from_str_radix(x, 16).ok();
+    Some((h(dom)?, h(bus)?, h(dev)?, h(func)?))
+}
+
+/// Does a companion's device name this physical GPU?
+pub fn same_gpu(d: &DeviceInfo, gpu: &GpuInfo) -> bool {
+    if let Some(u) = d.uuid.as_deref().filter(|u| !u.is_empty()) {
+        if u.to_ascii_lowercase().starts_with("mig-") {
+            let u = u.to_ascii_lowercase();
+            return gpu.mig_uuids.iter().any(|m| m.to_ascii_lowercase() == u);
+        }
+        if !gpu.uuid.is_empty() {
+            return norm_uuid(u) == norm_uuid(&gpu.uuid);
+        }
+    }
+    match (d.pci_bus_id.as_deref(), gpu.pci_bus_id.as_str()) {
+        (Some(a), b) if !b.is_empty() => norm_pci(a).is_some() && norm_pci(a) == norm_pci(b),
+        _ => false,
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::model::allocator::Companions;
 use crate::model::frame::{Frame, Header, Level};
 use crate::model::mapping::{Mapping, logical_index};
+use crate::model::named::StatusSource;
 use crate::model::sample::{GpuInfo, GpuSample, ProcInfo, ProcKind, Tick};
 use crate::model::series::{Peak, Series};
 use crate::model::time::Ts;
@@ -77,7 +78,7 @@ pub struct ProcState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     pub t: Ts,
-    pub source: String,
+    pub source: StatusSource,
     pub level: Level,
     pub text: String,
 }
@@ -121,7 +122,7 @@ impl State {
                 let text = format!("{what}: {}", a.alert.summary);
                 let m = Message {
                     t: a.at,
-                    source: "alert".into(),
+                    source: StatusSource::Alert,
                     level: Level::Info,
                     text,
                 };
@@ -199,7 +200,7 @@ impl State {
                 let text = format!("GPU {}: {}", s.index, s.error.clone().unwrap_or_default());
                 self.push_message(Message {
                     t,
-                    source: "nvml".into(),
+                    source: StatusSource::Nvml,
                     level: Level::Error,
                     text,
                 });

@@ -12,6 +12,7 @@ use crate::export::flat::FlatLog;
 use crate::model::alerts::{Alert, Severity};
 use crate::model::alerts::{AlertChange, AlertEngine, ChangeKind};
 use crate::model::frame::{Frame, Level};
+use crate::model::named::StatusSource;
 use crate::model::state::State;
 use crate::model::time::{Ts, rfc3339};
 use crate::record::Recorder;
@@ -49,6 +50,13 @@ pub struct Pipeline {
     /// Why the recorder stopped on a write error; a mode that exists to record
     /// (`record`, headless `--record`) stops loudly on it (`take_recording_failure`).
     recording_failed: Option<String>,
+}
+
+impl Default for Pipeline {
+    /// No sinks, default alert thresholds, no filter (tests, `snapshot`).
+    fn default() -> Pipeline {
+        Pipeline::new(Sinks::default())
+    }
 }
 
 impl Pipeline {
@@ -188,7 +196,7 @@ impl Pipeline {
             self.sink_error = true;
             let t = self.state.now;
             self.state
-                .apply(&Frame::status(t, "output", Level::Error, text));
+                .apply(&Frame::status(t, StatusSource::Output, Level::Error, text));
         }
     }
 

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 
 use crate::model::frame::{Frame, Level};
+use crate::model::named::StatusSource;
 use crate::model::time::Ts;
 use crate::wire::{Frag, Message};
 
@@ -126,9 +127,7 @@ impl RecordBudget {
 
 fn note(pid: u32, t: Ts, skipped: u64) -> Option<Frame> {
     (skipped > 0).then(|| {
-        Frame::status(
-            t,
-            "recorder",
+        Frame::status(t, StatusSource::Recorder,
             Level::Info,
             format!(
                 "companion {pid}: {skipped} repeated or over-budget frames not recorded (recording budget)"

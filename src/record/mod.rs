@@ -14,6 +14,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::model::frame::{FORMAT_VERSION, Frame, Header};
+use crate::model::named::StatusSource;
 use crate::record::budget::RecordBudget;
 
 /// Longest line accepted when reading: bigger lines are corruption, not data.
@@ -109,7 +110,7 @@ impl Recorder {
                 if lost > 0 {
                     let note = Frame::status(
                         frame.time(),
-                        "recorder",
+                        StatusSource::Recorder,
                         crate::model::frame::Level::Warn,
                         format!("recorder fell behind: {lost} frames not written (gap)"),
                     );

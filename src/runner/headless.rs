@@ -2,6 +2,7 @@
 
 use crate::cli::{OutputArgs, RecordArgs, ReplayArgs, ServeArgs};
 use crate::model::frame::Frame;
+use crate::model::named::StatusSource;
 use crate::pipeline::Pipeline;
 use crate::record::{Recorder, validate};
 use crate::source::replay::Speed;
@@ -31,9 +32,7 @@ pub(super) async fn replay_headless(r: ReplayArgs) -> Result<i32> {
         },
         tx.clone(),
     )?;
-    let mut pipe = Pipeline::new(sinks(&r.out, None).await?);
-    configure(&mut pipe, &r.out)?;
-    set_filter(&mut pipe, &r.filter)?;
+    let pipe = pipeline(&r.out, None, &r.filter).await?;
     spawn_signals(tx.clone())?;
     drop(tx);
     Ok(headless(rx, pipe, None, !r.follow).await)
@@ -108,7 +107,7 @@ pub(super) async fn headless(
                         text,
                         ..
                     } = &f
-                        && source == "replay"
+                        && *source == StatusSource::Replay
                     {
                         // The text may quote the file: no control characters reach the terminal.
                         let text: String = text.chars().filter(|c| !c.is_control()).collect();
@@ -134,13 +133,8 @@ pub(super) async fn headless(
             eprintln!("gpumon: recording stopped: {e}");
             return 1;
         }
-        if let Some(a) = &pipe.tripped {
-            eprintln!(
-                "gpumon: alert fired ({}): {}",
-                a.severity.label(),
-                a.message
-            );
-            return crate::cli::exit::ALERT;
+        if let Some(code) = alert_exit(&pipe) {
+            return code;
         }
         if stop {
             if let Some(e) = pipe.finish_recording() {

@@ -134,6 +134,29 @@ pub(super) fn theme(d: &DisplayArgs) -> Theme {
 }
 
 /// `--gpu/--user/--pid` for this pipeline.
+/// The pipeline every mode runs: its sinks, alert thresholds and filter, configured once.
+pub(super) async fn pipeline(
+    out: &OutputArgs,
+    recorder: Option<Recorder>,
+    filter: &crate::cli::FilterArgs,
+) -> Result<Pipeline> {
+    let mut pipe = Pipeline::new(sinks(out, recorder).await?);
+    configure(&mut pipe, out)?;
+    set_filter(&mut pipe, filter)?;
+    Ok(pipe)
+}
+
+/// How both loops end on `--exit-on-alert`: say which alert fired, exit with `ALERT`.
+pub(super) fn alert_exit(pipe: &Pipeline) -> Option<i32> {
+    let a = pipe.tripped.as_ref()?;
+    eprintln!(
+        "gpumon: alert fired ({}): {}",
+        a.severity.label(),
+        a.message
+    );
+    Some(crate::cli::exit::ALERT)
+}
+
 pub(super) fn set_filter(pipe: &mut Pipeline, f: &crate::cli::FilterArgs) -> Result<()> {
     pipe.filter = crate::pipeline::filter::Filter::new(&f.gpu, &f.user, &f.pid)?;
     Ok(())

@@ -2,7 +2,6 @@
 
 use crate::cli::{ReplayArgs, WatchArgs};
 use crate::model::frame::Frame;
-use crate::pipeline::Pipeline;
 use crate::record::{Recorder, validate};
 use crate::source::replay;
 use crate::source::replay::Speed;
@@ -65,9 +64,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
         Some(p) => Some(Recorder::create(p, &header)?),
         None => None,
     };
-    let mut pipe = Pipeline::new(sinks(&w.out, recorder).await?);
-    configure(&mut pipe, &w.out)?;
-    set_filter(&mut pipe, &w.filter)?;
+    let mut pipe = pipeline(&w.out, recorder, &w.filter).await?;
     if w.out.headless {
         pipe.apply(&Frame::Header(header));
         spawn_signals(tx.clone())?;
@@ -80,10 +77,8 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
         SourceKind::Live {
             interval_ms: w.interval.as_millis() as u64,
         },
-        pipe.sinks,
+        pipe,
     );
-    configure(&mut app.pipe, &w.out)?;
-    set_filter(&mut app.pipe, &w.filter)?;
     app.bell = w.out.bell;
     app.notice = notice;
     app.recording = w.record.as_ref().map(|p| p.display().to_string());
@@ -135,10 +130,8 @@ pub(super) async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>
             file: r.file.display().to_string(),
             demo,
         },
-        sinks(&r.out, None).await?,
+        pipeline(&r.out, None, &r.filter).await?,
     );
-    configure(&mut app.pipe, &r.out)?;
-    set_filter(&mut app.pipe, &r.filter)?;
     app.bell = r.out.bell;
     app.notice = notice;
     run_tui(app, tx, rx, theme(&r.display), Some(handle)).await
@@ -170,15 +163,7 @@ pub(super) async fn run_tui(
     if let Some(reason) = &app.quit_reason {
         eprintln!("gpumon: {reason}");
     }
-    if let Some(a) = &app.pipe.tripped {
-        eprintln!(
-            "gpumon: alert fired ({}): {}",
-            a.severity.label(),
-            a.message
-        );
-        return result.map(|()| crate::cli::exit::ALERT);
-    }
-    result.map(|()| 0)
+    result.map(|()| alert_exit(&app.pipe).unwrap_or(0))
 }
 
 /// Drawing needs stdout on a terminal and a controlling terminal for keys (crossterm opens

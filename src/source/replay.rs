@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::Sender;
 
 use crate::model::frame::{Frame, Level};
+use crate::model::named::StatusSource;
 use crate::model::time::Ts;
 use crate::record::{Next, Reader, RecordingError};
 
@@ -199,7 +200,7 @@ where
             if let Err(e) = r.run(&ctl_rx) {
                 let _ = r.send(ReplayEvent::Frame(Frame::status(
                     r.pos,
-                    "replay",
+                    StatusSource::Replay,
                     Level::Error,
                     e.to_string(),
                 )));
@@ -404,7 +405,7 @@ impl<E: From<ReplayEvent>> Replay<E> {
         // already written and keep the new file's first frames out of the outputs.
         let said = self.send(ReplayEvent::Frame(Frame::status(
             self.last_t,
-            "replay",
+            StatusSource::Replay,
             Level::Warn,
             text,
         )));

@@ -16,7 +16,7 @@ use ratatui::layout::Rect;
 use crate::model::frame::Frame;
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::model::time::Ts;
-use crate::pipeline::{Pipeline, Sinks};
+use crate::pipeline::Pipeline;
 use crate::source::replay::Control;
 use crate::source::replay::{ReplayStatus, Speed};
 use crate::tui::event::Event;
@@ -155,9 +155,10 @@ impl App {
         self.hits.borrow_mut().push((area, t));
     }
 
-    pub fn new(source: SourceKind, sinks: Sinks) -> App {
+    /// A view over `pipe`, already configured (sinks, alert thresholds, filter) by the runner.
+    pub fn new(source: SourceKind, pipe: Pipeline) -> App {
         App {
-            pipe: Pipeline::new(sinks),
+            pipe,
             frozen: None,
             source,
             replay: None,

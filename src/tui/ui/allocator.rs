@@ -293,10 +293,12 @@ pub fn panel_lines(
 ) -> Vec<Line<'static>> {
     let p = v.proc;
     let mut out = vec![Line::from(vec![
-        Span::styled(format!("{} ", p.framework_label()), theme.title()),
         Span::styled(
-            p.policy()
-                .unwrap_or_else(|| "allocator policy unknown".into()),
+            format!("{} ", super::policy::framework_label(p)),
+            theme.title(),
+        ),
+        Span::styled(
+            super::policy::policy(p).unwrap_or_else(|| "allocator policy unknown".into()),
             theme.normal(),
         ),
     ])];

@@ -11,6 +11,7 @@ pub mod legend;
 pub mod overview;
 pub mod paint;
 pub mod plot;
+pub mod policy;
 pub mod procs;
 pub mod status;
 pub mod text;

@@ -569,7 +569,10 @@ pub fn alloc_summary(pa: &ProcAlloc, d: &DevAlloc, theme: &Theme) -> Line<'stati
     let opt = |v: Option<u64>| v.map_or_else(|| "n/a".into(), human);
     let arrow = if theme.ascii { "  `-" } else { "  ↳" };
     let mut spans = vec![
-        Span::styled(format!("{arrow} {} ", pa.framework_label()), theme.dim()),
+        Span::styled(
+            format!("{arrow} {} ", super::policy::framework_label(pa)),
+            theme.dim(),
+        ),
         Span::styled(format!("alloc {}", opt(d.allocated_now())), theme.used()),
         Span::raw(format!(" cached {} ", opt(d.cached_now()))),
     ];
@@ -602,7 +605,7 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             .as_ref()
             .and_then(|h| h.cmdline.clone())
             .unwrap_or_default();
-        let line = format!("{:>7} {} {cmd}", pa.pid, pa.framework_label());
+        let line = format!("{:>7} {} {cmd}", pa.pid, super::policy::framework_label(pa));
         buf.set_stringn(area.x, y, line, usize::from(area.width), theme.normal());
         super::procs::mark_companion(app, pa.pid, Rect::new(area.x, y, area.width, 1), buf, theme);
         y += 1;
