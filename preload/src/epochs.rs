@@ -110,7 +110,7 @@ impl Tracker {
                 }
                 let live = d.live.load(Ordering::Relaxed);
                 out.push(json!({
-                    "v": crate::reporter::messages::VERSION,
+                    "v": crate::protocol::VERSION,
                     "type": "epoch",
                     "t": t,
                     "epoch": n,

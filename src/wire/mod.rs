@@ -3,7 +3,9 @@
 //! check, lenient numbers (a negative or fractional "size" is unknown, not an error),
 //! unknown fields ignored and unknown types reported for counting.
 //!
-//! - `protocol`: the constants and the message type table
+//! - `protocol`: the constants and the message type table shared with the interposer
+//!   (which `include!`s the file) and checked against the Python companion
+//!   (`cross_language`, a test)
 //! - `messages`: the message enum and structs
 //! - `number`: lenient numbers, the one `Deserialize` behind every number field
 //! - `decode`: line splitting, decoding, and the reasons a line is refused
@@ -15,6 +17,9 @@ mod protocol;
 mod decode;
 mod messages;
 mod number;
+
+#[cfg(test)]
+mod cross_language;
 
 pub use decode::{Decoded, Line, LineSplitter, Reject, decode_line, monitor_hello};
 pub use messages::{

@@ -1,5 +1,8 @@
-// The companion protocol's constants and the one table of its message types. No paths into
-// the rest of the crate: this is the bottom of the protocol layer.
+// The companion protocol's shared definitions, one source for both Rust sides: the monitor
+// compiles this file as `wire::protocol`, the interposer `include!`s it
+// (`preload/src/protocol.rs`), and the monitor's `wire::cross_language` tests check the
+// Python companion's copies against it. Hence plain items only: no `use`, no paths into
+// either crate, and no inner attributes or `//!` docs (`include!` refuses them).
 
 /// The protocol version gpumon speaks (docs/protocol.md).
 pub const VERSION: u32 = 1;
