@@ -29,7 +29,6 @@ __all__ = ["start", "stop", "epoch", "mark", "companion", "__version__", "PROTOC
 
 _lock = threading.Lock()
 _instance: Optional[Companion] = None
-_epochs_offline = -1
 
 
 def start(
