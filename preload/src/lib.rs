@@ -17,6 +17,8 @@
 //! - `epochs`: epoch markers from `gpumon_epoch()` or `GPUMON_EPOCH_SIGNAL`
 //! - `lifecycle`: lazy init, fork and exit handling, the one-line stderr notices
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod clock;
 pub mod cuda;
 pub mod devices;
