@@ -36,7 +36,13 @@ fn main() {
             manifest.display()
         );
     }
-    for p in ["preload/src", "preload/Cargo.toml", "Cargo.lock"] {
+    // The interposer also compiles in the protocol's shared definitions (`include!`).
+    for p in [
+        "preload/src",
+        "preload/Cargo.toml",
+        "Cargo.lock",
+        "src/wire/protocol.rs",
+    ] {
         println!("cargo:rerun-if-changed={p}");
     }
     let target_dir = out.join("preload-target");

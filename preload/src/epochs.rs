@@ -62,7 +62,10 @@ extern "C" fn install_from_env() {
         ));
         return;
     };
-    // SAFETY: a zeroed sigaction with a plain handler that only touches an atomic.
+    // SAFETY: `sa` is a local C struct for which all-zero is a valid value, `sigemptyset` and
+    // `sigaction` get pointers to it, `sig` is a catchable signal (`parse_signal` refuses
+    // KILL, STOP and out-of-range numbers), and the handler is async-signal-safe: it only
+    // increments an atomic.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
@@ -110,7 +113,7 @@ impl Tracker {
                 }
                 let live = d.live.load(Ordering::Relaxed);
                 out.push(json!({
-                    "v": crate::reporter::messages::VERSION,
+                    "v": crate::protocol::VERSION,
                     "type": "epoch",
                     "t": t,
                     "epoch": n,

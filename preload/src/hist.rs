@@ -3,7 +3,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub const BUCKETS: usize = 64;
+/// Buckets `0..=MAX_BUCKET`: every `floor(log2(size))` of a `u64` size.
+pub const BUCKETS: usize = crate::protocol::MAX_BUCKET as usize + 1;
 
 /// The bucket of a size in bytes; sizes 0 and 1 share bucket 0.
 pub fn bucket(size: u64) -> usize {

@@ -12,9 +12,12 @@
 //! - `real`: finding the real `dlsym` and driver functions
 //! - `record`: what a successful call changes in the bookkeeping
 //! - `table`, `vmm`, `devices`, `hist`, `ring`: the bookkeeping itself
+//! - `protocol`: the protocol's constants, shared with gpumon (`src/wire/protocol.rs`)
 //! - `reporter`: socket, handshake, messages, history
 //! - `epochs`: epoch markers from `gpumon_epoch()` or `GPUMON_EPOCH_SIGNAL`
 //! - `lifecycle`: lazy init, fork and exit handling, the one-line stderr notices
+
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod clock;
 pub mod cuda;
@@ -23,6 +26,7 @@ pub mod epochs;
 pub mod hist;
 pub mod hooks;
 pub mod lifecycle;
+pub mod protocol;
 pub mod real;
 pub mod record;
 pub mod reporter;

@@ -50,7 +50,10 @@ fn init() -> Option<State> {
         notice("could not set up its tables; passing CUDA calls through unobserved");
         return None;
     };
-    // SAFETY: the handlers are plain functions that only take and release locks.
+    // SAFETY: the three handlers are `extern "C" fn()`s of this library, which as a preloaded
+    // object is never unloaded, so the registered pointers stay valid for the process. They
+    // only take and release the bookkeeping locks around `fork` (the child's also empties
+    // its copy of the tables).
     let rc = unsafe {
         libc::pthread_atfork(
             Some(before_fork),

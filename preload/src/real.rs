@@ -193,7 +193,9 @@ mod tests {
         let f = DriverFn::new(c"getppid");
         // SAFETY: `getppid` takes nothing and returns a pid.
         let g = unsafe { f.get::<unsafe extern "C" fn() -> libc::pid_t>() };
+        // SAFETY: `g` is `getppid` with its own signature; it has no preconditions.
         let via = g.map(|g| unsafe { g() });
+        // SAFETY: `getppid` has no preconditions.
         assert_eq!(via, Some(unsafe { libc::getppid() }));
     }
 }

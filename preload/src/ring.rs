@@ -34,6 +34,8 @@ pub struct Ring {
 // SAFETY: a cell's event is written only by the producer that won its slot via
 // `tail` and read only by the consumer that won it via `head`; `seq` orders the two.
 unsafe impl Sync for Ring {}
+// SAFETY: the ring owns its cells, and an `Event` is plain integers with no tie to the
+// thread that wrote it, so the whole ring may move to another thread.
 unsafe impl Send for Ring {}
 
 impl Ring {

@@ -14,8 +14,12 @@ pub struct SpinLock<T> {
     value: UnsafeCell<T>,
 }
 
-// SAFETY: access to `value` is serialised by `locked`.
+// SAFETY: access to `value` is serialised by `locked`: only the holder of the lock (a
+// guard, or a `raw_lock` caller until its `raw_unlock`) reaches it, so sharing the lock
+// between threads hands `T` from one thread to another, which `T: Send` allows.
 unsafe impl<T: Send> Sync for SpinLock<T> {}
+// SAFETY: the lock owns its `T`; moving the lock to another thread moves that `T`, which
+// `T: Send` allows, and the flag is an atomic.
 unsafe impl<T: Send> Send for SpinLock<T> {}
 
 impl<T> SpinLock<T> {

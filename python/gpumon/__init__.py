@@ -16,19 +16,19 @@ import os
 import threading
 from typing import TYPE_CHECKING, Optional
 
+from ._proto import PROTOCOL_VERSION
+
 if TYPE_CHECKING:
     from ._companion import Companion
 
 # Cargo.toml is the one source of the version; a Rust test (src/run_cmd.rs) fails when this
 # line disagrees with it, and the wheel takes its version from Cargo.toml.
 __version__ = "0.1.0"
-PROTOCOL_VERSION = 1
 
 __all__ = ["start", "stop", "epoch", "mark", "companion", "__version__", "PROTOCOL_VERSION"]
 
 _lock = threading.Lock()
 _instance: Optional[Companion] = None
-_epochs_offline = -1
 
 
 def start(

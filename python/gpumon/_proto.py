@@ -3,7 +3,9 @@
 import json
 import time
 
-VERSION = 1
+# The protocol version and the hard line limit (newline included). gpumon's definitions are
+# in src/wire/protocol.rs; a Rust test (src/wire/cross_language.rs) fails when these differ.
+PROTOCOL_VERSION = 1
 MAX_LINE = 65536
 # Room left in a history part for its envelope.
 _PART_BUDGET = MAX_LINE - 2048
@@ -16,7 +18,7 @@ def now_ms():
 def encode(msg):
     """One line of UTF-8 JSON with its newline, or None when it cannot be sent
     (not serialisable, or over the line limit): the caller counts it."""
-    msg.setdefault("v", VERSION)
+    msg.setdefault("v", PROTOCOL_VERSION)
     try:
         line = json.dumps(msg, separators=(",", ":"), allow_nan=False, default=str)
     except (TypeError, ValueError):
@@ -62,7 +64,7 @@ def history_parts(t, epochs, samples, markers, events, frag):
 
 
 def _empty(t):
-    return {"v": VERSION, "type": "history", "t": t, "epochs": [], "samples": [],
+    return {"v": PROTOCOL_VERSION, "type": "history", "t": t, "epochs": [], "samples": [],
             "markers": [], "events": [], "frag": []}
 
 
@@ -70,10 +72,10 @@ def check_monitor_hello(obj):
     """None when the monitor's hello is acceptable, else the error text."""
     if not isinstance(obj, dict) or obj.get("type") != "hello":
         return "expected a hello"
-    lo = obj.get("min_v", obj.get("v", VERSION))
-    hi = obj.get("max_v", obj.get("v", VERSION))
+    lo = obj.get("min_v", obj.get("v", PROTOCOL_VERSION))
+    hi = obj.get("max_v", obj.get("v", PROTOCOL_VERSION))
     if not isinstance(lo, int) or not isinstance(hi, int):
         return "min_v/max_v must be integers"
-    if not (lo <= VERSION <= hi):
-        return "companion speaks v%d, monitor wants v%d..v%d" % (VERSION, lo, hi)
+    if not (lo <= PROTOCOL_VERSION <= hi):
+        return "companion speaks v%d, monitor wants v%d..v%d" % (PROTOCOL_VERSION, lo, hi)
     return None

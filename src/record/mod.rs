@@ -18,7 +18,7 @@ use crate::model::named::StatusSource;
 use crate::record::budget::RecordBudget;
 
 /// Longest line accepted when reading: bigger lines are corruption, not data.
-pub const MAX_LINE: usize = 4 << 20;
+pub const MAX_RECORDING_LINE: usize = 4 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
@@ -373,7 +373,7 @@ impl Reader {
     pub fn next(&mut self) -> Result<Next, RecordingError> {
         loop {
             let start = self.buf.len();
-            let limit = (MAX_LINE + 1 - start.min(MAX_LINE)) as u64;
+            let limit = (MAX_RECORDING_LINE + 1 - start.min(MAX_RECORDING_LINE)) as u64;
             let n = std::io::Read::take(&mut self.inner, limit)
                 .read_until(b'\n', &mut self.buf)
                 .map_err(|source| RecordingError::Read {
@@ -382,10 +382,11 @@ impl Reader {
                 })?;
             self.consumed += n as u64;
             if self.buf.last() != Some(&b'\n') {
-                if self.buf.len() > MAX_LINE {
-                    return Err(
-                        self.corrupt(self.line + 1, format!("line longer than {MAX_LINE} bytes"))
-                    );
+                if self.buf.len() > MAX_RECORDING_LINE {
+                    return Err(self.corrupt(
+                        self.line + 1,
+                        format!("line longer than {MAX_RECORDING_LINE} bytes"),
+                    ));
                 }
                 return Ok(Next::End {
                     partial: !self.buf.is_empty(),

@@ -7,7 +7,8 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::messages::{MAX_LINE, check_monitor_hello};
+use super::messages::check_monitor_hello;
+use crate::protocol::MAX_MESSAGE_LINE;
 
 /// Outgoing messages kept per monitor; the oldest go first when it stalls.
 pub const QUEUE: usize = 1_024;
@@ -115,7 +116,7 @@ impl Conn {
                             }
                         } else if !self.skipping {
                             self.inbuf.push(b);
-                            if self.inbuf.len() >= MAX_LINE {
+                            if self.inbuf.len() >= MAX_MESSAGE_LINE {
                                 self.inbuf.clear();
                                 self.skipping = true;
                             }
@@ -278,7 +279,8 @@ mod tests {
     fn an_oversize_first_line_is_not_a_hello() {
         let (mut c, mut peer) = pair();
         // A socketpair buffers far more than one line, so plain writes suffice.
-        peer.write_all(&vec![b'a'; MAX_LINE + 10]).expect("write");
+        peer.write_all(&vec![b'a'; MAX_MESSAGE_LINE + 10])
+            .expect("write");
         peer.write_all(b"\n").expect("write");
         c.read();
         assert_eq!(c.phase, Phase::AwaitHello);

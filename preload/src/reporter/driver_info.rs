@@ -80,31 +80,44 @@ pub fn devices() -> Vec<Value> {
 
 fn describe(ordinal: c_int, dev: CUdevice) -> Value {
     let mut out = json!({ "dev": ordinal });
-    // SAFETY (all blocks below): each type is the named function's signature and
-    // every out-pointer is valid for the size passed.
+    // SAFETY: `DeviceGetNameFn` is the C signature of `cuDeviceGetName(char*, int, CUdevice)`.
     if let Some(f) = unsafe { DEVICE_GET_NAME.get::<DeviceGetNameFn>() } {
         let mut buf = [0 as c_char; 256];
+        // SAFETY: the driver writes at most `len` bytes, NUL included, into `buf`, a local
+        // of exactly that length; `dev` is a handle `cuDeviceGet` returned.
         if unsafe { f(buf.as_mut_ptr(), buf.len() as c_int, dev) } == CUDA_SUCCESS {
             out["name"] = json!(c_text(&buf));
         }
     }
+    // SAFETY: `cuDeviceGetUuid_v2` and `cuDeviceGetUuid` both have the C signature
+    // `(CUuuid*, CUdevice)`, which is `DeviceGetUuidFn`.
     let uuid_fn = unsafe { DEVICE_GET_UUID.get::<DeviceGetUuidFn>() }
+        // SAFETY: as above, the same signature.
         .or_else(|| unsafe { DEVICE_GET_UUID_V1.get::<DeviceGetUuidFn>() });
     if let Some(f) = uuid_fn {
         let mut u = CUuuid { bytes: [0; 16] };
+        // SAFETY: the driver writes one `CUuuid` (16 bytes) through the pointer, and `u` is
+        // a local `CUuuid`; `dev` is a handle `cuDeviceGet` returned.
         if unsafe { f(&mut u, dev) } == CUDA_SUCCESS {
             let b: [u8; 16] = u.bytes.map(|c| c as u8);
             out["uuid"] = json!(format_uuid(&b));
         }
     }
+    // SAFETY: `DeviceGetPciBusIdFn` is the C signature of
+    // `cuDeviceGetPCIBusId(char*, int, CUdevice)`.
     if let Some(f) = unsafe { DEVICE_PCI_BUS_ID.get::<DeviceGetPciBusIdFn>() } {
         let mut buf = [0 as c_char; 64];
+        // SAFETY: the driver writes at most `len` bytes, NUL included, into `buf`, a local
+        // of exactly that length; `dev` is a handle `cuDeviceGet` returned.
         if unsafe { f(buf.as_mut_ptr(), buf.len() as c_int, dev) } == CUDA_SUCCESS {
             out["pci_bus_id"] = json!(c_text(&buf));
         }
     }
+    // SAFETY: `DeviceTotalMemFn` is the C signature of `cuDeviceTotalMem_v2(size_t*, CUdevice)`.
     if let Some(f) = unsafe { DEVICE_TOTAL_MEM.get::<DeviceTotalMemFn>() } {
         let mut total = 0usize;
+        // SAFETY: the driver writes one `size_t` into `total`, a local `usize`; `dev` is a
+        // handle `cuDeviceGet` returned.
         if unsafe { f(&mut total, dev) } == CUDA_SUCCESS {
             out["total"] = json!(total);
         }

@@ -7,12 +7,10 @@ use serde_json::{Map, Value, json};
 
 use crate::clock::now_ms;
 use crate::devices::{DEVICES, HOST};
+use crate::protocol::{MAX_MESSAGE_LINE, VERSION};
 use crate::ring::Event;
 use crate::table::Kind;
 
-pub const VERSION: u64 = 1;
-/// The protocol's hard line limit, newline included.
-pub const MAX_LINE: usize = 65_536;
 /// `alloc` ops per message: about 100 bytes each keeps a batch far below the limit.
 pub const OPS_PER_MESSAGE: usize = 400;
 pub const SAMPLE_HZ: f64 = 2.0;
@@ -154,7 +152,7 @@ pub fn alloc(dev: usize, t: i64, ops: &[Event], snapshot: bool) -> Value {
 
 /// `history` in parts that each fit the line limit; the last has `done: true`.
 pub fn history(samples: &[Value], t: i64) -> Vec<String> {
-    let budget = MAX_LINE - 1_024;
+    let budget = MAX_MESSAGE_LINE - 1_024;
     let mut parts: Vec<Vec<&Value>> = vec![Vec::new()];
     let mut size = 0usize;
     for s in samples {
@@ -214,10 +212,11 @@ pub fn check_monitor_hello(text: &str) -> Result<(), Option<(u64, u64)>> {
     if v.get("type").and_then(Value::as_str) != Some("hello") {
         return Err(None);
     }
-    let own = v.get("v").and_then(Value::as_u64).unwrap_or(VERSION);
+    let version = u64::from(VERSION);
+    let own = v.get("v").and_then(Value::as_u64).unwrap_or(version);
     let min_v = v.get("min_v").and_then(Value::as_u64).unwrap_or(own);
     let max_v = v.get("max_v").and_then(Value::as_u64).unwrap_or(own);
-    if min_v <= VERSION && VERSION <= max_v {
+    if min_v <= version && version <= max_v {
         Ok(())
     } else {
         Err(Some((min_v, max_v)))
@@ -240,6 +239,32 @@ mod tests {
         assert_eq!(e["code"], "version");
     }
 
+    /// The other half of gpumon's `wire::cross_language` check, run against the monitor's own
+    /// code: the interposer accepts the hello gpumon sends, and gpumon decodes every kind of
+    /// message the interposer builds.
+    #[test]
+    fn the_monitor_and_the_interposer_understand_each_other() {
+        use gpumon::wire::{Decoded, decode_line, monitor_hello};
+        assert_eq!(check_monitor_hello(&monitor_hello()), Ok(()));
+        let mut built: Vec<String> = [
+            hello(&ProcInfo::default()),
+            sample(0, 1, 2, 0),
+            alloc(0, 1, &[Event::default()], true),
+            bye("exit"),
+            version_error(2, 3),
+        ]
+        .iter()
+        .map(line)
+        .collect();
+        built.extend(history(&[sample(0, 1, 2, 0)], 1));
+        for l in &built {
+            match decode_line(l.as_bytes()) {
+                Ok(Decoded::Msg(_)) => {}
+                other => panic!("gpumon does not take {l}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn history_splits_under_the_line_limit() {
         let samples: Vec<Value> = (0..2_000).map(|i| sample(i % 3, i as i64, 1, 0)).collect();
@@ -247,7 +272,7 @@ mod tests {
         assert!(parts.len() > 1);
         let mut total = 0;
         for (i, p) in parts.iter().enumerate() {
-            assert!(p.len() <= MAX_LINE, "{}", p.len());
+            assert!(p.len() <= MAX_MESSAGE_LINE, "{}", p.len());
             let v: Value = serde_json::from_str(p).expect("json");
             assert_eq!(v["done"], json!(i == parts.len() - 1));
             total += v["samples"].as_array().map_or(0, |a| a.len());
@@ -271,7 +296,7 @@ mod tests {
             })
             .collect();
         let l = line(&alloc(63, i64::MAX, &ops, true));
-        assert!(l.len() < MAX_LINE, "{}", l.len());
+        assert!(l.len() < MAX_MESSAGE_LINE, "{}", l.len());
         let v: Value = serde_json::from_str(&l).expect("json");
         assert_eq!(v["ops"][0][1], "-");
         assert_eq!(v["ops"][0][4], "host_alloc");

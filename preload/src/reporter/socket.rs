@@ -121,6 +121,7 @@ mod tests {
     #[test]
     fn dir_choice_follows_the_protocol() {
         let t = tempfile::tempdir().expect("tempdir");
+        // SAFETY: `getuid` has no preconditions and cannot fail.
         let uid = unsafe { libc::getuid() };
         let g = socket_dir(Some("/x/y".into()), None, uid);
         assert_eq!(g, PathBuf::from("/x/y"));
@@ -139,6 +140,7 @@ mod tests {
     #[test]
     fn prepare_dir_refuses_open_directories() {
         let t = tempfile::tempdir().expect("tempdir");
+        // SAFETY: `getuid` has no preconditions and cannot fail.
         let uid = unsafe { libc::getuid() };
         let d = t.path().join("g");
         assert!(prepare_dir(&d, uid).is_ok());
@@ -180,6 +182,7 @@ mod tests {
     #[test]
     fn peer_credentials_are_read_and_checked() {
         let (a, _b) = UnixStream::pair().expect("pair");
+        // SAFETY: `getuid` has no preconditions and cannot fail.
         let own = unsafe { libc::getuid() };
         assert_eq!(peer_uid(a.as_raw_fd()), Some(own));
         assert!(peer_allowed(own, own));

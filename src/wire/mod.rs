@@ -1,0 +1,34 @@
+//! The companion protocol v1 (docs/protocol.md): what the Python companion and the native
+//! interposer send, and a decoder that never trusts its input: a hard line limit, version
+//! check, lenient numbers (a negative or fractional "size" is unknown, not an error),
+//! unknown fields ignored and unknown types reported for counting.
+//!
+//! - `protocol`: the constants and the message type table shared with the interposer
+//!   (which `include!`s the file) and checked against the Python companion
+//!   (`cross_language`, a test)
+//! - `messages`: the message enum and structs
+//! - `number`: lenient numbers, the one `Deserialize` behind every number field
+//! - `decode`: line splitting, decoding, and the reasons a line is refused
+//!
+//! This module is the bottom layer: it uses nothing from the rest of gpumon.
+
+#[macro_use]
+mod protocol;
+mod decode;
+mod messages;
+mod number;
+
+#[cfg(test)]
+mod cross_language;
+
+pub use decode::{Decoded, Line, LineSplitter, Reject, decode_line, monitor_hello};
+pub use messages::{
+    AllocBatch, Bye, DeviceInfo, Disconnected, EpochRecord, ErrorMsg, Event, Frag, Hello,
+    HistBucket, History, LinkStats, Marker, Message, Sample,
+};
+pub use protocol::{LOCAL_TYPES, MAX_BUCKET, MAX_MESSAGE_LINE, PEER_TYPES, VERSION};
+
+/// The former name of [`MAX_MESSAGE_LINE`], kept while `tests/channel_fuzz.rs` and
+/// `fuzz/fuzz_targets/wire_decode.rs` still import it.
+#[doc(hidden)]
+pub const MAX_LINE: usize = MAX_MESSAGE_LINE;
