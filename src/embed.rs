@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 /// The interposer as built for this binary (debug builds carry a debug interposer).
-pub const PRELOAD_SO: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libgpumon_preload.so"));
-pub const PRELOAD_NAME: &str = "libgpumon_preload.so";
+pub(crate) const PRELOAD_SO: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/libgpumon_preload.so"));
+pub(crate) const PRELOAD_NAME: &str = "libgpumon_preload.so";
 
 /// The bundled recordings, by file name (`assets/`).
-pub const ASSETS: &[(&str, &[u8])] = &[
+pub(crate) const ASSETS: &[(&str, &[u8])] = &[
     (
         "demo.gpumon.jsonl",
         include_bytes!("../assets/demo.gpumon.jsonl"),
@@ -34,7 +35,7 @@ pub const ASSETS: &[(&str, &[u8])] = &[
 ];
 
 /// FNV-1a over names and contents: names a cache directory after what it holds.
-pub fn content_hash<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> u64 {
+pub(crate) fn content_hash<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for (name, body) in files {
         for b in name
@@ -52,7 +53,7 @@ pub fn content_hash<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) ->
 
 /// A per-user cache root: code is executed from here, so it must not be writable by anyone
 /// else (`$XDG_CACHE_HOME/gpumon`, `~/.cache/gpumon`, else `/tmp/gpumon-cache-UID`).
-pub fn cache_root() -> PathBuf {
+pub(crate) fn cache_root() -> PathBuf {
     let xdg = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty());
     let home = std::env::var_os("HOME").filter(|v| !v.is_empty());
     match (xdg, home) {
@@ -67,7 +68,7 @@ pub fn cache_root() -> PathBuf {
 
 /// Write `files` under `root/dir` unless identical copies are there already; returns
 /// `root/dir`. `root` is created private and refused when someone else could write to it.
-pub fn write_cached(root: &Path, dir: &str, files: &[(&str, &[u8])]) -> Result<PathBuf> {
+pub(crate) fn write_cached(root: &Path, dir: &str, files: &[(&str, &[u8])]) -> Result<PathBuf> {
     let uid = crate::channel::dirs::own_uid();
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -105,7 +106,7 @@ pub fn write_cached(root: &Path, dir: &str, files: &[(&str, &[u8])]) -> Result<P
 }
 
 /// The embedded interposer as a file other processes can preload.
-pub fn preload_library(root: &Path) -> Result<PathBuf> {
+pub(crate) fn preload_library(root: &Path) -> Result<PathBuf> {
     let dir = format!(
         "preload-{}-{}",
         env!("CARGO_PKG_VERSION"),
@@ -115,7 +116,7 @@ pub fn preload_library(root: &Path) -> Result<PathBuf> {
 }
 
 /// A bundled recording as a file, or None when no recording of that name is embedded.
-pub fn asset(root: &Path, name: &str) -> Result<Option<PathBuf>> {
+pub(crate) fn asset(root: &Path, name: &str) -> Result<Option<PathBuf>> {
     let Some(&(name, body)) = ASSETS.iter().find(|(n, _)| *n == name) else {
         return Ok(None);
     };

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use crate::embed;
 
 /// The companion package as shipped inside this binary.
-pub const PY_FILES: &[(&str, &str)] = &[
+pub(crate) const PY_FILES: &[(&str, &str)] = &[
     (
         "gpumon/__init__.py",
         include_str!("../python/gpumon/__init__.py"),
@@ -71,7 +71,7 @@ pub const PY_FILES: &[(&str, &str)] = &[
 
 /// Write the package under `root` (once per content hash) and return the
 /// directory that holds `gpumon/`.
-pub fn materialize(root: &Path) -> Result<PathBuf> {
+pub(crate) fn materialize(root: &Path) -> Result<PathBuf> {
     let files: Vec<(&str, &[u8])> = PY_FILES.iter().map(|(n, b)| (*n, b.as_bytes())).collect();
     let dir = format!(
         "companion-{}-{:016x}",
@@ -82,7 +82,7 @@ pub fn materialize(root: &Path) -> Result<PathBuf> {
 }
 
 /// `PYTHONPATH` for the child: shim dir, package dir, then whatever was set.
-pub fn python_path(pkg: &Path, existing: Option<&OsStr>) -> OsString {
+pub(crate) fn python_path(pkg: &Path, existing: Option<&OsStr>) -> OsString {
     let mut out = OsString::new();
     out.push(pkg.join("gpumon").join("_shim"));
     out.push(":");
@@ -97,7 +97,7 @@ pub fn python_path(pkg: &Path, existing: Option<&OsStr>) -> OsString {
 /// Put the interposer first in the child's `LD_PRELOAD`, keeping existing entries:
 /// `$GPUMON_PRELOAD` when set (a library built elsewhere), else the copy embedded in this
 /// binary, written to the cache (src/embed.rs says why it is embedded).
-pub fn preload_env(cmd: &mut Command, cache: &Path) {
+pub(crate) fn preload_env(cmd: &mut Command, cache: &Path) {
     let lib = match std::env::var_os("GPUMON_PRELOAD").filter(|v| !v.is_empty()) {
         Some(p) => PathBuf::from(p),
         None => match embed::preload_library(cache) {
@@ -127,13 +127,13 @@ fn terminal_delivers_sigint() -> bool {
 }
 
 /// Run `cmd` with the companion; returns its exit code (128 + signal when killed).
-pub fn run(cmd: &[OsString]) -> Result<i32> {
+pub(crate) fn run(cmd: &[OsString]) -> Result<i32> {
     run_with_cache(cmd, &embed::cache_root())
 }
 
 /// Exit status when the program cannot be started, as POSIX shells report it.
-pub const NOT_FOUND: i32 = 127;
-pub const NOT_EXECUTABLE: i32 = 126;
+pub(crate) const NOT_FOUND: i32 = 127;
+pub(crate) const NOT_EXECUTABLE: i32 = 126;
 
 fn run_with_cache(cmd: &[OsString], cache: &Path) -> Result<i32> {
     let Some((prog, args)) = cmd.split_first() else {

@@ -14,13 +14,17 @@
 //! - `runner`: the event loops (terminal and headless) that wire sources to the pipeline
 //! - `cli`, `config`, `launch` (`gpumon run`), `embed` (bundled interposer and demos)
 
+// The compiler keeps the house clean: a `pub` nothing outside can reach, or code nothing
+// calls, fails the build.
+#![deny(unreachable_pub, dead_code)]
+
 pub mod channel;
 pub mod cli;
 pub mod config;
-pub mod embed;
+pub(crate) mod embed;
 pub mod export;
 pub mod fmt;
-pub mod launch;
+pub(crate) mod launch;
 pub mod model;
 pub mod pipeline;
 pub mod record;

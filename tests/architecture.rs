@@ -18,8 +18,14 @@ const BELOW: &[(&str, &[&str])] = &[
     // Replay reads recordings; no source knows the terminal.
     ("source", &["model", "wire", "fmt", "record"]),
     ("export", &["model", "wire", "fmt"]),
-    ("pipeline", &["model", "wire", "fmt", "record", "export", "source"]),
-    ("tui", &["model", "wire", "fmt", "source", "pipeline", "export"]),
+    (
+        "pipeline",
+        &["model", "wire", "fmt", "record", "export", "source"],
+    ),
+    (
+        "tui",
+        &["model", "wire", "fmt", "source", "pipeline", "export"],
+    ),
 ];
 
 /// Module path (`model::alerts::engine`) of every `.rs` file under `src/`.
@@ -33,8 +39,10 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "rs") {
                 let rel = p.strip_prefix(src).expect("under src").with_extension("");
-                let mut parts: Vec<String> =
-                    rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+                let mut parts: Vec<String> = rel
+                    .iter()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .collect();
                 if parts.last().is_some_and(|l| l == "mod") {
                     parts.pop();
                 }
@@ -276,6 +284,9 @@ fn the_checks_fail_on_a_bad_tree() {
     std::fs::create_dir_all(s.join("tui")).expect("mkdir");
     std::fs::write(s.join("tui/app.rs"), "pub struct App;\n").expect("write");
     let g = graph(s);
-    assert_eq!(cycles(&g), vec![vec!["model::a".to_string(), "model::b".to_string()]]);
+    assert_eq!(
+        cycles(&g),
+        vec![vec!["model::a".to_string(), "model::b".to_string()]]
+    );
     assert_eq!(upward(&g), vec!["model::b -> tui::app".to_string()]);
 }

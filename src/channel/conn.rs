@@ -25,8 +25,8 @@ pub const MAX_REJECTS: u64 = 1_000;
 /// A line still without its newline after this many bytes (64 line limits),
 /// or this many blank lines in a row, is a hostile or broken peer too: neither
 /// would ever be counted as a refused line, and both burned a core before.
-pub const MAX_ENDLESS_BYTES: usize = 64 * wire::MAX_MESSAGE_LINE;
-pub const MAX_BLANK_RUN: u64 = 100_000;
+pub(super) const MAX_ENDLESS_BYTES: usize = 64 * wire::MAX_MESSAGE_LINE;
+pub(super) const MAX_BLANK_RUN: u64 = 100_000;
 
 /// How a connection ended, which decides when the scanner tries again.
 #[derive(Debug, Clone, PartialEq, Eq)]

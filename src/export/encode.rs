@@ -23,7 +23,7 @@ impl Format {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Gauge,
     /// `name` is the family name; samples get `_total`.
     Counter,
@@ -34,7 +34,7 @@ pub enum Kind {
 /// A sample value: integers are printed exactly (byte counts exceed f64's
 /// exact range only past 8 PiB, but exact text also diffs cleanly in tests).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Int(u64),
     Float(f64),
 }
@@ -51,7 +51,7 @@ impl From<f64> for Value {
     }
 }
 
-pub type Labels<'a> = [(&'a str, &'a str)];
+pub(crate) type Labels<'a> = [(&'a str, &'a str)];
 
 struct Family {
     name: &'static str,
@@ -62,7 +62,7 @@ struct Family {
 
 /// Collects families in order; metadata is written with a family's first
 /// sample, so a family with nothing to report leaves no trace.
-pub struct Encoder {
+pub(crate) struct Encoder {
     format: Format,
     out: String,
     pending: Option<Family>,
@@ -70,7 +70,7 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    pub fn new(format: Format) -> Self {
+    pub(crate) fn new(format: Format) -> Self {
         Encoder {
             format,
             out: String::with_capacity(64 * 1024),
@@ -82,7 +82,7 @@ impl Encoder {
     /// Start a family. Every sample up to the next `family` call belongs to it,
     /// so callers emit one family's samples contiguously as both formats require.
     /// `unit` is only announced when the name ends with it (an OpenMetrics rule).
-    pub fn family(
+    pub(crate) fn family(
         &mut self,
         name: &'static str,
         kind: Kind,
@@ -105,7 +105,7 @@ impl Encoder {
         });
     }
 
-    pub fn sample(&mut self, labels: &Labels<'_>, value: impl Into<Value>) {
+    pub(crate) fn sample(&mut self, labels: &Labels<'_>, value: impl Into<Value>) {
         if let Some(f) = self.pending.take() {
             self.write_metadata(&f);
         }
@@ -137,7 +137,7 @@ impl Encoder {
         self.out.push('\n');
     }
 
-    pub fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         if self.format == Format::OpenMetrics {
             self.out.push_str("# EOF\n");
         }

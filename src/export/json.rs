@@ -6,7 +6,7 @@ use crate::model::mapping::Mapping;
 use crate::model::state::State;
 use crate::model::time::rfc3339;
 
-pub fn to_json(state: &State) -> Value {
+pub(crate) fn to_json(state: &State) -> Value {
     let h = state.header.as_ref();
     let gpus: Vec<Value> = state
         .gpus

@@ -1,17 +1,16 @@
 //! Export to tools people already run: a Prometheus/OpenMetrics endpoint and
 //! flat CSV/JSONL logs. Everything here reads the model; nothing samples.
 
-pub mod alerts;
-pub mod allocator;
-pub mod encode;
+pub(crate) mod alerts;
+pub(crate) mod allocator;
+pub(crate) mod encode;
 pub mod flat;
 pub mod http;
-pub mod json;
+pub(crate) mod json;
 mod labels;
 pub mod metrics;
 pub mod snapshot;
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::model::alerts::Alert;
@@ -89,11 +88,5 @@ impl Exporter {
     pub fn render(&self, format: Format) -> String {
         let alerts = Arc::clone(&self.alerts.lock().unwrap_or_else(PoisonError::into_inner));
         metrics::render(&self.snapshot(), &alerts, format)
-    }
-
-    /// Serve `/metrics` and `/` on `addr` until the task is dropped.
-    pub async fn serve(self: Arc<Self>, addr: SocketAddr) -> std::io::Result<()> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        http::serve_on(self, listener, Limits::default()).await
     }
 }

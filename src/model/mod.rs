@@ -11,4 +11,4 @@ pub mod sample;
 pub mod series;
 pub mod state;
 pub mod time;
-pub mod trim;
+pub(crate) mod trim;

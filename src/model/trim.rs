@@ -5,7 +5,7 @@
 //! rest of the run (2 GB measured in the issue 14 attack). `malloc_trim` hands
 //! the free pages back; it is glibc-only, so elsewhere this does nothing.
 
-pub fn give_back() {
+pub(crate) fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks glibc's own free lists; it takes no pointers.
     unsafe {

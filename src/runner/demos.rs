@@ -4,14 +4,14 @@
 
 use std::path::PathBuf;
 
-pub struct Demo {
+pub(super) struct Demo {
     pub name: &'static str,
     pub file: &'static str,
     pub what: &'static str,
 }
 
 /// The default first: plain `gpumon` without a driver plays it.
-pub const DEMOS: [Demo; 4] = [
+pub(super) const DEMOS: [Demo; 4] = [
     Demo {
         name: "h200x2",
         file: "demo.gpumon.jsonl",
@@ -42,7 +42,7 @@ pub const DEMOS: [Demo; 4] = [
 /// Where a bundled recording lives: `GPUMON_DEMO_DIR`, next to an installed binary
 /// (`../share/gpumon`), in the source tree next to a built one, or else the copy inside the
 /// binary (src/embed.rs), written to the per-user cache, so an installed gpumon needs no tree.
-pub fn asset_path(file: &str) -> Option<PathBuf> {
+pub(super) fn asset_path(file: &str) -> Option<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(p) = std::env::var_os("GPUMON_DEMO_DIR") {
         dirs.push(PathBuf::from(p));
@@ -65,7 +65,7 @@ pub fn asset_path(file: &str) -> Option<PathBuf> {
 }
 
 /// The recording named `name` (`None`: the default), or why not.
-pub fn find(name: Option<&str>) -> Result<(&'static Demo, PathBuf), String> {
+pub(super) fn find(name: Option<&str>) -> Result<(&'static Demo, PathBuf), String> {
     let demo = match name {
         None => {
             // An explicit file for the default demo (packagers, tests).
@@ -87,7 +87,7 @@ pub fn find(name: Option<&str>) -> Result<(&'static Demo, PathBuf), String> {
 }
 
 /// `gpumon demo list`: one entry per recording.
-pub fn list() -> String {
+pub(super) fn list() -> String {
     let mut out = String::from("bundled recordings (gpumon demo NAME):\n");
     for (i, d) in DEMOS.iter().enumerate() {
         let default = if i == 0 { " (default)" } else { "" };

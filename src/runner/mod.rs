@@ -37,7 +37,7 @@ const INPUT_FRAME: Duration = Duration::from_millis(16);
 const LIVE_DATA_FRAME: Duration = Duration::from_secs(1);
 const REPLAY_DATA_FRAME: Duration = Duration::from_millis(250);
 
-pub mod demos;
+mod demos;
 mod headless;
 mod threads;
 mod tui;

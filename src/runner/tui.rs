@@ -178,7 +178,7 @@ fn has_terminal() -> bool {
 /// answered within one `INPUT_FRAME`; data alone redraws at most every `LIVE_DATA_FRAME`
 /// (`REPLAY_DATA_FRAME` in a replay), so fast sampling or a fast replay does not turn into
 /// a redraw storm.
-pub async fn event_loop<B: Backend>(
+pub(super) async fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     rx: &mut Receiver<Event>,

@@ -1,5 +1,5 @@
 //! Sampling side: produces frames, never imports ratatui.
 
-pub mod nvml;
+pub(crate) mod nvml;
 pub mod procfs;
 pub mod replay;

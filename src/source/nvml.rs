@@ -21,7 +21,7 @@ use crate::source::procfs;
 
 /// Why live sampling is not possible (e.g. no driver): shown in one line.
 #[derive(Debug, thiserror::Error)]
-pub enum NvmlUnavailable {
+pub(crate) enum NvmlUnavailable {
     #[error("no NVIDIA driver found (libnvidia-ml.so.1 could not be loaded): {0}")]
     NoLibrary(String),
     #[error("NVML failed to initialise: {0}")]
@@ -32,7 +32,7 @@ pub enum NvmlUnavailable {
 
 /// Start sampling; returns the header (GPUs, driver) once NVML is up.
 /// Frames go to `tx`; the thread ends when `tx` is closed.
-pub fn spawn(interval: Duration, tx: Sender<Frame>) -> Result<Header, NvmlUnavailable> {
+pub(crate) fn spawn(interval: Duration, tx: Sender<Frame>) -> Result<Header, NvmlUnavailable> {
     let (ready_tx, ready_rx) = std_mpsc::channel();
     thread::Builder::new()
         .name("nvml-sampler".into())
@@ -52,7 +52,8 @@ pub fn spawn(interval: Duration, tx: Sender<Frame>) -> Result<Header, NvmlUnavai
 }
 
 /// One sample of everything, for `gpumon snapshot`.
-pub fn snapshot() -> Result<(Header, Tick, Vec<crate::model::sample::ProcInfo>), NvmlUnavailable> {
+pub(crate) fn snapshot()
+-> Result<(Header, Tick, Vec<crate::model::sample::ProcInfo>), NvmlUnavailable> {
     let (nvml, header) = Sampler::init(Duration::from_secs(1))?;
     let devices = handles(&nvml, &header);
     let tick = sample_all(&devices);
@@ -315,7 +316,7 @@ fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>, carried: Option<&GpuSamp
     }
 }
 
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())

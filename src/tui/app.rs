@@ -15,7 +15,6 @@ use ratatui::layout::Rect;
 
 use crate::model::frame::Frame;
 use crate::model::state::{ProcGpu, ProcState, State};
-use crate::model::time::Ts;
 use crate::pipeline::Pipeline;
 use crate::source::replay::Control;
 use crate::source::replay::{ReplayStatus, Speed};
@@ -211,10 +210,6 @@ impl App {
     }
 
     /// The data-time clock of the visible state.
-    pub fn now(&self) -> Ts {
-        self.view_state().now
-    }
-
     /// The speed the header shows: what was asked for, before the replay confirms it.
     pub fn speed(&self) -> Option<Speed> {
         self.speed_req.or(self.replay.map(|r| r.speed))

@@ -7,6 +7,6 @@ pub mod app;
 pub mod event;
 pub mod keys;
 pub mod selection;
-pub mod signal;
-pub mod term;
+pub(crate) mod signal;
+pub(crate) mod term;
 pub mod ui;

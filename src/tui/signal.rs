@@ -4,7 +4,7 @@
 /// Why a process cannot be signalled, in words for the status line; `Ok` when it can.
 /// `kill(pid, 0)` asks the kernel the very question (ownership, capabilities), without
 /// sending anything.
-pub fn may_signal(pid: u32) -> Result<(), String> {
+pub(crate) fn may_signal(pid: u32) -> Result<(), String> {
     let Ok(p) = libc::pid_t::try_from(pid) else {
         return Err(format!("PID {pid} is out of range"));
     };
@@ -23,7 +23,7 @@ pub fn may_signal(pid: u32) -> Result<(), String> {
 }
 
 /// Send `sig` (SIGTERM or SIGKILL) to `pid`; the result as a sentence for the status line.
-pub fn send(pid: u32, sig: i32) -> Result<String, String> {
+pub(crate) fn send(pid: u32, sig: i32) -> Result<String, String> {
     may_signal(pid)?;
     let p = pid as libc::pid_t;
     // SAFETY: a plain kill(2) on a PID checked above; no memory is involved.
@@ -39,7 +39,7 @@ pub fn send(pid: u32, sig: i32) -> Result<String, String> {
 }
 
 /// `SIGTERM`/`SIGKILL`, for prompts and results.
-pub fn name(sig: i32) -> &'static str {
+pub(crate) fn name(sig: i32) -> &'static str {
     match sig {
         libc::SIGTERM => "SIGTERM",
         libc::SIGKILL => "SIGKILL",

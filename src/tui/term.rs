@@ -10,7 +10,7 @@ static HOOK: Once = Once::new();
 
 /// Put the terminal back: leave the alternate screen, show the cursor, cooked mode.
 /// Safe to call more than once and on a terminal that has gone away (SSH drop).
-pub fn restore() {
+pub(crate) fn restore() {
     let mut out = io::stdout();
     let _ = execute!(
         out,
@@ -22,10 +22,10 @@ pub fn restore() {
     let _ = out.flush();
 }
 
-pub struct TerminalGuard;
+pub(crate) struct TerminalGuard;
 
 impl TerminalGuard {
-    pub fn enter() -> io::Result<TerminalGuard> {
+    pub(crate) fn enter() -> io::Result<TerminalGuard> {
         HOOK.call_once(|| {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {

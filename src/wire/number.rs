@@ -13,10 +13,10 @@ use serde_json::{Number, Value};
 /// A protocol number of type `T`: `Some` when the JSON value is a number that is a whole
 /// `T`, `None` for anything else. Deserialising it never fails on well-formed JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Lenient<T>(pub Option<T>);
+pub(super) struct Lenient<T>(pub Option<T>);
 
 /// The integer types the protocol uses, each with its range check.
-pub trait WireInt: Sized {
+pub(super) trait WireInt: Sized {
     fn from_json(n: &Number) -> Option<Self>;
 }
 
@@ -57,12 +57,14 @@ impl<'de, T: WireInt> Deserialize<'de> for Lenient<T> {
 }
 
 /// `deserialize_with` for an `Option<T>` field: unknown is `None`.
-pub fn opt<'de, D: Deserializer<'de>, T: WireInt>(d: D) -> Result<Option<T>, D::Error> {
+pub(super) fn opt<'de, D: Deserializer<'de>, T: WireInt>(d: D) -> Result<Option<T>, D::Error> {
     Lenient::<T>::deserialize(d).map(|n| n.0)
 }
 
 /// `deserialize_with` for a plain `T` field (a device index, an epoch number): unknown is 0.
-pub fn or_zero<'de, D: Deserializer<'de>, T: WireInt + Default>(d: D) -> Result<T, D::Error> {
+pub(super) fn or_zero<'de, D: Deserializer<'de>, T: WireInt + Default>(
+    d: D,
+) -> Result<T, D::Error> {
     opt(d).map(Option::unwrap_or_default)
 }
 

@@ -132,7 +132,7 @@ impl App {
 
 /// A seek step that fits the recording: about a twentieth of it, as 5 s, 30 s or 5 min,
 /// so a 2-minute file moves 5 s and a day-long one 5 min.
-pub fn seek_step(r: ReplayStatus) -> i64 {
+pub(super) fn seek_step(r: ReplayStatus) -> i64 {
     let total = r.end.unwrap_or(r.pos).saturating_sub(r.start);
     [300_000, 30_000]
         .into_iter()

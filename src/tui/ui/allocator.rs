@@ -14,7 +14,7 @@ use crate::model::allocator::{DevAlloc, FragState, ProcAlloc};
 
 /// Everything the panel shows for one (process, GPU).
 #[derive(Debug, Clone, Copy)]
-pub struct AllocView<'a> {
+pub(crate) struct AllocView<'a> {
     /// NVML's per-process used bytes now and its peak (None: not reported).
     pub nvml_used: Option<u64>,
     pub nvml_peak: Option<u64>,
@@ -25,7 +25,7 @@ pub struct AllocView<'a> {
 
 /// Colour of F: green < 0.4, yellow to 0.7, red above. Without colour the
 /// label carries the band instead (see `frag_text`).
-pub fn frag_style(f: f64, theme: &Theme) -> Style {
+pub(crate) fn frag_style(f: f64, theme: &Theme) -> Style {
     match f {
         f if f > 0.7 => theme.error(),
         f if f >= 0.4 => theme.warn(),
@@ -42,7 +42,7 @@ fn band(f: f64) -> &'static str {
 }
 
 /// `F 0.998 stranded 8.77 GiB` or `F n/a — reason`.
-pub fn frag_text(fr: Option<&FragState>, theme: &Theme) -> Line<'static> {
+pub(crate) fn frag_text(fr: Option<&FragState>, theme: &Theme) -> Line<'static> {
     let Some(fr) = fr else {
         return Line::from(Span::styled("F n/a — no free-block data yet", theme.dim()));
     };
@@ -76,14 +76,14 @@ pub fn frag_text(fr: Option<&FragState>, theme: &Theme) -> Line<'static> {
 
 /// The three parts of NVML's used bytes, and the scale the bar is drawn to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Split {
+pub(crate) struct Split {
     pub allocated: u64,
     pub cached: u64,
     /// Context, libraries, other pools: NVML used − reserved. None without NVML.
     pub outside: Option<u64>,
 }
 
-pub fn split(nvml_used: Option<u64>, dev: &DevAlloc) -> Option<Split> {
+pub(crate) fn split(nvml_used: Option<u64>, dev: &DevAlloc) -> Option<Split> {
     let allocated = dev.allocated_now()?;
     let reserved = dev.reserved_now().unwrap_or(allocated).max(allocated);
     Some(Split {
@@ -94,7 +94,7 @@ pub fn split(nvml_used: Option<u64>, dev: &DevAlloc) -> Option<Split> {
 }
 
 /// The stacked bar over `width` cells, scaled to `scale` bytes, with a peak tick.
-pub fn stacked_bar(
+pub(crate) fn stacked_bar(
     s: Split,
     scale: u64,
     peak: Option<u64>,
@@ -167,7 +167,7 @@ fn peaks_line(v: &AllocView<'_>, d: &DevAlloc, theme: &Theme) -> Line<'static> {
 }
 
 /// Free-block histogram rows, largest buckets first, bars proportional to bytes.
-pub fn histogram_lines(
+pub(crate) fn histogram_lines(
     fr: &FragState,
     width: u16,
     max_rows: usize,
@@ -271,7 +271,7 @@ fn link_line(p: &ProcAlloc, theme: &Theme) -> Option<Line<'static>> {
 
 /// The whole panel. Lines are dropped from the bottom of the priority list
 /// (histogram, link counters) when the area is short; nothing wraps.
-pub fn render_process_alloc(area: Rect, buf: &mut Buffer, v: &AllocView<'_>, theme: &Theme) {
+pub(crate) fn render_process_alloc(area: Rect, buf: &mut Buffer, v: &AllocView<'_>, theme: &Theme) {
     let lines = panel_lines(v, area.width, area.height, theme);
     for (i, line) in lines.into_iter().take(usize::from(area.height)).enumerate() {
         let y = area.y + i as u16;
@@ -285,7 +285,7 @@ pub fn render_process_alloc(area: Rect, buf: &mut Buffer, v: &AllocView<'_>, the
 }
 
 /// The panel as lines (for callers composing their own layout, and tests).
-pub fn panel_lines(
+pub(crate) fn panel_lines(
     v: &AllocView<'_>,
     width: u16,
     height: u16,

@@ -5,12 +5,12 @@
 //! full card, so the card being looked at is never scrolled away.
 
 /// Border (2), usage line (1) and the smallest useful chart (2 rows and a time row).
-pub const BASE: u16 = 6;
+pub(crate) const BASE: u16 = 6;
 /// Rows a card's chart grows by before process lines get the spare rows.
 const CHART_GROWTH: u16 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Slot {
+pub(crate) enum Slot {
     /// A full card of `height` rows with `lines` rows for processes.
     Card { gpu: usize, height: u16, lines: u16 },
     /// A compact entry: one row, or two with a wider sparkline.
@@ -21,7 +21,7 @@ pub enum Slot {
 
 /// Plan `h` rows for GPUs that want `wants[i]` process lines each (at least 1: the
 /// header and rows, or "no processes"). `sel` is the selected GPU.
-pub fn plan(h: u16, wants: &[u16], sel: usize) -> Vec<Slot> {
+pub(crate) fn plan(h: u16, wants: &[u16], sel: usize) -> Vec<Slot> {
     let n = wants.len();
     if n == 0 || h == 0 {
         return Vec::new();

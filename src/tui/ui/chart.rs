@@ -12,7 +12,7 @@ use crate::model::series::Series;
 use crate::model::time::Ts;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Col {
+pub(crate) enum Col {
     /// No data for this time (before the first sample).
     None,
     /// Samples were attempted and failed.
@@ -21,7 +21,7 @@ pub enum Col {
 }
 
 impl Col {
-    pub fn val(self) -> Option<f64> {
+    pub(crate) fn val(self) -> Option<f64> {
         match self {
             Col::Val(v) => Some(v),
             _ => None,
@@ -41,7 +41,7 @@ const STEPS: [i64; 40] = [
 /// of `step` in absolute time, so a slot covers the same interval in every frame: as time
 /// passes, cells move left whole, and none changes value (no shimmer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grid {
+pub(crate) struct Grid {
     pub start: Ts,
     pub step: i64,
     pub n: usize,
@@ -49,7 +49,7 @@ pub struct Grid {
 
 impl Grid {
     /// The grid for `n` slots that covers at least `span` ms up to `now`.
-    pub fn new(now: Ts, span: i64, n: usize) -> Grid {
+    pub(crate) fn new(now: Ts, span: i64, n: usize) -> Grid {
         let n = n.max(1);
         let want = (span.max(1) as f64 / n as f64).ceil() as i64;
         let step = STEPS
@@ -70,18 +70,18 @@ impl Grid {
 
     /// The grid for a chart: the zoom window, or only the history when it is shorter (a
     /// process that started 40 s ago fills the chart instead of being a bump at its edge).
-    pub fn fit(now: Ts, first: Option<Ts>, window: i64, n: usize) -> Grid {
+    pub(crate) fn fit(now: Ts, first: Option<Ts>, window: i64, n: usize) -> Grid {
         let history = first.map_or(window, |f| (now - f).max(0));
         // Ten seconds at least, so the first samples do not draw as a wall.
         Grid::new(now, history.clamp(10_000, window.max(10_000)), n)
     }
 
-    pub fn end(&self) -> Ts {
+    pub(crate) fn end(&self) -> Ts {
         self.start + self.step * self.n as i64
     }
 
     /// Slot holding time `t`, if it is on the grid.
-    pub fn slot(&self, t: Ts) -> Option<usize> {
+    pub(crate) fn slot(&self, t: Ts) -> Option<usize> {
         if t < self.start || t >= self.end() {
             return None;
         }
@@ -90,7 +90,7 @@ impl Grid {
 }
 
 /// Reduce a series onto the grid: the maximum of the buckets each slot overlaps.
-pub fn sample(series: &Series, g: &Grid) -> Vec<Col> {
+pub(crate) fn sample(series: &Series, g: &Grid) -> Vec<Col> {
     let mut cols = vec![Col::None; g.n];
     let res = series.resolution(g.start);
     for b in series.window(g.start, g.end()) {
@@ -114,7 +114,7 @@ pub fn sample(series: &Series, g: &Grid) -> Vec<Col> {
 }
 
 /// Lowest and highest value over the slots, ignoring gaps.
-pub fn extent(cols: &[Col]) -> Option<(f64, f64)> {
+pub(crate) fn extent(cols: &[Col]) -> Option<(f64, f64)> {
     cols.iter()
         .filter_map(|c| c.val())
         .fold(None, |acc, v| match acc {
@@ -128,7 +128,7 @@ const GIB: f64 = MIB * 1024.0;
 
 /// A value axis: `lo..hi` in bytes, ticks every `tick`, labelled in `unit`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Scale {
+pub(crate) struct Scale {
     pub lo: f64,
     pub hi: f64,
     pub tick: f64,
@@ -142,7 +142,7 @@ impl Scale {
     /// zero when the data reaches down near it, else from a round value under the data, so
     /// a 12 MiB/epoch leak on a 60 GiB process is a visible slope, not a flat line.
     /// `cap` (the card's total) keeps a round-up from running past what the card holds.
-    pub fn fit(lo: f64, hi: f64, rows: u16, full: Option<f64>, cap: f64) -> Scale {
+    pub(crate) fn fit(lo: f64, hi: f64, rows: u16, full: Option<f64>, cap: f64) -> Scale {
         let intervals = f64::from((rows / 3).clamp(1, 5));
         let (lo, hi) = match full {
             Some(t) if t > 0.0 => (0.0, t.max(hi)),
@@ -185,7 +185,7 @@ impl Scale {
     }
 
     /// The 0..1 axis of an index (the fragmentation index F).
-    pub fn unit_fraction() -> Scale {
+    pub(crate) fn unit_fraction() -> Scale {
         Scale {
             lo: 0.0,
             hi: 1.0,
@@ -196,12 +196,12 @@ impl Scale {
     }
 
     /// Position of `v` as a fraction of the axis height (clamped to 0..1).
-    pub fn frac(&self, v: f64) -> f64 {
+    pub(crate) fn frac(&self, v: f64) -> f64 {
         ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
     }
 
     /// Tick values from bottom to top: round multiples, and the top when it is the cap.
-    pub fn ticks(&self) -> impl Iterator<Item = f64> + '_ {
+    pub(crate) fn ticks(&self) -> impl Iterator<Item = f64> + '_ {
         let n = ((self.hi - self.lo) / self.tick + 1e-9).floor() as i64;
         let last = self.lo + n as f64 * self.tick;
         let top = (self.hi - last > self.tick * 0.25).then_some(self.hi);
@@ -211,7 +211,7 @@ impl Scale {
     }
 
     /// `label` in at most `w` characters: without the space before the unit if need be.
-    pub fn label_in(&self, v: f64, w: usize) -> String {
+    pub(crate) fn label_in(&self, v: f64, w: usize) -> String {
         let l = self.label(v);
         if l.len() <= w {
             l
@@ -221,7 +221,7 @@ impl Scale {
     }
 
     /// `20 GiB`, `2.5 GiB`, `512 MiB`: every label of one axis in the same unit.
-    pub fn label(&self, v: f64) -> String {
+    pub(crate) fn label(&self, v: f64) -> String {
         let x = v / self.unit;
         let decimals = if (self.tick / self.unit).fract().abs() < 1e-9 && x.fract().abs() < 1e-9 {
             0
@@ -248,7 +248,7 @@ fn nice_step(raw: f64, unit: f64) -> f64 {
 
 /// Wall-clock tick interval for a grid `cells` wide: round times (`16:54:30`) spaced so
 /// that a label of `label_w` characters fits between neighbours.
-pub fn time_ticks(g: &Grid, cells: u16, label_w: usize) -> (i64, Vec<(u16, Ts)>) {
+pub(crate) fn time_ticks(g: &Grid, cells: u16, label_w: usize) -> (i64, Vec<(u16, Ts)>) {
     const EVERY: [i64; 17] = [
         1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000,
         1_800_000, 3_600_000, 7_200_000, 10_800_000, 21_600_000, 43_200_000,
@@ -272,7 +272,7 @@ pub fn time_ticks(g: &Grid, cells: u16, label_w: usize) -> (i64, Vec<(u16, Ts)>)
 }
 
 /// One-row sparkline scaled to `scale`, one cell per slot.
-pub fn sparkline(
+pub(crate) fn sparkline(
     buf: &mut Buffer,
     area: Rect,
     cols: &[Col],

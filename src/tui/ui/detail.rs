@@ -31,7 +31,7 @@ struct Rows {
     note: u16,
 }
 
-pub fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
+pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     let s = app.view_state();
     let Some(g) = s.gpus.get(app.gpu) else { return };
     let bus = g.info.pci_bus_id.trim_start_matches("00000000:");

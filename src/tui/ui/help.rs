@@ -21,7 +21,7 @@ fn ascii_keys(label: &str) -> String {
 }
 
 /// (left column, right column) of a help page.
-pub fn page_rows(page: u8, ascii: bool) -> Vec<(String, &'static str)> {
+pub(crate) fn page_rows(page: u8, ascii: bool) -> Vec<(String, &'static str)> {
     if page == 0 {
         listed()
             .map(|b| {
@@ -59,7 +59,7 @@ fn wrap_words(s: &str, width: usize) -> Vec<String> {
 }
 
 /// The overlay over `area`: the page `app.help_page`, scrolled by `app.help_scroll`.
-pub fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+pub(crate) fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let rows = page_rows(app.help_page, theme.ascii);
     let label_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
     let want_w = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0) + label_w + 5;

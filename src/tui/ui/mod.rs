@@ -2,19 +2,19 @@
 //! `paint::Painter` under a name, so tests can prove no two pieces share a cell.
 
 pub mod alerts;
-pub mod allocator;
-pub mod cards;
-pub mod chart;
-pub mod detail;
-pub mod help;
+pub(crate) mod allocator;
+pub(crate) mod cards;
+pub(crate) mod chart;
+pub(crate) mod detail;
+pub(crate) mod help;
 pub mod legend;
-pub mod overview;
+pub(crate) mod overview;
 pub mod paint;
-pub mod plot;
-pub mod policy;
+pub(crate) mod plot;
+pub(crate) mod policy;
 pub mod procs;
-pub mod status;
-pub mod text;
+pub(crate) mod status;
+pub(crate) mod text;
 pub mod theme;
 
 use ratatui::Frame;

@@ -19,12 +19,12 @@ use crate::model::allocator::{DevAlloc, ProcAlloc};
 use crate::model::state::{GpuState, ProcGpu, ProcState, State};
 use crate::tui::app::App;
 
-pub fn short_name(name: &str) -> &str {
+pub(crate) fn short_name(name: &str) -> &str {
     name.strip_prefix("NVIDIA ").unwrap_or(name)
 }
 
 /// `used 61.2 / 139.8 GiB ████░░░ peak 74.9 GiB (14:02) util 97% 45°C 300 W`, shortened to fit.
-pub fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'static> {
+pub(crate) fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'static> {
     let w = usize::from(width);
     let mut spans = Vec::new();
     if let Some(e) = g.error() {
@@ -127,7 +127,7 @@ fn alloc_of<'a>(
     Some((s.companions.get(p.info.pid)?, d))
 }
 
-pub fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
+pub(crate) fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     let s = app.view_state();
     if s.gpus.is_empty() {
         p.paint("companions", |buf| companions_only(app, area, buf, theme));
@@ -199,7 +199,7 @@ fn scale_note(s: &Scale, total: u64, full: bool, theme: &Theme) -> String {
 /// The chart of a series on a fitted (or full-card) scale with the peak and total as
 /// references; returns the scale used.
 #[allow(clippy::too_many_arguments)]
-pub fn memory_chart(
+pub(crate) fn memory_chart(
     p: &mut Painter,
     chart: Rect,
     series: &crate::model::series::Series,
@@ -565,7 +565,7 @@ fn compact(
 }
 
 /// Second line under a process with a companion: allocator split, fragmentation, epoch.
-pub fn alloc_summary(pa: &ProcAlloc, d: &DevAlloc, theme: &Theme) -> Line<'static> {
+pub(crate) fn alloc_summary(pa: &ProcAlloc, d: &DevAlloc, theme: &Theme) -> Line<'static> {
     let opt = |v: Option<u64>| v.map_or_else(|| "n/a".into(), human);
     let arrow = if theme.ascii { "  `-" } else { "  ↳" };
     let mut spans = vec![

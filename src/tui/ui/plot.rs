@@ -15,18 +15,18 @@ use super::paint::Painter;
 use super::theme::Theme;
 
 /// Width of the value axis: the longest label (`17.5 GiB`) and its tick mark.
-pub const Y_AXIS: u16 = 9;
+pub(crate) const Y_AXIS: u16 = 9;
 
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Filled from the axis floor up: the main series (memory in use).
     Area,
     /// A line over the area: allocator counters, epoch floors and peaks.
     Line,
 }
 
-pub struct Trace<'a> {
+pub(crate) struct Trace<'a> {
     pub cols: &'a [Col],
     pub kind: Kind,
     pub style: Style,
@@ -34,7 +34,7 @@ pub struct Trace<'a> {
     pub ascii: char,
 }
 
-pub struct Plot<'a> {
+pub(crate) struct Plot<'a> {
     pub grid: Grid,
     pub scale: Scale,
     pub traces: Vec<Trace<'a>>,
@@ -44,7 +44,7 @@ pub struct Plot<'a> {
 }
 
 /// Time slots per cell: braille has two dot columns per cell.
-pub fn slots_per_cell(theme: &Theme) -> usize {
+pub(crate) fn slots_per_cell(theme: &Theme) -> usize {
     if theme.ascii { 1 } else { 2 }
 }
 
@@ -55,14 +55,14 @@ fn levels(theme: &Theme) -> usize {
 
 /// Where the pieces of a chart go inside `area`.
 #[derive(Debug, Clone, Copy)]
-pub struct ChartAreas {
+pub(crate) struct ChartAreas {
     pub axis: Rect,
     pub plot: Rect,
     pub time: Option<Rect>,
 }
 
 /// Split `area` into value axis, plot and (when `time_row`) the wall-clock row.
-pub fn split(area: Rect, time_row: bool) -> ChartAreas {
+pub(crate) fn split(area: Rect, time_row: bool) -> ChartAreas {
     let axis_w = if area.width >= Y_AXIS + 12 { Y_AXIS } else { 0 };
     let t = u16::from(time_row && area.height >= 3);
     let plot = Rect {
@@ -89,7 +89,7 @@ pub fn split(area: Rect, time_row: bool) -> ChartAreas {
 /// Draw the chart as three pieces: `axis`, `plot`, `time`.
 /// `zoom`: the zoom window's label (`5m`), shown under the value axis; the time axis itself
 /// may span less (only the history there is).
-pub fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, theme: &Theme) {
+pub(crate) fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, theme: &Theme) {
     if a.plot.width == 0 || a.plot.height == 0 {
         return;
     }

@@ -6,7 +6,7 @@ use crate::model::named::Framework;
 use crate::wire::Hello;
 
 /// `torch 2.11`, `jax 0.11`, `interposer`, `companion`.
-pub fn framework_label(p: &ProcAlloc) -> String {
+pub(crate) fn framework_label(p: &ProcAlloc) -> String {
     let Some(h) = &p.hello else {
         return "companion".into();
     };
@@ -19,7 +19,7 @@ pub fn framework_label(p: &ProcAlloc) -> String {
 }
 
 /// The allocator policy in words: the companion's own, else `policy_words`.
-pub fn policy(p: &ProcAlloc) -> Option<String> {
+pub(crate) fn policy(p: &ProcAlloc) -> Option<String> {
     let h = p.hello.as_ref()?;
     if let Some(p) = h.policy.as_ref().filter(|p| !p.is_empty()) {
         return Some(p.clone());
@@ -28,7 +28,7 @@ pub fn policy(p: &ProcAlloc) -> Option<String> {
 }
 
 /// Words for an allocator policy when the companion sent none.
-pub fn policy_words(h: &Hello) -> Option<String> {
+pub(crate) fn policy_words(h: &Hello) -> Option<String> {
     let conf = h
         .settings
         .get("PYTORCH_CUDA_ALLOC_CONF")

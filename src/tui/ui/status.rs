@@ -85,7 +85,7 @@ fn replay_spans(app: &App, theme: &Theme, narrow: bool) -> Vec<(u8, Vec<Span<'st
 /// Priority of the recording's file name in the header (the first to give way).
 const FILE: u8 = 8;
 
-pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+pub(crate) fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let s = app.view_state();
     let narrow = area.width < 60;
     let host = s.header.as_ref().map_or("", |h| h.host.as_str());
@@ -191,7 +191,7 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
 
 /// Bottom line: an open prompt, else what the last key did, else the latest problem,
 /// else key hints.
-pub fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+pub(crate) fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let w = usize::from(area.width);
     if let Some(p) = &app.prompt {
         let text = match p {

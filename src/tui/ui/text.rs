@@ -5,7 +5,7 @@
 /// without the interpreter (every row says `python3`); else cut in the middle with `…`
 /// (`..` in ASCII), three quarters kept from the start (script, first arguments) and a
 /// quarter from the end (the last argument often names the run).
-pub fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
+pub(crate) fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
     let len = cmd.chars().count();
     if len <= width {
         return cmd.to_string();

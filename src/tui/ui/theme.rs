@@ -79,10 +79,6 @@ impl Theme {
         if self.ascii { '-' } else { '┄' }
     }
 
-    pub fn vmark(&self) -> char {
-        if self.ascii { ':' } else { '┆' }
-    }
-
     pub fn warn_sign(&self) -> &'static str {
         if self.ascii { "!" } else { "⚠" }
     }
