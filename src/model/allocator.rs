@@ -13,8 +13,8 @@ use crate::model::sample::GpuInfo;
 use crate::model::series::{Peak, Series};
 use crate::model::time::Ts;
 use crate::wire::{
-    AllocBatch, DeviceInfo, EpochRecord, Event, Frag, Hello, HistBucket, History, LinkStats,
-    Marker, Message, Sample,
+    AllocBatch, DeviceInfo, EpochRecord, Frag, FrameworkEvent, Hello, HistBucket, History,
+    LinkStats, Marker, Message, Sample,
 };
 
 /// Per device: every epoch since the start, as the companion keeps them.
@@ -104,7 +104,7 @@ pub struct DevAlloc {
     pub seen_reserved: Peak,
     pub frag: Option<FragState>,
     pub epochs: VecDeque<EpochRecord>,
-    pub events: VecDeque<Event>,
+    pub events: VecDeque<FrameworkEvent>,
     /// Largest single allocation seen (R in the fragmentation-risk rule).
     pub largest_alloc: Option<u64>,
     /// Data came from a native interposer (`alloc` batches), not a framework.
@@ -162,7 +162,7 @@ impl DevAlloc {
         own.max(seen)
     }
 
-    pub fn ooms(&self) -> impl Iterator<Item = &Event> {
+    pub fn ooms(&self) -> impl Iterator<Item = &FrameworkEvent> {
         self.events
             .iter()
             .filter(|e| EventKind::from(e.kind.as_str()) == EventKind::Oom)
@@ -229,7 +229,7 @@ impl DevAlloc {
         push_bounded(&mut self.epochs, e.clone(), MAX_EPOCHS);
     }
 
-    fn event(&mut self, e: &Event) {
+    fn event(&mut self, e: &FrameworkEvent) {
         if self.events.iter().rev().take(8).any(|x| x == e) {
             return;
         }
@@ -446,7 +446,7 @@ impl ProcAlloc {
         push_bounded(&mut self.markers, m.clone(), MAX_MARKERS);
     }
 
-    fn event(&mut self, t: Ts, e: &Event) {
+    fn event(&mut self, t: Ts, e: &FrameworkEvent) {
         let mut e = e.clone();
         e.t = e.t.or(Some(t));
         if let Some(d) = self.dev(e.dev.unwrap_or(0)) {
@@ -827,12 +827,12 @@ mod tests {
                 allocated: Some(1),
                 ..Sample::default()
             }],
-            events: vec![Event {
+            events: vec![FrameworkEvent {
                 t: Some(60_000),
                 kind: "oom".into(),
                 dev: Some(0),
                 requested: Some(64),
-                ..Event::default()
+                ..FrameworkEvent::default()
             }],
             done: true,
             ..History::default()

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::model::series::DEFAULT_SERIES_BYTES;
 use crate::wire::{
-    DeviceInfo, EpochRecord, Event, Frag, HistBucket, MAX_BUCKET, Marker, Message, Sample,
+    DeviceInfo, EpochRecord, Frag, FrameworkEvent, HistBucket, MAX_BUCKET, Marker, Message, Sample,
 };
 
 /// Devices one companion may report. A process that drives more CUDA devices
@@ -66,7 +66,7 @@ pub fn marker_strings(m: &Marker) -> usize {
     m.kind.len() + opt_len(&m.label)
 }
 
-pub fn event_strings(e: &Event) -> usize {
+pub fn event_strings(e: &FrameworkEvent) -> usize {
     e.kind.len() + opt_len(&e.detail)
 }
 

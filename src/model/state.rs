@@ -18,7 +18,7 @@ pub const PROCESS_GRACE_MS: i64 = 60_000;
 pub const MAX_PROCESSES: usize = 256;
 /// GPUs the model tracks (NVML hosts have at most a few dozen).
 pub const MAX_GPUS: usize = 256;
-const MAX_MESSAGES: usize = 64;
+const MAX_NOTICES: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct GpuState {
@@ -75,8 +75,9 @@ pub struct ProcState {
     pub gpus: BTreeMap<u32, ProcGpu>,
 }
 
+/// A line for the status bar: what a source said (a `Status` frame) or an alert change.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Message {
+pub struct Notice {
     pub t: Ts,
     pub source: StatusSource,
     pub level: Level,
@@ -89,7 +90,7 @@ pub struct State {
     pub gpus: Vec<GpuState>,
     pub procs: BTreeMap<u32, ProcState>,
     pub companions: Companions,
-    pub messages: VecDeque<Message>,
+    pub notices: VecDeque<Notice>,
     /// Data time of the newest frame: the clock every view uses.
     pub now: Ts,
     pub ticks: u64,
@@ -120,13 +121,13 @@ impl State {
                     ChangeKind::Cleared => "cleared",
                 };
                 let text = format!("{what}: {}", a.alert.summary);
-                let m = Message {
+                let m = Notice {
                     t: a.at,
                     source: StatusSource::Alert,
                     level: Level::Info,
                     text,
                 };
-                self.push_message(m);
+                self.push_notice(m);
             }
             Frame::Status {
                 t,
@@ -134,7 +135,7 @@ impl State {
                 level,
                 text,
             } => {
-                self.push_message(Message {
+                self.push_notice(Notice {
                     t: *t,
                     source: source.clone(),
                     level: *level,
@@ -198,7 +199,7 @@ impl State {
             g.last = Some(s.clone());
             if newly_failed {
                 let text = format!("GPU {}: {}", s.index, s.error.clone().unwrap_or_default());
-                self.push_message(Message {
+                self.push_notice(Notice {
                     t,
                     source: StatusSource::Nvml,
                     level: Level::Error,
@@ -317,11 +318,11 @@ impl State {
         self.companions.expire(now);
     }
 
-    fn push_message(&mut self, m: Message) {
-        if self.messages.len() == MAX_MESSAGES {
-            self.messages.pop_front();
+    fn push_notice(&mut self, m: Notice) {
+        if self.notices.len() == MAX_NOTICES {
+            self.notices.pop_front();
         }
-        self.messages.push_back(m);
+        self.notices.push_back(m);
     }
 
     /// Processes on `gpu`, largest current usage first (then by peak).
@@ -345,9 +346,9 @@ impl State {
         self.gpus.iter().find(|g| g.info.index == index)
     }
 
-    /// Latest message at warn level or above, for the status line.
-    pub fn last_problem(&self) -> Option<&Message> {
-        self.messages.iter().rev().find(|m| m.level != Level::Info)
+    /// Latest notice at warn level or above, for the status line.
+    pub fn last_problem(&self) -> Option<&Notice> {
+        self.notices.iter().rev().find(|m| m.level != Level::Info)
     }
 }
 

@@ -232,7 +232,7 @@ pub struct Marker {
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Event {
+pub struct FrameworkEvent {
     /// Unix milliseconds.
     #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
     pub t: Option<i64>,
@@ -267,7 +267,7 @@ pub struct History {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub markers: Vec<Marker>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub events: Vec<Event>,
+    pub events: Vec<FrameworkEvent>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub frag: Vec<Frag>,
     /// Absent means the last part (a sender that never splits its history).

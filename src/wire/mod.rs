@@ -23,7 +23,7 @@ mod cross_language;
 
 pub use decode::{Decoded, Line, LineSplitter, Reject, decode_line, monitor_hello};
 pub use messages::{
-    AllocBatch, Bye, DeviceInfo, Disconnected, EpochRecord, ErrorMsg, Event, Frag, Hello,
+    AllocBatch, Bye, DeviceInfo, Disconnected, EpochRecord, ErrorMsg, Frag, FrameworkEvent, Hello,
     HistBucket, History, LinkStats, Marker, Message, Sample,
 };
 pub use protocol::{LOCAL_TYPES, MAX_BUCKET, MAX_MESSAGE_LINE, PEER_TYPES, VERSION};

@@ -24,7 +24,7 @@ macro_rules! message_types {
                 Frag(Frag) = "frag",
                 Epoch(EpochRecord) = "epoch",
                 Marker(Marker) = "marker",
-                Event(Event) = "event",
+                Event(FrameworkEvent) = "event",
                 History(History) = "history",
                 Alloc(AllocBatch) = "alloc",
                 Bye(Bye) = "bye",

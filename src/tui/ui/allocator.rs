@@ -364,7 +364,7 @@ mod tests {
     use super::*;
     use crate::model::allocator::Companions;
     use crate::model::frame::CompanionFrame;
-    use crate::wire::{Event, Frag, Hello, Message, Sample};
+    use crate::wire::{Frag, FrameworkEvent, Hello, Message, Sample};
 
     const GIB: u64 = 1 << 30;
     const MIB: u64 = 1 << 20;
@@ -394,14 +394,14 @@ mod tests {
                 hist: Some(vec![(24, 500, 9 * GIB), (21, 3, 6 * MIB), (20, 1, MIB)]),
                 ..Frag::default()
             }),
-            Message::Event(Event {
+            Message::Event(FrameworkEvent {
                 t: Some(1_000),
                 kind: "oom".into(),
                 dev: Some(0),
                 requested: Some(64 * MIB),
                 free_total: Some(9 * GIB),
                 largest_free: Some(18 * MIB),
-                ..Event::default()
+                ..FrameworkEvent::default()
             }),
         ];
         for m in frames {
