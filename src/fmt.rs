@@ -75,7 +75,7 @@ pub fn rough_duration_short(ms: i64) -> String {
 
 /// A sampling interval: `1 s`, `250 ms`.
 pub fn interval(ms: u64) -> String {
-    if ms >= 1000 && ms % 1000 == 0 {
+    if ms >= 1000 && ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{ms} ms")

@@ -64,8 +64,6 @@ macro_rules! named {
     };
 }
 
-pub(crate) use named;
-
 named! {
     /// Which framework's allocator a companion reads (`hello.framework`).
     pub enum Framework {

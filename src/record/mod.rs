@@ -82,10 +82,10 @@ impl Recorder {
                 let error = Arc::clone(&error);
                 let path = path.to_path_buf();
                 move || {
-                    if let Err(e) = writer_loop(out, rx) {
-                        if let Ok(mut slot) = error.lock() {
-                            *slot = Some(format!("cannot write recording {}: {e}", path.display()));
-                        }
+                    if let Err(e) = writer_loop(out, rx)
+                        && let Ok(mut slot) = error.lock()
+                    {
+                        *slot = Some(format!("cannot write recording {}: {e}", path.display()));
                     }
                 }
             })

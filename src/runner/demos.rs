@@ -47,11 +47,11 @@ pub(super) fn asset_path(file: &str) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("GPUMON_DEMO_DIR") {
         dirs.push(PathBuf::from(p));
     }
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(dir) = exe.parent() {
-            dirs.push(dir.join("../share/gpumon"));
-            dirs.push(dir.join("../../assets"));
-        }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        dirs.push(dir.join("../share/gpumon"));
+        dirs.push(dir.join("../../assets"));
     }
     dirs.into_iter()
         .map(|d| d.join(file))
@@ -69,10 +69,10 @@ pub(super) fn find(name: Option<&str>) -> Result<(&'static Demo, PathBuf), Strin
     let demo = match name {
         None => {
             // An explicit file for the default demo (packagers, tests).
-            if let Some(p) = std::env::var_os("GPUMON_DEMO").map(PathBuf::from) {
-                if p.is_file() {
-                    return Ok((&DEMOS[0], p));
-                }
+            if let Some(p) = std::env::var_os("GPUMON_DEMO").map(PathBuf::from)
+                && p.is_file()
+            {
+                return Ok((&DEMOS[0], p));
             }
             &DEMOS[0]
         }

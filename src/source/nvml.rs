@@ -159,7 +159,7 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
     let mut last_flush = Instant::now() - BATCH;
     let mut next = Instant::now();
     loop {
-        let full = n % slow_every == 0;
+        let full = n.is_multiple_of(slow_every);
         n += 1;
         let t = now_ms();
         let gpus: Vec<GpuSample> = devices
@@ -300,10 +300,8 @@ fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>, carried: Option<&GpuSamp
     merge(d.running_compute_processes(), ProcKind::Compute);
     merge(d.running_graphics_processes(), ProcKind::Graphics);
     // A failed process query is not "every process exited": keep the last known list.
-    if list_failed {
-        if let Some(c) = carried {
-            procs.clone_from(&c.procs);
-        }
+    if list_failed && let Some(c) = carried {
+        procs.clone_from(&c.procs);
     }
     GpuSample {
         index,

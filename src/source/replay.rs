@@ -17,6 +17,9 @@ use crate::record::{Next, Reader, RecordingError};
 
 /// What a replay tells whoever plays it; the runner wraps these in its own events, as it
 /// does NVML's frames.
+// Sent one at a time through a bounded channel, never stored in bulk: a box would cost
+// an allocation per frame for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum ReplayEvent {
     Frame(Frame),
