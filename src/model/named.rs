@@ -64,6 +64,8 @@ macro_rules! named {
     };
 }
 
+pub(crate) use named;
+
 named! {
     /// Which framework's allocator a companion reads (`hello.framework`).
     pub enum Framework {
