@@ -21,7 +21,7 @@ from ._proto import PROTOCOL_VERSION
 if TYPE_CHECKING:
     from ._companion import Companion
 
-# Cargo.toml is the one source of the version; a Rust test (src/run_cmd.rs) fails when this
+# Cargo.toml is the one source of the version; a Rust test (src/launch.rs) fails when this
 # line disagrees with it, and the wheel takes its version from Cargo.toml.
 __version__ = "0.1.0"
 
