@@ -15,7 +15,8 @@ use super::headroom::{self, HeadroomInput};
 use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
 use super::memory::Memory;
 use super::{
-    Alert, AlertChange, AlertKey, AlertKind, Basis, ChangeKind, Finding, Gate, Named, Severity,
+    Alert, AlertChange, AlertKey, AlertKind, Basis, ChangeKind, Finding, Gate, GateName, Named,
+    Severity,
 };
 use crate::fmt::compact;
 
@@ -342,18 +343,18 @@ impl AlertEngine {
             fragmentation::advice(&c.runtime)
         );
         for g in &mut f.evidence.gates {
-            if g.name.starts_with("R > max") {
-                g.name = "R > L at the step's peak".into();
+            if g.name == GateName::FitsNoHole {
+                g.name = GateName::FitsNoHoleAtPeak;
             }
         }
         f.evidence.gates.push(Gate {
-            name: "allocator retries in the last epochs".into(),
+            name: GateName::Retries,
             value: retries as f64,
             threshold: 1.0,
             passed: true,
         });
         f.evidence.gates.push(Gate {
-            name: "T / reserved".into(),
+            name: GateName::FreeShare,
             value: (t as f64 / reserved.max(1) as f64 * 1000.0).round() / 1000.0,
             threshold: fc.min_free_share,
             passed: true,

@@ -5,7 +5,7 @@ use crate::fmt::human;
 
 use super::format::{fit_summary, who};
 use super::inputs::{OomEvent, Runtime};
-use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, Named, Severity};
+use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity};
 use crate::fmt::compact;
 
 /// Where R, the workload's largest request, was read from.
@@ -111,19 +111,19 @@ pub fn risk(
             ],
             gates: vec![
                 Gate {
-                    name: "T ≥ R".into(),
+                    name: GateName::FitsTotal,
                     value: t as f64,
                     threshold: r as f64,
                     passed: fits_total,
                 },
                 Gate {
-                    name: "R > max(L, D)".into(),
+                    name: GateName::FitsNoHole,
                     value: r as f64,
                     threshold: l.max(d) as f64,
                     passed: fits_nowhere,
                 },
                 Gate {
-                    name: "F = 1 − L/T".into(),
+                    name: GateName::FragIndex,
                     value: f_index,
                     threshold: 0.0,
                     passed: true,

@@ -12,7 +12,7 @@
 use super::config::GrabAllConfig;
 use super::format::{fit_summary, who};
 use super::inputs::Runtime;
-use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, Named, Severity};
+use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity};
 use crate::fmt::compact;
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -131,13 +131,13 @@ pub fn check(
             let half = share >= cfg.held_frac;
             let gates = vec![
                 Gate {
-                    name: "held share of card".into(),
+                    name: GateName::HeldShare,
                     value: share,
                     threshold: cfg.held_frac,
                     passed: half,
                 },
                 Gate {
-                    name: "allocator share of held".into(),
+                    name: GateName::AllocatorShare,
                     value: used_share,
                     threshold: cfg.used_frac,
                     passed: used_share <= cfg.used_frac,
@@ -185,7 +185,7 @@ pub fn check(
                     pct(input.held, input.total)
                 ),
                 vec![Gate {
-                    name: "held share of card (NVML only)".into(),
+                    name: GateName::HeldShareNvml,
                     value: share,
                     threshold: cfg.nvml_held_frac,
                     passed: true,

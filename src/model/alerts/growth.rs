@@ -9,7 +9,9 @@ use super::config::GrowthConfig;
 use super::format::{fit_summary, p_value, steps, who};
 use super::inputs::{EpochPoint, WindowPoint};
 use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
-use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Forecast, Gate, Point, Severity};
+use super::{
+    AlertKey, AlertKind, Basis, Evidence, Finding, Forecast, Gate, GateName, Point, Severity,
+};
 use crate::fmt::{compact, rough_duration, rough_duration_short};
 
 /// Rounded to 4 significant digits (whole numbers above 10^4 stay whole).
@@ -149,25 +151,35 @@ fn full_test(
     let min_growth = (cfg.min_growth_bytes as f64).max(cfg.min_growth_frac * capacity as f64);
     // Evidence is stored rounded (4 significant digits, whole bytes) so recordings read
     // cleanly and survive a JSON round trip unchanged; decisions use the exact values.
-    let gate = |name: &str, value: f64, threshold: f64, passed: bool| Gate {
-        name: name.into(),
+    let gate = |name: GateName, value: f64, threshold: f64, passed: bool| Gate {
+        name,
         value: sig4(value),
         threshold: sig4(threshold),
         passed,
     };
     let gates = vec![
-        gate("Mann–Kendall p", mk.p_up, cfg.alpha, mk.p_up < cfg.alpha),
-        gate("slope", slope, min_slope, slope >= min_slope),
-        gate("growth", growth, min_growth, growth >= min_growth),
-        gate("growth vs noise", growth, noise_floor, growth > noise_floor),
         gate(
-            "sustained",
+            GateName::MannKendallP,
+            mk.p_up,
+            cfg.alpha,
+            mk.p_up < cfg.alpha,
+        ),
+        gate(GateName::Slope, slope, min_slope, slope >= min_slope),
+        gate(GateName::Growth, growth, min_growth, growth >= min_growth),
+        gate(
+            GateName::GrowthVsNoise,
+            growth,
+            noise_floor,
+            growth > noise_floor,
+        ),
+        gate(
+            GateName::Sustained,
             first.min(second),
             cfg.sustained_frac * min_slope,
             first.min(second) >= cfg.sustained_frac * min_slope,
         ),
         gate(
-            "not a jump",
+            GateName::NotAJump,
             without_jumps,
             cfg.sustained_frac * min_slope,
             without_jumps >= cfg.sustained_frac * min_slope,

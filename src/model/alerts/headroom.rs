@@ -2,7 +2,7 @@
 //! the cache, what the card can still give), against the run's typical large request.
 
 use super::format::{fit_summary, who};
-use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, Named, Severity};
+use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity};
 use crate::fmt::compact;
 
 /// Largest allocation that would succeed now.
@@ -67,7 +67,7 @@ pub fn check(pid: u32, gpu: u32, i: &HeadroomInput, epoch: Option<u64>) -> Optio
                 },
             ],
             gates: vec![Gate {
-                name: "headroom < request".into(),
+                name: GateName::Headroom,
                 value: h as f64,
                 threshold: i.request as f64,
                 passed: true,

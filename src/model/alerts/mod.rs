@@ -15,6 +15,7 @@ pub mod growth;
 pub mod headroom;
 pub mod inputs;
 pub mod memory;
+pub mod names;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,7 @@ use crate::model::time::Ts;
 
 pub use config::AlertConfig;
 pub use engine::AlertEngine;
+pub use names::GateName;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -123,7 +125,7 @@ pub struct Point {
 /// One effect-size or significance gate, with the value it saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
-    pub name: String,
+    pub name: GateName,
     pub value: f64,
     pub threshold: f64,
     pub passed: bool,

@@ -11,7 +11,7 @@ use ratatui::widgets::{Paragraph, Widget, Wrap};
 use super::legend;
 use super::theme::Theme;
 use crate::fmt::{compact, compact_signed};
-use crate::model::alerts::{Alert, AlertEngine, Evidence, Severity};
+use crate::model::alerts::{Alert, AlertEngine, Evidence, GateName, Severity};
 use crate::tui::app::{App, Target};
 use crate::tui::selection::AlertId;
 
@@ -137,6 +137,27 @@ fn spark(ev: &Evidence, width: usize, theme: &Theme) -> String {
         .collect()
 }
 
+/// A gate as one word for the evidence line (`gates ✓ p slope growth`): the quantity it
+/// tests, or what it rules out where the name is a phrase.
+fn gate_label(name: &GateName) -> &str {
+    match name {
+        GateName::MannKendallP => "p",
+        GateName::Slope => "slope",
+        GateName::Growth => "growth",
+        GateName::GrowthVsNoise => "noise",
+        GateName::Sustained => "sustained",
+        GateName::NotAJump => "spread",
+        GateName::FitsTotal | GateName::FreeShare => "T",
+        GateName::FitsNoHole | GateName::FitsNoHoleAtPeak => "R",
+        GateName::FragIndex => "F",
+        GateName::Retries | GateName::AllocatorShare => "allocator",
+        GateName::HeldShare | GateName::HeldShareNvml => "held",
+        GateName::Headroom => "headroom",
+        // A gate from another build's recording: its first word.
+        GateName::Other(n) => n.split([' ', '=']).next().unwrap_or(""),
+    }
+}
+
 /// Evidence lines, most useful first (the pane may cut the rest).
 fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> {
     let ev = &a.evidence;
@@ -231,17 +252,11 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         } else {
             ("✓", "✗")
         };
-        let short = |name: &str| match name {
-            "Mann–Kendall p" => "p".to_string(),
-            "growth vs noise" => "noise".to_string(),
-            "not a jump" => "spread".to_string(),
-            n => n.split([' ', '=']).next().unwrap_or("").to_string(),
-        };
-        let names = |passed: bool| -> Vec<String> {
+        let names = |passed: bool| -> Vec<&str> {
             ev.gates
                 .iter()
                 .filter(|g| g.passed == passed)
-                .map(|g| short(&g.name))
+                .map(|g| gate_label(&g.name))
                 .collect()
         };
         let mut spans = vec![Span::styled("gates", theme.dim())];
@@ -458,4 +473,24 @@ pub fn decorate_card(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option
         format!(" {} {} ", mark(worst, theme), on.len()),
         style(worst, theme),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The panel showed each gate by matching on its text; the labels must not move.
+    #[test]
+    fn gate_labels_are_the_words_the_panel_showed_before() {
+        let before = |name: &str| match name {
+            "Mann–Kendall p" => "p".to_string(),
+            "growth vs noise" => "noise".to_string(),
+            "not a jump" => "spread".to_string(),
+            n => n.split([' ', '=']).next().unwrap_or("").to_string(),
+        };
+        for &name in GateName::KNOWN {
+            assert_eq!(gate_label(&GateName::from(name)), before(name), "{name}");
+        }
+        assert_eq!(gate_label(&GateName::from("σ = 3 noise")), "σ");
+    }
 }

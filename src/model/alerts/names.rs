@@ -1,0 +1,34 @@
+//! The words an alert's evidence is stored with: gate names, the series a trend was found
+//! in, its step, where a forecast's ceiling comes from, and the named byte counts. Rules
+//! build them, the engine and the alerts panel match on them, recordings and
+//! `--alerts-jsonl` carry them as the same bare strings as before (`named!`), and a word
+//! from another build loads as `Other`.
+
+use crate::model::named::named;
+
+named! {
+    /// One effect-size or significance test a rule applied (`Gate.name`).
+    pub enum GateName {
+        // Growth (every trend window).
+        MannKendallP = "Mann–Kendall p",
+        Slope = "slope",
+        Growth = "growth",
+        GrowthVsNoise = "growth vs noise",
+        Sustained = "sustained",
+        NotAJump = "not a jump",
+        // Fragmentation risk.
+        FitsTotal = "T ≥ R",
+        FitsNoHole = "R > max(L, D)",
+        FragIndex = "F = 1 − L/T",
+        /// `FitsNoHole` judged on the hole at the step's peak (risk from retries).
+        FitsNoHoleAtPeak = "R > L at the step's peak",
+        Retries = "allocator retries in the last epochs",
+        FreeShare = "T / reserved",
+        // Grab-all.
+        HeldShare = "held share of card",
+        AllocatorShare = "allocator share of held",
+        HeldShareNvml = "held share of card (NVML only)",
+        // Headroom.
+        Headroom = "headroom < request",
+    }
+}
