@@ -16,7 +16,7 @@ use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
 use super::memory::Memory;
 use super::{
     Alert, AlertChange, AlertKey, AlertKind, Basis, ChangeKind, Finding, Gate, GateName, Named,
-    Severity,
+    Severity, StepUnit, TrendSeries,
 };
 use crate::fmt::compact;
 
@@ -201,7 +201,7 @@ impl AlertEngine {
                     "the allocated floor at each epoch end",
                     "the process's NVML usage at each epoch marker (no framework gpumon can read: the allocator's cache and the CUDA context are in it)",
                 );
-                f.evidence.series = Some("NVML usage at epoch markers".into());
+                f.evidence.series = Some(TrendSeries::NvmlEpochs);
                 f.evidence.basis = Basis::Nvml;
                 f
             });
@@ -389,7 +389,7 @@ impl AlertEngine {
         .map(|(since_epoch, ev)| LeakNote {
             since_epoch,
             rate: ev.slope.unwrap_or(0.0),
-            unit: ev.unit.clone().unwrap_or_else(|| "epoch".into()),
+            unit: ev.unit.clone().unwrap_or(StepUnit::Epoch),
         });
         let others: Vec<(u32, u64)> = s
             .procs

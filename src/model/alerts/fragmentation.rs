@@ -5,7 +5,9 @@ use crate::fmt::human;
 
 use super::format::{fit_summary, who};
 use super::inputs::{OomEvent, Runtime};
-use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity};
+use super::{
+    AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity, StepUnit,
+};
 use crate::fmt::compact;
 
 /// Where R, the workload's largest request, was read from.
@@ -140,9 +142,9 @@ pub fn risk(
 pub struct LeakNote {
     /// Epoch the growth alert was raised in.
     pub since_epoch: Option<u64>,
-    /// Bytes per step and the step (`epoch`, `window`).
+    /// Bytes per step and the step.
     pub rate: f64,
-    pub unit: String,
+    pub unit: StepUnit,
 }
 
 /// What the engine knows besides the event, so an OOM alert can name its cause.
@@ -598,7 +600,7 @@ mod tests {
             leak: Some(LeakNote {
                 since_epoch: Some(13),
                 rate: 32.0 * MIB_U64 as f64,
-                unit: "epoch".into(),
+                unit: StepUnit::Epoch,
             }),
             ..OomContext::default()
         };

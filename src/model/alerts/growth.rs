@@ -11,6 +11,7 @@ use super::inputs::{EpochPoint, WindowPoint};
 use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
 use super::{
     AlertKey, AlertKind, Basis, Evidence, Finding, Forecast, Gate, GateName, Point, Severity,
+    StepUnit, TrendSeries,
 };
 use crate::fmt::{compact, rough_duration, rough_duration_short};
 
@@ -369,7 +370,7 @@ fn severity(f: Option<&Forecast>, cfg: &GrowthConfig, last_epoch: Option<u64>) -
     }
 }
 
-fn forecast_sentence(f: &Forecast, unit: &str) -> String {
+fn forecast_sentence(f: &Forecast, unit: StepUnit) -> String {
     let when = match f.ms {
         Some(ms) => format!(", {} at the current rate", rough_duration(ms)),
         None => " at the current rate".into(),
@@ -389,15 +390,21 @@ fn forecast_sentence(f: &Forecast, unit: &str) -> String {
     )
 }
 
-fn summary_forecast(f: Option<&Forecast>, unit_short: &str) -> String {
+/// The forecast in a summary (`, OOM 12ep`, `, OOM 31h`): epochs are what a person counts
+/// through, a count of windows means little, so windows say how long when known.
+fn summary_forecast(f: Option<&Forecast>, unit: StepUnit) -> String {
+    let short = match unit {
+        StepUnit::Epoch => "ep",
+        _ => "w",
+    };
     match f {
         None => String::new(),
         Some(f) if f.steps >= 1e6 => String::new(),
-        Some(f) if f.steps < 1.0 => format!(", OOM <1{unit_short}"),
-        Some(f) if unit_short == "ep" => format!(", OOM {:.0}{unit_short}", f.steps),
+        Some(f) if f.steps < 1.0 => format!(", OOM <1{short}"),
+        Some(f) if unit == StepUnit::Epoch => format!(", OOM {:.0}{short}", f.steps),
         Some(f) => match f.ms {
             Some(ms) => format!(", OOM {}", rough_duration_short(ms)),
-            None => format!(", OOM {:.0}{unit_short}", f.steps),
+            None => format!(", OOM {:.0}{short}", f.steps),
         },
     }
 }
@@ -405,14 +412,14 @@ fn summary_forecast(f: Option<&Forecast>, unit_short: &str) -> String {
 fn evidence(
     test: &TrendTest,
     basis: Basis,
-    series: &str,
-    unit: &str,
+    series: TrendSeries,
+    unit: StepUnit,
     fc: Option<Forecast>,
 ) -> Evidence {
     Evidence {
         basis,
-        series: Some(series.into()),
-        unit: Some(unit.into()),
+        series: Some(series),
+        unit: Some(unit),
         points: test.window.points(),
         slope: Some(test.slope),
         p_value: Some(test.p),
@@ -446,8 +453,15 @@ pub fn epoch_growth(
     if floor_t.is_some() || peak_t.is_some() {
         // The peak is what meets the ceiling; a floor leak lifts it just as much.
         let (main, series) = match (&floor_t, &peak_t) {
-            (Some(f), None) => (f, "floor"),
-            (_, Some(p)) => (p, if floor_t.is_some() { "floor" } else { "peak" }),
+            (Some(f), None) => (f, TrendSeries::Floor),
+            (_, Some(p)) => (
+                p,
+                if floor_t.is_some() {
+                    TrendSeries::Floor
+                } else {
+                    TrendSeries::Peak
+                },
+            ),
             (None, None) => return None,
         };
         let current = last.peak.unwrap_or(last.floor);
@@ -485,7 +499,7 @@ pub fn epoch_growth(
         };
         let fc_s = fc
             .as_ref()
-            .map(|f| format!(" {}", forecast_sentence(f, "epoch")))
+            .map(|f| format!(" {}", forecast_sentence(f, StepUnit::Epoch)))
             .unwrap_or_default();
         let label = if floor_t.is_some() { "leak" } else { "peak" };
         let summary = format!(
@@ -493,7 +507,7 @@ pub fn epoch_growth(
             compact(shown.slope.max(0.0) as u64)
                 .replace("MiB", "M")
                 .replace("GiB", "G"),
-            summary_forecast(fc.as_ref(), "ep")
+            summary_forecast(fc.as_ref(), StepUnit::Epoch)
         );
         return Some(Finding {
             key: AlertKey {
@@ -504,7 +518,7 @@ pub fn epoch_growth(
             severity: sev,
             message: format!("{head}: {what}{fc_s}"),
             summary: fit_summary(summary),
-            evidence: evidence(shown, Basis::Epochs, series, "epoch", fc),
+            evidence: evidence(shown, Basis::Epochs, series, StepUnit::Epoch, fc),
             epoch: epoch_now,
         });
     }
@@ -532,7 +546,13 @@ pub fn epoch_growth(
         severity: Severity::Info,
         message,
         summary: fit_summary(summary),
-        evidence: evidence(&cache_t, Basis::Epochs, "reserved", "epoch", None),
+        evidence: evidence(
+            &cache_t,
+            Basis::Epochs,
+            TrendSeries::Reserved,
+            StepUnit::Epoch,
+            None,
+        ),
         epoch: epoch_now,
     })
 }
@@ -607,7 +627,7 @@ pub fn window_growth(
     };
     let fc_s = fc
         .as_ref()
-        .map(|f| format!(" {}", forecast_sentence(f, "window")))
+        .map(|f| format!(" {}", forecast_sentence(f, StepUnit::Window)))
         .unwrap_or_default();
     let message = format!(
         "PID {} on GPU {}: {what} {width_s} window) rose by {} per window over the last {} windows (Theil–Sen; Mann–Kendall {}). {coarse}{fc_s}",
@@ -628,12 +648,12 @@ pub fn window_growth(
         } else {
             format!("{}m", width / 60_000)
         },
-        summary_forecast(fc.as_ref(), "w")
+        summary_forecast(fc.as_ref(), StepUnit::Window)
     );
     let series = match source {
-        WindowSource::Allocated => "allocated (window minimum)",
-        WindowSource::Nvml => "NVML usage (window minimum)",
-        WindowSource::Exact => "interposer live bytes (window minimum)",
+        WindowSource::Allocated => TrendSeries::AllocatedWindows,
+        WindowSource::Nvml => TrendSeries::NvmlWindows,
+        WindowSource::Exact => TrendSeries::InterposerWindows,
     };
     Some(Finding {
         key: AlertKey {
@@ -644,7 +664,7 @@ pub fn window_growth(
         severity: sev,
         message,
         summary: fit_summary(summary),
-        evidence: evidence(&test, Basis::TimeWindows, series, "window", fc),
+        evidence: evidence(&test, Basis::TimeWindows, series, StepUnit::Window, fc),
         epoch: ctx.current_epoch,
     })
 }
@@ -695,7 +715,7 @@ mod tests {
         let f = epoch_growth(&pts, None, &ctx(), &Default::default()).expect("leak detected");
         assert_eq!(f.key.kind, AlertKind::Growth);
         assert_eq!(f.severity, Severity::Warning);
-        assert_eq!(f.evidence.series.as_deref(), Some("floor"));
+        assert_eq!(f.evidence.series, Some(TrendSeries::Floor));
         let slope = f.evidence.slope.expect("slope");
         assert!((slope - 100.0 * M as f64).abs() < 1.0, "{slope}");
         let fc = f.evidence.forecast.as_ref().expect("forecast");
@@ -756,7 +776,7 @@ mod tests {
             })
             .collect::<Vec<_>>();
         let f = epoch_growth(&pts, None, &ctx(), &Default::default()).expect("peak growth");
-        assert_eq!(f.evidence.series.as_deref(), Some("peak"));
+        assert_eq!(f.evidence.series, Some(TrendSeries::Peak));
         assert!(f.message.contains("while the floor stayed flat"));
     }
 

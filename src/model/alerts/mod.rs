@@ -24,7 +24,7 @@ use crate::model::time::Ts;
 
 pub use config::AlertConfig;
 pub use engine::AlertEngine;
-pub use names::GateName;
+pub use names::{GateName, StepUnit, TrendSeries};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -162,12 +162,12 @@ pub struct Forecast {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Evidence {
     pub basis: Basis,
-    /// Which series the trend was found in: `floor`, `peak`, `reserved`, `usage`.
+    /// Which series the trend was found in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub series: Option<String>,
-    /// `epoch` or `window` (the x unit of `points` and `slope`).
+    pub series: Option<TrendSeries>,
+    /// The x unit of `points` and `slope`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit: Option<String>,
+    pub unit: Option<StepUnit>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<Point>,
     /// Theil–Sen slope in bytes per unit.

@@ -32,3 +32,29 @@ named! {
         Headroom = "headroom < request",
     }
 }
+
+named! {
+    /// Which series a trend was found in (`Evidence.series`).
+    pub enum TrendSeries {
+        /// Allocated at each epoch end.
+        Floor = "floor",
+        /// Highest allocated during each epoch.
+        Peak = "peak",
+        /// Reserved at each epoch end (cache growth).
+        Reserved = "reserved",
+        AllocatedWindows = "allocated (window minimum)",
+        NvmlWindows = "NVML usage (window minimum)",
+        InterposerWindows = "interposer live bytes (window minimum)",
+        /// NVML usage at the markers of a companion that reads no framework.
+        NvmlEpochs = "NVML usage at epoch markers",
+    }
+}
+
+named! {
+    /// The x unit of a trend's points and slope (`Evidence.unit`), as messages name it.
+    pub enum StepUnit {
+        Epoch = "epoch",
+        /// A fixed time window (no epoch markers).
+        Window = "window",
+    }
+}

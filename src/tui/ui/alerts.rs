@@ -11,7 +11,9 @@ use ratatui::widgets::{Paragraph, Widget, Wrap};
 use super::legend;
 use super::theme::Theme;
 use crate::fmt::{compact, compact_signed};
-use crate::model::alerts::{Alert, AlertEngine, Evidence, GateName, Severity};
+use crate::model::alerts::{
+    Alert, AlertEngine, Evidence, GateName, Severity, StepUnit, TrendSeries,
+};
 use crate::tui::app::{App, Target};
 use crate::tui::selection::AlertId;
 
@@ -137,6 +139,21 @@ fn spark(ev: &Evidence, width: usize, theme: &Theme) -> String {
         .collect()
 }
 
+/// The series a trend was found in, as one word before its sparkline.
+fn series_label(series: Option<&TrendSeries>) -> &str {
+    match series {
+        Some(TrendSeries::Floor) => "floor",
+        Some(TrendSeries::Peak) => "peak",
+        Some(TrendSeries::Reserved) => "reserved",
+        Some(TrendSeries::AllocatedWindows) => "allocated",
+        Some(TrendSeries::NvmlWindows | TrendSeries::NvmlEpochs) => "NVML",
+        Some(TrendSeries::InterposerWindows) => "interposer",
+        // A series from another build's recording: its first word.
+        Some(TrendSeries::Other(s)) => s.split(' ').next().unwrap_or("series"),
+        None => "series",
+    }
+}
+
 /// A gate as one word for the evidence line (`gates ✓ p slope growth`): the quantity it
 /// tests, or what it rules out where the name is a phrase.
 fn gate_label(name: &GateName) -> &str {
@@ -175,8 +192,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
     }
     out.push(Line::from(Span::styled(raised, theme.dim())));
     if !ev.points.is_empty() {
-        let name = ev.series.as_deref().unwrap_or("series");
-        let name: String = name.split(' ').next().unwrap_or("series").to_string();
+        let name = series_label(ev.series.as_ref());
         let first = ev.points.first().map_or(0, |p| p.bytes);
         let last = ev.points.last().map_or(0, |p| p.bytes);
         let arrow = if theme.ascii { "->" } else { "→" };
@@ -191,10 +207,10 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         ]));
     }
     if let Some(slope) = ev.slope {
-        let unit = match ev.unit.as_deref() {
-            Some("epoch") => "ep",
-            Some("window") => "win",
-            Some(u) => u,
+        let unit = match &ev.unit {
+            Some(StepUnit::Epoch) => "ep",
+            Some(StepUnit::Window) => "win",
+            Some(StepUnit::Other(u)) => u,
             None => "step",
         };
         let mut s = format!("slope {}/{unit}", compact_signed(slope));
@@ -212,7 +228,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         out.push(Line::from(s));
     }
     if let Some(f) = &ev.forecast {
-        let unit = if ev.unit.as_deref() == Some("epoch") {
+        let unit = if ev.unit == Some(StepUnit::Epoch) {
             "ep"
         } else {
             "win"
@@ -492,5 +508,15 @@ mod tests {
             assert_eq!(gate_label(&GateName::from(name)), before(name), "{name}");
         }
         assert_eq!(gate_label(&GateName::from("σ = 3 noise")), "σ");
+    }
+
+    #[test]
+    fn series_labels_are_the_first_word_as_before() {
+        for &name in TrendSeries::KNOWN {
+            let first = name.split(' ').next().unwrap_or("series");
+            assert_eq!(series_label(Some(&TrendSeries::from(name))), first);
+        }
+        assert_eq!(series_label(Some(&TrendSeries::from("swap usage"))), "swap");
+        assert_eq!(series_label(None), "series");
     }
 }
