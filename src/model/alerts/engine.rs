@@ -15,8 +15,8 @@ use super::headroom::{self, HeadroomInput};
 use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
 use super::memory::Memory;
 use super::{
-    Alert, AlertChange, AlertKey, AlertKind, Basis, ChangeKind, Finding, Gate, GateName, Named,
-    Severity, StepUnit, TrendSeries,
+    Alert, AlertChange, AlertKey, AlertKind, Basis, CeilingSource, ChangeKind, Finding, Gate,
+    GateName, Named, Severity, StepUnit, TrendSeries,
 };
 use crate::fmt::compact;
 
@@ -183,11 +183,11 @@ impl AlertEngine {
         ctx.ceiling = match (p.nvml_used, free) {
             (Some(u), Some(f)) => Some(Ceiling {
                 bytes: u.saturating_add(f),
-                source: "card memory not held by other processes".into(),
+                source: CeilingSource::CardNotHeld,
             }),
             _ if total > 0 => Some(Ceiling {
                 bytes: total,
-                source: "card total".into(),
+                source: CeilingSource::CardTotal,
             }),
             _ => None,
         };
@@ -612,15 +612,15 @@ fn allocator_ceiling(c: &CompanionView, free: Option<u64>, total: u64) -> Option
     match (c.limit, card) {
         (Some(l), Some(cd)) if l <= cd => Some(Ceiling {
             bytes: l,
-            source: "allocator limit".into(),
+            source: CeilingSource::AllocatorLimit,
         }),
         (_, Some(cd)) => Some(Ceiling {
             bytes: cd,
-            source: "card memory not held by other processes".into(),
+            source: CeilingSource::CardNotHeld,
         }),
         (Some(l), None) => Some(Ceiling {
             bytes: l,
-            source: "allocator limit".into(),
+            source: CeilingSource::AllocatorLimit,
         }),
         (None, None) => None,
     }

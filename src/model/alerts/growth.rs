@@ -10,8 +10,8 @@ use super::format::{fit_summary, p_value, steps, who};
 use super::inputs::{EpochPoint, WindowPoint};
 use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
 use super::{
-    AlertKey, AlertKind, Basis, Evidence, Finding, Forecast, Gate, GateName, Point, Severity,
-    StepUnit, TrendSeries,
+    AlertKey, AlertKind, Basis, CeilingSource, Evidence, Finding, Forecast, Gate, GateName, Point,
+    Severity, StepUnit, TrendSeries,
 };
 use crate::fmt::{compact, rough_duration, rough_duration_short};
 
@@ -247,8 +247,7 @@ pub fn detect_confirmed(
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ceiling {
     pub bytes: u64,
-    /// `allocator limit`, `card memory not held by other processes`.
-    pub source: String,
+    pub source: CeilingSource,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -683,7 +682,7 @@ mod tests {
             capacity: 80 * GIB_U64,
             ceiling: Some(Ceiling {
                 bytes: 80 * GIB_U64,
-                source: "card memory not held by other processes".into(),
+                source: CeilingSource::CardNotHeld,
             }),
             current_epoch: None,
             last_epoch: None,

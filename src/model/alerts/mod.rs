@@ -24,7 +24,7 @@ use crate::model::time::Ts;
 
 pub use config::AlertConfig;
 pub use engine::AlertEngine;
-pub use names::{GateName, StepUnit, TrendSeries};
+pub use names::{CeilingSource, GateName, StepUnit, TrendSeries};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -143,7 +143,7 @@ pub struct Named {
 pub struct Forecast {
     /// The real ceiling: allocator limit or card memory not held by others.
     pub ceiling: u64,
-    pub ceiling_source: String,
+    pub ceiling_source: CeilingSource,
     /// The value that will hit the ceiling (latest epoch peak, or latest usage).
     pub current: u64,
     /// Bytes per step (epoch or window).

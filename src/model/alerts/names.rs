@@ -58,3 +58,14 @@ named! {
         Window = "window",
     }
 }
+
+named! {
+    /// What a forecast's ceiling is (`Forecast.ceiling_source`), as messages name it.
+    pub enum CeilingSource {
+        AllocatorLimit = "allocator limit",
+        /// What the process holds plus what the card still has free.
+        CardNotHeld = "card memory not held by other processes",
+        /// Nothing better known: the card's size.
+        CardTotal = "card total",
+    }
+}
