@@ -16,7 +16,7 @@ use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
 use super::memory::Memory;
 use super::{
     Alert, AlertChange, AlertKey, AlertKind, Basis, CeilingSource, ChangeKind, Finding, Gate,
-    GateName, Named, Severity, StepUnit, TrendSeries,
+    GateName, Named, Severity, StepUnit, TrendSeries, ValueName,
 };
 use crate::fmt::compact;
 
@@ -359,9 +359,9 @@ impl AlertEngine {
             threshold: fc.min_free_share,
             passed: true,
         });
-        f.evidence.values.retain(|v| v.name != "D from card");
+        f.evidence.values.retain(|v| v.name != ValueName::FromCard);
         f.evidence.values.push(Named {
-            name: "D from card".into(),
+            name: ValueName::FromCard,
             bytes: fi.device_avail,
         });
         Some(f)

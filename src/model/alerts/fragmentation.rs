@@ -7,6 +7,7 @@ use super::format::{fit_summary, who};
 use super::inputs::{OomEvent, Runtime};
 use super::{
     AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity, StepUnit,
+    ValueName,
 };
 use crate::fmt::compact;
 
@@ -56,11 +57,8 @@ pub fn advice(rt: &Runtime) -> String {
     }
 }
 
-fn named(name: &str, bytes: u64) -> Named {
-    Named {
-        name: name.into(),
-        bytes,
-    }
+fn named(name: ValueName, bytes: u64) -> Named {
+    Named { name, bytes }
 }
 
 /// Fragmentation risk: the next large request fits in the free total but in no single
@@ -106,10 +104,10 @@ pub fn risk(
         evidence: Evidence {
             basis: Basis::Allocator,
             values: vec![
-                named("T free in cache", t),
-                named("L largest hole", l),
-                named("D from card", d),
-                named("R largest request", r),
+                named(ValueName::FreeInCache, t),
+                named(ValueName::LargestHole, l),
+                named(ValueName::FromCard, d),
+                named(ValueName::LargestRequest, r),
             ],
             gates: vec![
                 Gate {
@@ -297,25 +295,25 @@ pub fn oom(
     );
     let mut values = Vec::new();
     if let Some(r) = req {
-        values.push(named("requested", r));
+        values.push(named(ValueName::Requested, r));
     }
     if let Some(t) = ev.free_total {
-        values.push(named("T free in cache", t));
+        values.push(named(ValueName::FreeInCache, t));
     }
     if let Some(l) = ev.largest_free {
-        values.push(named("L largest hole", l));
+        values.push(named(ValueName::LargestHole, l));
     }
     if let Some(d) = ev.device_free {
-        values.push(named("card free", d));
+        values.push(named(ValueName::CardFree, d));
     }
     if let Some(res) = ev.reserved {
-        values.push(named("reserved", res));
+        values.push(named(ValueName::Reserved, res));
     }
     if let Some(l) = ev.limit {
-        values.push(named("allocator limit", l));
+        values.push(named(ValueName::AllocatorLimit, l));
     }
     if let Some(h) = ctx.others_held {
-        values.push(named("other processes", h));
+        values.push(named(ValueName::OtherProcesses, h));
     }
     let again = if count > 1 {
         format!(" (OOM number {count})")

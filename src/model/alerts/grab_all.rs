@@ -12,7 +12,9 @@
 use super::config::GrabAllConfig;
 use super::format::{fit_summary, who};
 use super::inputs::Runtime;
-use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity};
+use super::{
+    AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity, ValueName,
+};
 use crate::fmt::compact;
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -107,17 +109,17 @@ pub fn check(
     let held_s = format!("{} ({:.0} %)", compact(input.held), 100.0 * share);
     let mut values = vec![
         Named {
-            name: "held (NVML)".into(),
+            name: ValueName::HeldNvml,
             bytes: input.held,
         },
         Named {
-            name: "card total".into(),
+            name: ValueName::CardTotal,
             bytes: input.total,
         },
     ];
     if let Some(f) = input.card_free {
         values.push(Named {
-            name: "card free".into(),
+            name: ValueName::CardFree,
             bytes: f,
         });
     }
@@ -147,7 +149,7 @@ pub fn check(
                 return None;
             }
             values.push(Named {
-                name: "allocated".into(),
+                name: ValueName::Allocated,
                 bytes: used,
             });
             let whom = "half the card or more";

@@ -24,7 +24,7 @@ use crate::model::time::Ts;
 
 pub use config::AlertConfig;
 pub use engine::AlertEngine;
-pub use names::{CeilingSource, GateName, StepUnit, TrendSeries};
+pub use names::{CeilingSource, GateName, StepUnit, TrendSeries, ValueName};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -134,7 +134,7 @@ pub struct Gate {
 /// A named byte count (T, L, D, R, held, used...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Named {
-    pub name: String,
+    pub name: ValueName,
     pub bytes: u64,
 }
 

@@ -12,7 +12,7 @@ use super::legend;
 use super::theme::Theme;
 use crate::fmt::{compact, compact_signed};
 use crate::model::alerts::{
-    Alert, AlertEngine, Evidence, GateName, Severity, StepUnit, TrendSeries,
+    Alert, AlertEngine, Evidence, GateName, Severity, StepUnit, TrendSeries, ValueName,
 };
 use crate::tui::app::{App, Target};
 use crate::tui::selection::AlertId;
@@ -154,6 +154,28 @@ fn series_label(series: Option<&TrendSeries>) -> &str {
     }
 }
 
+/// A byte count's name as one word (`T 8.79GiB L 18.0MiB`): the letter of the
+/// fragmentation formula where it has one.
+fn value_label(name: &ValueName) -> &str {
+    match name {
+        ValueName::FreeInCache => "T",
+        ValueName::LargestHole => "L",
+        ValueName::FromCard => "D",
+        ValueName::LargestRequest => "R",
+        ValueName::Requested => "requested",
+        ValueName::CardFree | ValueName::CardTotal => "card",
+        ValueName::Reserved => "reserved",
+        ValueName::AllocatorLimit => "allocator",
+        ValueName::OtherProcesses => "other",
+        ValueName::HeldNvml => "held",
+        ValueName::Allocated => "allocated",
+        ValueName::Headroom => "headroom",
+        ValueName::TypicalRequest => "typical",
+        // A name from another build's recording: its first word.
+        ValueName::Other(n) => n.split(' ').next().unwrap_or(""),
+    }
+}
+
 /// A gate as one word for the evidence line (`gates ✓ p slope growth`): the quantity it
 /// tests, or what it rules out where the name is a phrase.
 fn gate_label(name: &GateName) -> &str {
@@ -252,13 +274,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         let s: Vec<String> = ev
             .values
             .iter()
-            .map(|n| {
-                format!(
-                    "{} {}",
-                    n.name.split(' ').next().unwrap_or(""),
-                    compact(n.bytes)
-                )
-            })
+            .map(|n| format!("{} {}", value_label(&n.name), compact(n.bytes)))
             .collect();
         out.push(Line::from(s.join(" ")));
     }
@@ -518,5 +534,14 @@ mod tests {
         }
         assert_eq!(series_label(Some(&TrendSeries::from("swap usage"))), "swap");
         assert_eq!(series_label(None), "series");
+    }
+
+    #[test]
+    fn value_labels_are_the_first_word_as_before() {
+        for &name in ValueName::KNOWN {
+            let first = name.split(' ').next().unwrap_or("");
+            assert_eq!(value_label(&ValueName::from(name)), first);
+        }
+        assert_eq!(value_label(&ValueName::from("T")), "T");
     }
 }
