@@ -2,6 +2,7 @@
 //! framework's own remedy. See instrumentation research §8.4 and docs/alerts.md.
 
 use crate::fmt::human;
+use crate::model::named::Framework;
 
 use super::format::{fit_summary, who};
 use super::inputs::{OomEvent, Runtime};
@@ -48,11 +49,11 @@ pub struct FragInput {
 /// The framework's remedy for a fragmented cache, as one or two sentences.
 pub fn advice(rt: &Runtime) -> String {
     let alloc = rt.allocator.as_deref().unwrap_or("");
-    match rt.framework.as_str() {
-        "torch" if alloc == "expandable_segments" => "Expandable segments are already on, so live tensors pin the holes: restart from a checkpoint and lower the peak (smaller batch, activation checkpointing) or free long-lived tensors between steps.".into(),
-        "torch" => "Remedy: restart from a checkpoint with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which grows segments in place instead of splitting fixed ones.".into(),
-        "tensorflow" => "Remedy: restart from a checkpoint with TF_GPU_ALLOCATOR=cuda_malloc_async, or give the BFC allocator a fixed memory_limit.".into(),
-        "jax" => "Remedy: restart from a checkpoint; XLA's pool cannot be compacted, but XLA_PYTHON_CLIENT_ALLOCATOR=platform avoids pooling (slower) and a larger XLA_PYTHON_CLIENT_MEM_FRACTION gives it more room.".into(),
+    match rt.framework {
+        Framework::Torch if alloc == "expandable_segments" => "Expandable segments are already on, so live tensors pin the holes: restart from a checkpoint and lower the peak (smaller batch, activation checkpointing) or free long-lived tensors between steps.".into(),
+        Framework::Torch => "Remedy: restart from a checkpoint with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which grows segments in place instead of splitting fixed ones.".into(),
+        Framework::Tensorflow => "Remedy: restart from a checkpoint with TF_GPU_ALLOCATOR=cuda_malloc_async, or give the BFC allocator a fixed memory_limit.".into(),
+        Framework::Jax => "Remedy: restart from a checkpoint; XLA's pool cannot be compacted, but XLA_PYTHON_CLIENT_ALLOCATOR=platform avoids pooling (slower) and a larger XLA_PYTHON_CLIENT_MEM_FRACTION gives it more room.".into(),
         _ => "Remedy: restart from a checkpoint; a caching allocator cannot compact its cache while tensors are alive.".into(),
     }
 }
@@ -435,7 +436,7 @@ mod tests {
 
     fn torch() -> Runtime {
         Runtime {
-            framework: "torch".into(),
+            framework: Framework::Torch,
             allocator: Some("native".into()),
         }
     }
@@ -494,13 +495,13 @@ mod tests {
     #[test]
     fn advice_names_each_frameworks_remedy() {
         let tf = Runtime {
-            framework: "tensorflow".into(),
+            framework: Framework::Tensorflow,
             allocator: Some("bfc".into()),
         };
         assert!(advice(&tf).contains("TF_GPU_ALLOCATOR=cuda_malloc_async"));
         assert!(advice(&tf).contains("memory_limit"));
         let es = Runtime {
-            framework: "torch".into(),
+            framework: Framework::Torch,
             allocator: Some("expandable_segments".into()),
         };
         assert!(advice(&es).contains("already on"));

@@ -16,6 +16,7 @@ use super::{
     AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity, ValueName,
 };
 use crate::fmt::compact;
+use crate::model::named::Framework;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GrabInput {
@@ -42,8 +43,8 @@ impl GrabInput {
 
 /// The setting that made the pool, with its value, and how to change it.
 fn policy_words(rt: &Runtime, i: &GrabInput) -> String {
-    match rt.framework.as_str() {
-        "jax" => {
+    match rt.framework {
+        Framework::Jax => {
             let frac = i
                 .setting("XLA_PYTHON_CLIENT_MEM_FRACTION")
                 .or(i.setting("XLA_CLIENT_MEM_FRACTION"));
@@ -61,7 +62,7 @@ fn policy_words(rt: &Runtime, i: &GrabInput) -> String {
                 "{why}. XLA_PYTHON_CLIENT_PREALLOCATE=false lets it grow on demand; a smaller XLA_PYTHON_CLIENT_MEM_FRACTION caps it."
             )
         }
-        "tensorflow" => {
+        Framework::Tensorflow => {
             let growth = i.setting("TF_FORCE_GPU_ALLOW_GROWTH");
             let policy = i.policy.as_deref().unwrap_or("TF: BFC allocator");
             format!(
@@ -69,7 +70,7 @@ fn policy_words(rt: &Runtime, i: &GrabInput) -> String {
                 growth.unwrap_or("unset, i.e. false")
             )
         }
-        "torch" => {
+        Framework::Torch => {
             let conf = i
                 .setting("PYTORCH_CUDA_ALLOC_CONF")
                 .or(i.setting("PYTORCH_ALLOC_CONF"))
@@ -221,7 +222,7 @@ mod tests {
 
     fn tf() -> Runtime {
         Runtime {
-            framework: "tensorflow".into(),
+            framework: Framework::Tensorflow,
             allocator: Some("bfc".into()),
         }
     }
@@ -296,7 +297,7 @@ mod tests {
 
     fn jax() -> Runtime {
         Runtime {
-            framework: "jax".into(),
+            framework: Framework::Jax,
             allocator: Some("bfc".into()),
         }
     }
