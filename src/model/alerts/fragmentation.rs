@@ -2,6 +2,7 @@
 //! framework's own remedy. See instrumentation research §8.4 and docs/alerts.md.
 
 use crate::fmt::human;
+use crate::model::allocator::frag_index;
 use crate::model::named::Framework;
 
 use super::format::{fit_summary, who};
@@ -88,11 +89,10 @@ pub fn risk(
         advice(rt)
     );
     let summary = format!("{} frag: {} fits no hole", who(Some(pid), gpu), compact(r));
-    let f_index = if t > 0 {
-        1.0 - l as f64 / t as f64
-    } else {
-        0.0
-    };
+    // F as the allocator panel and the exporter compute it. Its clamp to 0..1 acts only
+    // when L > T (possible elsewhere: JAX's T is reserved − allocated, its L a separate
+    // counter), never here: the rule got this far with L < R ≤ T, so F = 1 − L/T.
+    let f_index = frag_index(t, Some(l)).unwrap_or_default();
     Some(Finding {
         key: AlertKey {
             kind: AlertKind::FragmentationRisk,
@@ -490,6 +490,46 @@ mod tests {
             risk(7, 0, &i, &torch(), None).is_none(),
             "L unknown: cannot decide"
         );
+    }
+
+    /// The rule's own F was 1 − L/T (0 for T = 0); the shared one clamps. Wherever the rule
+    /// reports F (L < R ≤ T) the two agree to the bit, huge counts included.
+    #[test]
+    fn shared_frag_index_equals_the_rules_old_formula_where_it_is_reported() {
+        let old = |t: u64, l: u64| {
+            if t > 0 {
+                1.0 - l as f64 / t as f64
+            } else {
+                0.0
+            }
+        };
+        let cases = [
+            (9000 * MIB_U64, 18 * MIB_U64),
+            (64 * MIB_U64, 0),
+            (64 * MIB_U64, 64 * MIB_U64 - 1),
+            (1, 0),
+            (3, 2),
+            ((1 << 60) + 1, 1 << 60),
+            (u64::MAX, u64::MAX - 1),
+        ];
+        for (t, l) in cases {
+            let r = l + 1;
+            let i = FragInput {
+                free_total: t,
+                largest_free: Some(l),
+                device_avail: 0,
+                request: r,
+                request_source: RequestSource::AllocCounter,
+            };
+            let f = risk(1, 0, &i, &Runtime::default(), None).expect("L < R ≤ T is a risk");
+            let gate = f
+                .evidence
+                .gates
+                .iter()
+                .find(|g| g.name == GateName::FragIndex)
+                .expect("F reported");
+            assert_eq!(gate.value.to_bits(), old(t, l).to_bits(), "T {t} L {l}");
+        }
     }
 
     #[test]
