@@ -595,11 +595,6 @@ impl AlertEngine {
     pub fn get(&self, key: &AlertKey) -> Option<&Alert> {
         self.active.get(key).map(|t| &t.alert)
     }
-
-    /// Highest severity among visible alerts (for `--exit-on-alert` and the bar colour).
-    pub fn highest(&self) -> Option<Severity> {
-        self.visible().first().map(|a| a.severity)
-    }
 }
 
 /// The ceiling for allocated bytes: the allocator limit, or what the process holds plus

@@ -160,6 +160,8 @@ pub struct OomContext {
     pub min_free_share: f64,
 }
 
+/// The configured defaults without a config, for the rule's unit tests.
+#[cfg(test)]
 impl Default for OomContext {
     fn default() -> Self {
         OomContext {

@@ -77,20 +77,15 @@ impl Trace {
     }
 }
 
-/// The outcome of testing one window for an upward trend.
+/// A window that passed every gate of the trend test.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrendTest {
     pub window: Trace,
     /// Theil–Sen slope, bytes per x unit.
     pub slope: f64,
     pub p: f64,
+    /// Every gate with the value it saw (all passed), for the evidence.
     pub gates: Vec<Gate>,
-    pub passed: bool,
-}
-
-/// Test one window (all of `w`) against every gate.
-pub fn test_window(w: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendTest> {
-    full_test(w, &|| 0.0, capacity, cfg, false)
 }
 
 fn quantised(ys: &[u64]) -> Vec<f64> {
@@ -99,15 +94,15 @@ fn quantised(ys: &[u64]) -> Vec<f64> {
         .collect()
 }
 
-/// `quick`: stop at the first failed gate (cheap ones first) and return `None`; used
-/// while searching windows, since most windows of a clean run fail the trend test.
+/// Tests one window (all of `w`) against every gate; `None` when one fails. The cheap
+/// Mann–Kendall gate goes first and stops the rest: the window search tries every length
+/// and most windows of a clean run fail it.
 /// `history_noise`: noise of the longer history before and including the window.
-fn full_test(
+fn window_trend(
     w: &Trace,
     history_noise: &dyn Fn() -> f64,
     capacity: u64,
     cfg: &GrowthConfig,
-    quick: bool,
 ) -> Option<TrendTest> {
     let n = w.len();
     if n < 3 {
@@ -115,7 +110,7 @@ fn full_test(
     }
     let q: Vec<i64> = w.y.iter().map(|&b| quantise_mib(b)).collect();
     let mk = mann_kendall_up(&q);
-    if quick && mk.p_up >= cfg.alpha {
+    if mk.p_up >= cfg.alpha {
         return None;
     }
     let yq: Vec<f64> = q.iter().map(|&v| v as f64 * MIB_U64 as f64).collect();
@@ -186,8 +181,7 @@ fn full_test(
             without_jumps >= cfg.sustained_frac * min_slope,
         ),
     ];
-    let passed = gates.iter().all(|g| g.passed);
-    if quick && !passed {
+    if !gates.iter().all(|g| g.passed) {
         return None;
     }
     Some(TrendTest {
@@ -195,7 +189,6 @@ fn full_test(
         slope: slope.round(),
         p: sig4(mk.p_up),
         gates,
-        passed,
     })
 }
 
@@ -218,7 +211,7 @@ pub fn detect(trace: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendT
     };
     (min..=max)
         .rev()
-        .find_map(|k| full_test(&trace.suffix(k), &noise, capacity, cfg, true))
+        .find_map(|k| window_trend(&trace.suffix(k), &noise, capacity, cfg))
 }
 
 /// `detect` on the newest `cfg.confirm` endings of the series. A new alert needs all of
