@@ -549,6 +549,25 @@ pub fn epoch_growth(
     })
 }
 
+/// Epoch markers without a readable framework (CuPy, a CUDA library the companion does
+/// not know): NVML's bytes at each marker are the floor. Coarser than an allocator's floor
+/// (the cache and the context are in it), and the message says so.
+pub fn nvml_epoch_growth(
+    points: &[EpochPoint],
+    ctx: &GrowthContext,
+    cfg: &GrowthConfig,
+) -> Option<Finding> {
+    epoch_growth(points, None, ctx, cfg).map(|mut f| {
+        f.message = f.message.replace(
+            "the allocated floor at each epoch end",
+            "the process's NVML usage at each epoch marker (no framework gpumon can read: the allocator's cache and the CUDA context are in it)",
+        );
+        f.evidence.series = Some(TrendSeries::NvmlEpochs);
+        f.evidence.basis = Basis::Nvml;
+        f
+    })
+}
+
 /// Which numbers the fixed windows summarise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WindowSource {

@@ -1,10 +1,13 @@
 //! Alerts that see an OOM coming: steady growth with a forecast, fragmentation risk,
 //! grab-all allocators and low headroom (issue 4, docs/alerts.md).
 //!
-//! Rules are pure functions over plain inputs (`snapshot`), so they are tested without
-//! a GPU, a companion or a terminal; `engine` owns the alert lifecycle (raise, worsen,
-//! clear, acknowledge) and `from_state` builds the inputs from the model.
+//! Rules are pure functions over plain inputs, so they are tested without a GPU, a
+//! companion or a terminal. `from_state` builds a snapshot of the world (`inputs`) from the
+//! model, `assemble` turns it into each rule's input, and `engine` owns the alert lifecycle
+//! (raise, worsen, ease, clear, acknowledge, history). `names` is the vocabulary of the
+//! evidence alerts are recorded with.
 
+pub mod assemble;
 pub mod config;
 pub mod engine;
 pub mod format;
@@ -16,6 +19,7 @@ pub mod headroom;
 pub mod inputs;
 pub mod memory;
 pub mod names;
+pub mod retry_risk;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
