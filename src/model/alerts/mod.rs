@@ -21,6 +21,7 @@ pub mod memory;
 pub mod names;
 pub mod retry_risk;
 pub mod stats;
+pub mod trend;
 
 use serde::{Deserialize, Serialize};
 
