@@ -4,12 +4,13 @@
 //! lifecycle; the rules stay pure functions of their inputs.
 
 use super::config::AlertConfig;
-use super::fragmentation::{self, FragInput, LeakNote, OomContext, RequestSource};
+use super::fragmentation::{self, FragInput, RequestSource};
 use super::grab_all::{self, GrabInput};
 use super::growth::{self, Ceiling, GrowthContext, WindowSource};
 use super::headroom::{self, HeadroomInput};
 use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
 use super::memory::Memory;
+use super::oom::{LeakNote, OomContext};
 use super::retry_risk::{self, RetryInput};
 use super::{Alert, AlertKey, AlertKind, CeilingSource, Finding, StepUnit};
 

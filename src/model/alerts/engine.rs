@@ -9,10 +9,10 @@ use crate::model::time::Ts;
 
 use super::assemble::Subject;
 use super::config::AlertConfig;
-use super::fragmentation::{self, OomContext};
 use super::from_state;
 use super::inputs::{CompanionView, ProcView, Snapshot};
 use super::memory::Memory;
+use super::oom::{self, OomContext};
 use super::{Alert, AlertChange, AlertKey, AlertKind, ChangeKind, Finding, Severity};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -158,7 +158,7 @@ impl AlertEngine {
         for ev in c.ooms.iter().filter(|e| e.t > seen_until) {
             count += 1;
             last_t = ev.t;
-            let f = fragmentation::oom(p.pid, p.gpu, ev, &c.runtime, count, ctx);
+            let f = oom::oom(p.pid, p.gpu, ev, &c.runtime, count, ctx);
             // Both kinds share one slot per process so a later plain OOM replaces a
             // fragmentation OOM instead of showing two.
             for kind in [AlertKind::FragmentationOom, AlertKind::Oom] {

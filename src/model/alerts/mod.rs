@@ -19,6 +19,7 @@ pub mod headroom;
 pub mod inputs;
 pub mod memory;
 pub mod names;
+pub mod oom;
 pub mod retry_risk;
 pub mod stats;
 pub mod trend;
