@@ -1,8 +1,8 @@
 //! The words an alert's evidence is stored with: gate names, the series a trend was found
 //! in, its step, where a forecast's ceiling comes from, and the named byte counts. Rules
-//! build them, the engine and the alerts panel match on them, recordings and
-//! `--alerts-jsonl` carry them as the same bare strings as before (`named!`), and a word
-//! from another build loads as `Other`.
+//! build them (the retry rule rewrites the reading rule's), the alerts panel matches on
+//! them for its one-word labels, recordings and `--alerts-jsonl` carry them as the same
+//! bare strings as before (`named!`), and a word from another build loads as `Other`.
 
 use crate::model::named::named;
 
