@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::model::allocator::{DevAlloc, ProcAlloc};
+use crate::model::named::Framework;
 use crate::model::series::Series;
 
 /// NVML can miss a live process for a tick; longer than this unlisted (and no companion)
@@ -60,7 +61,7 @@ pub fn fixed_windows(
 fn runtime(p: &ProcAlloc) -> Runtime {
     let h = p.hello.as_ref();
     Runtime {
-        framework: h.and_then(|h| h.framework.clone()).unwrap_or_default(),
+        framework: Framework::from(h.and_then(|h| h.framework.as_deref()).unwrap_or("")),
         allocator: h.and_then(|h| h.allocator.clone()),
     }
 }

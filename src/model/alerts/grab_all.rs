@@ -12,8 +12,11 @@
 use super::config::GrabAllConfig;
 use super::format::{fit_summary, who};
 use super::inputs::Runtime;
-use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, Named, Severity};
+use super::{
+    AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity, ValueName,
+};
 use crate::fmt::compact;
+use crate::model::named::Framework;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct GrabInput {
@@ -40,8 +43,8 @@ impl GrabInput {
 
 /// The setting that made the pool, with its value, and how to change it.
 fn policy_words(rt: &Runtime, i: &GrabInput) -> String {
-    match rt.framework.as_str() {
-        "jax" => {
+    match rt.framework {
+        Framework::Jax => {
             let frac = i
                 .setting("XLA_PYTHON_CLIENT_MEM_FRACTION")
                 .or(i.setting("XLA_CLIENT_MEM_FRACTION"));
@@ -59,7 +62,7 @@ fn policy_words(rt: &Runtime, i: &GrabInput) -> String {
                 "{why}. XLA_PYTHON_CLIENT_PREALLOCATE=false lets it grow on demand; a smaller XLA_PYTHON_CLIENT_MEM_FRACTION caps it."
             )
         }
-        "tensorflow" => {
+        Framework::Tensorflow => {
             let growth = i.setting("TF_FORCE_GPU_ALLOW_GROWTH");
             let policy = i.policy.as_deref().unwrap_or("TF: BFC allocator");
             format!(
@@ -67,7 +70,7 @@ fn policy_words(rt: &Runtime, i: &GrabInput) -> String {
                 growth.unwrap_or("unset, i.e. false")
             )
         }
-        "torch" => {
+        Framework::Torch => {
             let conf = i
                 .setting("PYTORCH_CUDA_ALLOC_CONF")
                 .or(i.setting("PYTORCH_ALLOC_CONF"))
@@ -107,17 +110,17 @@ pub fn check(
     let held_s = format!("{} ({:.0} %)", compact(input.held), 100.0 * share);
     let mut values = vec![
         Named {
-            name: "held (NVML)".into(),
+            name: ValueName::HeldNvml,
             bytes: input.held,
         },
         Named {
-            name: "card total".into(),
+            name: ValueName::CardTotal,
             bytes: input.total,
         },
     ];
     if let Some(f) = input.card_free {
         values.push(Named {
-            name: "card free".into(),
+            name: ValueName::CardFree,
             bytes: f,
         });
     }
@@ -131,13 +134,13 @@ pub fn check(
             let half = share >= cfg.held_frac;
             let gates = vec![
                 Gate {
-                    name: "held share of card".into(),
+                    name: GateName::HeldShare,
                     value: share,
                     threshold: cfg.held_frac,
                     passed: half,
                 },
                 Gate {
-                    name: "allocator share of held".into(),
+                    name: GateName::AllocatorShare,
                     value: used_share,
                     threshold: cfg.used_frac,
                     passed: used_share <= cfg.used_frac,
@@ -147,7 +150,7 @@ pub fn check(
                 return None;
             }
             values.push(Named {
-                name: "allocated".into(),
+                name: ValueName::Allocated,
                 bytes: used,
             });
             let whom = "half the card or more";
@@ -185,7 +188,7 @@ pub fn check(
                     pct(input.held, input.total)
                 ),
                 vec![Gate {
-                    name: "held share of card (NVML only)".into(),
+                    name: GateName::HeldShareNvml,
                     value: share,
                     threshold: cfg.nvml_held_frac,
                     passed: true,
@@ -219,7 +222,7 @@ mod tests {
 
     fn tf() -> Runtime {
         Runtime {
-            framework: "tensorflow".into(),
+            framework: Framework::Tensorflow,
             allocator: Some("bfc".into()),
         }
     }
@@ -294,7 +297,7 @@ mod tests {
 
     fn jax() -> Runtime {
         Runtime {
-            framework: "jax".into(),
+            framework: Framework::Jax,
             allocator: Some("bfc".into()),
         }
     }

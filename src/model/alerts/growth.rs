@@ -1,241 +1,32 @@
-//! Steady growth ("leak") rule: a robust trend on one point per epoch (or per fixed
-//! time window when there are no epoch markers), with effect-size gates so that
-//! allocator jitter, eval spikes, step changes and warm-up ramps never fire.
+//! Steady growth ("leak") rule: a robust trend (`trend`) on one point per epoch (or per
+//! fixed time window when there are no epoch markers), with effect-size gates so that
+//! allocator jitter, eval spikes, step changes and warm-up ramps never fire, and a
+//! forecast of when it meets its ceiling.
 
-use crate::fmt::{MIB_U64, human};
+use crate::fmt::human;
 use crate::model::time::Ts;
 
 use super::config::GrowthConfig;
 use super::format::{fit_summary, p_value, steps, who};
 use super::inputs::{EpochPoint, WindowPoint};
-use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
-use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Forecast, Gate, Point, Severity};
+use super::stats::median;
+use super::trend::{Trace, TrendTest, current_rate, detect_confirmed};
+use super::{
+    AlertKey, AlertKind, Basis, CeilingSource, Evidence, Finding, Forecast, Severity, StepUnit,
+    TrendSeries,
+};
 use crate::fmt::{compact, rough_duration, rough_duration_short};
-
-/// Rounded to 4 significant digits (whole numbers above 10^4 stay whole).
-fn sig4(v: f64) -> f64 {
-    if !v.is_finite() || v == 0.0 {
-        return if v.is_finite() { v } else { 0.0 };
-    }
-    if v.abs() >= 1e4 {
-        return v.round();
-    }
-    let mag = 10f64.powi(3 - v.abs().log10().floor() as i32);
-    (v * mag).round() / mag
-}
 
 /// A positive rate in words (`100 MiB`); the sentence says "rose by".
 fn per(bytes: f64) -> String {
     human(bytes.max(0.0).round() as u64)
 }
 
-/// One series to test: x (epoch or window index), time, bytes.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Trace {
-    pub x: Vec<f64>,
-    pub t: Vec<Ts>,
-    pub y: Vec<u64>,
-}
-
-impl Trace {
-    pub fn len(&self) -> usize {
-        self.y.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.y.is_empty()
-    }
-
-    fn prefix(&self, len: usize) -> Trace {
-        Trace {
-            x: self.x[..len].to_vec(),
-            t: self.t[..len].to_vec(),
-            y: self.y[..len].to_vec(),
-        }
-    }
-
-    fn suffix(&self, k: usize) -> Trace {
-        let s = self.len() - k;
-        Trace {
-            x: self.x[s..].to_vec(),
-            t: self.t[s..].to_vec(),
-            y: self.y[s..].to_vec(),
-        }
-    }
-
-    fn points(&self) -> Vec<Point> {
-        (0..self.len())
-            .map(|i| Point {
-                x: self.x[i] as i64,
-                t: self.t[i],
-                bytes: self.y[i],
-            })
-            .collect()
-    }
-}
-
-/// The outcome of testing one window for an upward trend.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrendTest {
-    pub window: Trace,
-    /// Theil–Sen slope, bytes per x unit.
-    pub slope: f64,
-    pub p: f64,
-    pub gates: Vec<Gate>,
-    pub passed: bool,
-}
-
-/// Test one window (all of `w`) against every gate.
-pub fn test_window(w: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendTest> {
-    full_test(w, &|| 0.0, capacity, cfg, false)
-}
-
-fn quantised(ys: &[u64]) -> Vec<f64> {
-    ys.iter()
-        .map(|&b| quantise_mib(b) as f64 * MIB_U64 as f64)
-        .collect()
-}
-
-/// `quick`: stop at the first failed gate (cheap ones first) and return `None`; used
-/// while searching windows, since most windows of a clean run fail the trend test.
-/// `history_noise`: noise of the longer history before and including the window.
-fn full_test(
-    w: &Trace,
-    history_noise: &dyn Fn() -> f64,
-    capacity: u64,
-    cfg: &GrowthConfig,
-    quick: bool,
-) -> Option<TrendTest> {
-    let n = w.len();
-    if n < 3 {
-        return None;
-    }
-    let q: Vec<i64> = w.y.iter().map(|&b| quantise_mib(b)).collect();
-    let mk = mann_kendall_up(&q);
-    if quick && mk.p_up >= cfg.alpha {
-        return None;
-    }
-    let yq: Vec<f64> = q.iter().map(|&v| v as f64 * MIB_U64 as f64).collect();
-    let slope = theil_sen(&w.x, &yq)?;
-    let span = w.x[n - 1] - w.x[0];
-    let growth = slope * span;
-    let noise = residual_noise(&w.x, &yq, slope).max(history_noise());
-    let half = n.div_ceil(2);
-    let first = theil_sen(&w.x[..half], &yq[..half]).unwrap_or(0.0);
-    let second = theil_sen(&w.x[n - half..], &yq[n - half..]).unwrap_or(0.0);
-    // Standard error of the growth b·(n−1) under pure noise of scale σ (least-squares
-    // slope SE times n−1): growth must exceed it `min_signal_to_noise` times over, so a
-    // short window needs a clearer trend than a long one.
-    let nf = n as f64;
-    let se_growth = noise * (12.0 * (nf - 1.0) / (nf * (nf + 1.0))).sqrt();
-    let noise_floor = cfg.min_signal_to_noise * se_growth;
-    // Growth left once the two largest single jumps are taken out: a step change (even
-    // with a spike next to it) leaves nothing, a leak loses two epochs' worth.
-    let without_jumps = {
-        let mut ups: Vec<(f64, usize)> = (1..n)
-            .map(|i| (yq[i] - yq[i - 1], i))
-            .filter(|(d, _)| *d > 0.0)
-            .collect();
-        ups.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let mut flat = yq.clone();
-        for &(d, at) in ups.iter().take(2) {
-            for v in &mut flat[at..] {
-                *v -= d;
-            }
-        }
-        theil_sen(&w.x, &flat).unwrap_or(0.0)
-    };
-    let min_slope = cfg.min_slope_bytes as f64;
-    let min_growth = (cfg.min_growth_bytes as f64).max(cfg.min_growth_frac * capacity as f64);
-    // Evidence is stored rounded (4 significant digits, whole bytes) so recordings read
-    // cleanly and survive a JSON round trip unchanged; decisions use the exact values.
-    let gate = |name: &str, value: f64, threshold: f64, passed: bool| Gate {
-        name: name.into(),
-        value: sig4(value),
-        threshold: sig4(threshold),
-        passed,
-    };
-    let gates = vec![
-        gate("Mann–Kendall p", mk.p_up, cfg.alpha, mk.p_up < cfg.alpha),
-        gate("slope", slope, min_slope, slope >= min_slope),
-        gate("growth", growth, min_growth, growth >= min_growth),
-        gate("growth vs noise", growth, noise_floor, growth > noise_floor),
-        gate(
-            "sustained",
-            first.min(second),
-            cfg.sustained_frac * min_slope,
-            first.min(second) >= cfg.sustained_frac * min_slope,
-        ),
-        gate(
-            "not a jump",
-            without_jumps,
-            cfg.sustained_frac * min_slope,
-            without_jumps >= cfg.sustained_frac * min_slope,
-        ),
-    ];
-    let passed = gates.iter().all(|g| g.passed);
-    if quick && !passed {
-        return None;
-    }
-    Some(TrendTest {
-        window: w.clone(),
-        slope: slope.round(),
-        p: sig4(mk.p_up),
-        gates,
-        passed,
-    })
-}
-
-/// Try every trailing window from the longest to the shortest allowed; the longest
-/// passing one wins (best slope estimate). A leak that starts after a flat stretch is
-/// found by the short windows, without waiting for the flat points to slide out.
-pub fn detect(trace: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendTest> {
-    let max = cfg.max_window.min(trace.len());
-    let min = cfg.min_window.max(3);
-    // Noise from up to twice the longest window: a lucky, nearly sorted stretch of noise
-    // looks clean inside its own window but not against the longer history.
-    // Computed only once some window passes the cheap trend test (rare on clean runs).
-    let history_noise = std::cell::OnceCell::new();
-    let noise = || {
-        *history_noise.get_or_init(|| {
-            let hist = trace.suffix(trace.len().min(2 * cfg.max_window.max(cfg.min_window)));
-            let hy = quantised(&hist.y);
-            theil_sen(&hist.x, &hy).map_or(0.0, |b| residual_noise(&hist.x, &hy, b))
-        })
-    };
-    (min..=max)
-        .rev()
-        .find_map(|k| full_test(&trace.suffix(k), &noise, capacity, cfg, true))
-}
-
-/// `detect` on the newest `cfg.confirm` endings of the series. A new alert needs all of
-/// them to pass (one lucky point cannot raise it); an active one (`sticky`) stays while
-/// any passes, so a noisy leak does not flap.
-pub fn detect_confirmed(
-    trace: &Trace,
-    capacity: u64,
-    cfg: &GrowthConfig,
-    sticky: bool,
-) -> Option<TrendTest> {
-    let endings = cfg.confirm.max(1);
-    if trace.len() < cfg.min_window + endings - 1 {
-        return None;
-    }
-    let mut results = (0..endings).map(|e| detect(&trace.prefix(trace.len() - e), capacity, cfg));
-    if sticky {
-        results.find_map(|r| r)
-    } else {
-        let newest = results.next().flatten()?;
-        results.all(|r| r.is_some()).then_some(newest)
-    }
-}
-
 /// Where the forecast's ceiling comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ceiling {
     pub bytes: u64,
-    /// `allocator limit`, `card memory not held by other processes`.
-    pub source: String,
+    pub source: CeilingSource,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -283,22 +74,6 @@ pub fn usable_epochs(
     v.dedup_by_key(|p| p.epoch);
     v.reverse();
     v
-}
-
-/// The rate a forecast extrapolates: Theil–Sen over the newest `k` points of the window.
-/// The longest passing window is the best evidence that there is a trend, but when the
-/// leak began inside it, its older flat (or warm-up) points pull the slope below the rate
-/// the run grows at now, which is what "at the current rate" promises. (A flat-then-linear
-/// fit was tried and lost: a warm-up ramp before the flat part fools it, and on 12 MiB per
-/// epoch with 4 MiB jitter its 5–95 % range of rates is −29…+40 %, against −12…+15 % here.)
-fn current_rate(w: &Trace, k: usize, window_slope: f64) -> f64 {
-    if w.len() <= k || k < 3 {
-        return window_slope;
-    }
-    let tail = w.suffix(k);
-    theil_sen(&tail.x, &quantised(&tail.y))
-        .filter(|b| *b > 0.0)
-        .unwrap_or(window_slope)
 }
 
 /// Milliseconds per x unit over the window (median, robust to a slow eval epoch).
@@ -357,7 +132,7 @@ fn severity(f: Option<&Forecast>, cfg: &GrowthConfig, last_epoch: Option<u64>) -
     }
 }
 
-fn forecast_sentence(f: &Forecast, unit: &str) -> String {
+fn forecast_sentence(f: &Forecast, unit: StepUnit) -> String {
     let when = match f.ms {
         Some(ms) => format!(", {} at the current rate", rough_duration(ms)),
         None => " at the current rate".into(),
@@ -377,15 +152,21 @@ fn forecast_sentence(f: &Forecast, unit: &str) -> String {
     )
 }
 
-fn summary_forecast(f: Option<&Forecast>, unit_short: &str) -> String {
+/// The forecast in a summary (`, OOM 12ep`, `, OOM 31h`): epochs are what a person counts
+/// through, a count of windows means little, so windows say how long when known.
+fn summary_forecast(f: Option<&Forecast>, unit: StepUnit) -> String {
+    let short = match unit {
+        StepUnit::Epoch => "ep",
+        _ => "w",
+    };
     match f {
         None => String::new(),
         Some(f) if f.steps >= 1e6 => String::new(),
-        Some(f) if f.steps < 1.0 => format!(", OOM <1{unit_short}"),
-        Some(f) if unit_short == "ep" => format!(", OOM {:.0}{unit_short}", f.steps),
+        Some(f) if f.steps < 1.0 => format!(", OOM <1{short}"),
+        Some(f) if unit == StepUnit::Epoch => format!(", OOM {:.0}{short}", f.steps),
         Some(f) => match f.ms {
             Some(ms) => format!(", OOM {}", rough_duration_short(ms)),
-            None => format!(", OOM {:.0}{unit_short}", f.steps),
+            None => format!(", OOM {:.0}{short}", f.steps),
         },
     }
 }
@@ -393,14 +174,14 @@ fn summary_forecast(f: Option<&Forecast>, unit_short: &str) -> String {
 fn evidence(
     test: &TrendTest,
     basis: Basis,
-    series: &str,
-    unit: &str,
+    series: TrendSeries,
+    unit: StepUnit,
     fc: Option<Forecast>,
 ) -> Evidence {
     Evidence {
         basis,
-        series: Some(series.into()),
-        unit: Some(unit.into()),
+        series: Some(series),
+        unit: Some(unit),
         points: test.window.points(),
         slope: Some(test.slope),
         p_value: Some(test.p),
@@ -434,8 +215,15 @@ pub fn epoch_growth(
     if floor_t.is_some() || peak_t.is_some() {
         // The peak is what meets the ceiling; a floor leak lifts it just as much.
         let (main, series) = match (&floor_t, &peak_t) {
-            (Some(f), None) => (f, "floor"),
-            (_, Some(p)) => (p, if floor_t.is_some() { "floor" } else { "peak" }),
+            (Some(f), None) => (f, TrendSeries::Floor),
+            (_, Some(p)) => (
+                p,
+                if floor_t.is_some() {
+                    TrendSeries::Floor
+                } else {
+                    TrendSeries::Peak
+                },
+            ),
             (None, None) => return None,
         };
         let current = last.peak.unwrap_or(last.floor);
@@ -473,7 +261,7 @@ pub fn epoch_growth(
         };
         let fc_s = fc
             .as_ref()
-            .map(|f| format!(" {}", forecast_sentence(f, "epoch")))
+            .map(|f| format!(" {}", forecast_sentence(f, StepUnit::Epoch)))
             .unwrap_or_default();
         let label = if floor_t.is_some() { "leak" } else { "peak" };
         let summary = format!(
@@ -481,7 +269,7 @@ pub fn epoch_growth(
             compact(shown.slope.max(0.0) as u64)
                 .replace("MiB", "M")
                 .replace("GiB", "G"),
-            summary_forecast(fc.as_ref(), "ep")
+            summary_forecast(fc.as_ref(), StepUnit::Epoch)
         );
         return Some(Finding {
             key: AlertKey {
@@ -492,7 +280,7 @@ pub fn epoch_growth(
             severity: sev,
             message: format!("{head}: {what}{fc_s}"),
             summary: fit_summary(summary),
-            evidence: evidence(shown, Basis::Epochs, series, "epoch", fc),
+            evidence: evidence(shown, Basis::Epochs, series, StepUnit::Epoch, fc),
             epoch: epoch_now,
         });
     }
@@ -520,8 +308,33 @@ pub fn epoch_growth(
         severity: Severity::Info,
         message,
         summary: fit_summary(summary),
-        evidence: evidence(&cache_t, Basis::Epochs, "reserved", "epoch", None),
+        evidence: evidence(
+            &cache_t,
+            Basis::Epochs,
+            TrendSeries::Reserved,
+            StepUnit::Epoch,
+            None,
+        ),
         epoch: epoch_now,
+    })
+}
+
+/// Epoch markers without a readable framework (CuPy, a CUDA library the companion does
+/// not know): NVML's bytes at each marker are the floor. Coarser than an allocator's floor
+/// (the cache and the context are in it), and the message says so.
+pub fn nvml_epoch_growth(
+    points: &[EpochPoint],
+    ctx: &GrowthContext,
+    cfg: &GrowthConfig,
+) -> Option<Finding> {
+    epoch_growth(points, None, ctx, cfg).map(|mut f| {
+        f.message = f.message.replace(
+            "the allocated floor at each epoch end",
+            "the process's NVML usage at each epoch marker (no framework gpumon can read: the allocator's cache and the CUDA context are in it)",
+        );
+        f.evidence.series = Some(TrendSeries::NvmlEpochs);
+        f.evidence.basis = Basis::Nvml;
+        f
     })
 }
 
@@ -595,7 +408,7 @@ pub fn window_growth(
     };
     let fc_s = fc
         .as_ref()
-        .map(|f| format!(" {}", forecast_sentence(f, "window")))
+        .map(|f| format!(" {}", forecast_sentence(f, StepUnit::Window)))
         .unwrap_or_default();
     let message = format!(
         "PID {} on GPU {}: {what} {width_s} window) rose by {} per window over the last {} windows (Theil–Sen; Mann–Kendall {}). {coarse}{fc_s}",
@@ -616,12 +429,12 @@ pub fn window_growth(
         } else {
             format!("{}m", width / 60_000)
         },
-        summary_forecast(fc.as_ref(), "w")
+        summary_forecast(fc.as_ref(), StepUnit::Window)
     );
     let series = match source {
-        WindowSource::Allocated => "allocated (window minimum)",
-        WindowSource::Nvml => "NVML usage (window minimum)",
-        WindowSource::Exact => "interposer live bytes (window minimum)",
+        WindowSource::Allocated => TrendSeries::AllocatedWindows,
+        WindowSource::Nvml => TrendSeries::NvmlWindows,
+        WindowSource::Exact => TrendSeries::InterposerWindows,
     };
     Some(Finding {
         key: AlertKey {
@@ -632,7 +445,7 @@ pub fn window_growth(
         severity: sev,
         message,
         summary: fit_summary(summary),
-        evidence: evidence(&test, Basis::TimeWindows, series, "window", fc),
+        evidence: evidence(&test, Basis::TimeWindows, series, StepUnit::Window, fc),
         epoch: ctx.current_epoch,
     })
 }
@@ -640,7 +453,7 @@ pub fn window_growth(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fmt::GIB_U64;
+    use crate::fmt::{GIB_U64, MIB_U64};
 
     const M: u64 = MIB_U64;
 
@@ -651,7 +464,7 @@ mod tests {
             capacity: 80 * GIB_U64,
             ceiling: Some(Ceiling {
                 bytes: 80 * GIB_U64,
-                source: "card memory not held by other processes".into(),
+                source: CeilingSource::CardNotHeld,
             }),
             current_epoch: None,
             last_epoch: None,
@@ -683,7 +496,7 @@ mod tests {
         let f = epoch_growth(&pts, None, &ctx(), &Default::default()).expect("leak detected");
         assert_eq!(f.key.kind, AlertKind::Growth);
         assert_eq!(f.severity, Severity::Warning);
-        assert_eq!(f.evidence.series.as_deref(), Some("floor"));
+        assert_eq!(f.evidence.series, Some(TrendSeries::Floor));
         let slope = f.evidence.slope.expect("slope");
         assert!((slope - 100.0 * M as f64).abs() < 1.0, "{slope}");
         let fc = f.evidence.forecast.as_ref().expect("forecast");
@@ -744,7 +557,7 @@ mod tests {
             })
             .collect::<Vec<_>>();
         let f = epoch_growth(&pts, None, &ctx(), &Default::default()).expect("peak growth");
-        assert_eq!(f.evidence.series.as_deref(), Some("peak"));
+        assert_eq!(f.evidence.series, Some(TrendSeries::Peak));
         assert!(f.message.contains("while the floor stayed flat"));
     }
 

@@ -2,7 +2,9 @@
 //! the cache, what the card can still give), against the run's typical large request.
 
 use super::format::{fit_summary, who};
-use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, Named, Severity};
+use super::{
+    AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Named, Severity, ValueName,
+};
 use crate::fmt::compact;
 
 /// Largest allocation that would succeed now.
@@ -54,20 +56,20 @@ pub fn check(pid: u32, gpu: u32, i: &HeadroomInput, epoch: Option<u64>) -> Optio
             basis: Basis::Allocator,
             values: vec![
                 Named {
-                    name: "headroom".into(),
+                    name: ValueName::Headroom,
                     bytes: h,
                 },
                 Named {
-                    name: "typical request".into(),
+                    name: ValueName::TypicalRequest,
                     bytes: i.request,
                 },
                 Named {
-                    name: "T free in cache".into(),
+                    name: ValueName::FreeInCache,
                     bytes: i.free_total,
                 },
             ],
             gates: vec![Gate {
-                name: "headroom < request".into(),
+                name: GateName::Headroom,
                 value: h as f64,
                 threshold: i.request as f64,
                 passed: true,

@@ -1,6 +1,7 @@
 //! Plain inputs the rules read: one snapshot of the world at one instant. Built from
 //! `State` by `from_state`, or by hand in tests and synthetic benchmarks.
 
+use crate::model::named::Framework;
 use crate::model::time::Ts;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -60,12 +61,22 @@ pub struct EpochPoint {
 }
 
 /// Framework and allocator, for advice that names the right remedy.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Runtime {
-    /// `torch`, `jax`, `tensorflow`, `cuda-driver`, `none`.
-    pub framework: String,
+    pub framework: Framework,
     /// `native`, `expandable_segments`, `cudaMallocAsync`, `bfc`, ...
     pub allocator: Option<String>,
+}
+
+impl Default for Runtime {
+    /// A companion that has not named its framework: the empty name, as `from_state`
+    /// reads a hello without one (no framework-specific advice).
+    fn default() -> Self {
+        Runtime {
+            framework: Framework::from(""),
+            allocator: None,
+        }
+    }
 }
 
 /// Allocator state for a process on one device, from its companion.

@@ -1,10 +1,13 @@
 //! Alerts that see an OOM coming: steady growth with a forecast, fragmentation risk,
 //! grab-all allocators and low headroom (issue 4, docs/alerts.md).
 //!
-//! Rules are pure functions over plain inputs (`snapshot`), so they are tested without
-//! a GPU, a companion or a terminal; `engine` owns the alert lifecycle (raise, worsen,
-//! clear, acknowledge) and `from_state` builds the inputs from the model.
+//! Rules are pure functions over plain inputs, so they are tested without a GPU, a
+//! companion or a terminal. `from_state` builds a snapshot of the world (`inputs`) from the
+//! model, `assemble` turns it into each rule's input, and `engine` owns the alert lifecycle
+//! (raise, worsen, ease, clear, acknowledge, history). `names` is the vocabulary of the
+//! evidence alerts are recorded with.
 
+pub mod assemble;
 pub mod config;
 pub mod engine;
 pub mod format;
@@ -15,7 +18,11 @@ pub mod growth;
 pub mod headroom;
 pub mod inputs;
 pub mod memory;
+pub mod names;
+pub mod oom;
+pub mod retry_risk;
 pub mod stats;
+pub mod trend;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +30,7 @@ use crate::model::time::Ts;
 
 pub use config::AlertConfig;
 pub use engine::AlertEngine;
+pub use names::{CeilingSource, GateName, StepUnit, TrendSeries, ValueName};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -123,7 +131,7 @@ pub struct Point {
 /// One effect-size or significance gate, with the value it saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
-    pub name: String,
+    pub name: GateName,
     pub value: f64,
     pub threshold: f64,
     pub passed: bool,
@@ -132,7 +140,7 @@ pub struct Gate {
 /// A named byte count (T, L, D, R, held, used...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Named {
-    pub name: String,
+    pub name: ValueName,
     pub bytes: u64,
 }
 
@@ -141,7 +149,7 @@ pub struct Named {
 pub struct Forecast {
     /// The real ceiling: allocator limit or card memory not held by others.
     pub ceiling: u64,
-    pub ceiling_source: String,
+    pub ceiling_source: CeilingSource,
     /// The value that will hit the ceiling (latest epoch peak, or latest usage).
     pub current: u64,
     /// Bytes per step (epoch or window).
@@ -160,12 +168,12 @@ pub struct Forecast {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Evidence {
     pub basis: Basis,
-    /// Which series the trend was found in: `floor`, `peak`, `reserved`, `usage`.
+    /// Which series the trend was found in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub series: Option<String>,
-    /// `epoch` or `window` (the x unit of `points` and `slope`).
+    pub series: Option<TrendSeries>,
+    /// The x unit of `points` and `slope`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit: Option<String>,
+    pub unit: Option<StepUnit>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<Point>,
     /// Theil–Sen slope in bytes per unit.

@@ -43,12 +43,6 @@ pub fn theil_sen(xs: &[f64], ys: &[f64]) -> Option<f64> {
     median(&mut slopes)
 }
 
-/// Intercept matching a Theil–Sen slope: median of y − b·x.
-pub fn theil_sen_intercept(xs: &[f64], ys: &[f64], slope: f64) -> Option<f64> {
-    let mut r: Vec<f64> = xs.iter().zip(ys).map(|(x, y)| y - slope * x).collect();
-    median(&mut r)
-}
-
 /// Result of a one-sided (upward) Mann–Kendall test.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MannKendall {
@@ -214,19 +208,6 @@ fn erfc(x: f64) -> f64 {
     if x >= 0.0 { r } else { 2.0 - r }
 }
 
-/// Robust noise scale from first differences: 1.4826·MAD(Δy)/√2. A steady trend shifts
-/// every difference equally and a step changes only one, so neither inflates it; it
-/// looks further back than one window, where a lucky, nearly sorted run of noise would
-/// fool a residual-based estimate.
-pub fn diff_noise(ys: &[f64]) -> f64 {
-    let mut d: Vec<f64> = ys.windows(2).map(|w| w[1] - w[0]).collect();
-    let Some(med) = median(&mut d) else {
-        return 0.0;
-    };
-    let mut dev: Vec<f64> = d.iter().map(|v| (v - med).abs()).collect();
-    median(&mut dev).map_or(0.0, |mad| 1.4826 * mad / std::f64::consts::SQRT_2)
-}
-
 /// Robust noise scale around a Theil–Sen line: 1.4826·MAD of the residuals (the
 /// normal-consistent σ). A trend does not inflate it, a single spike barely moves it, and
 /// a zigzag shows up as noise (first differences would call a zigzag noiseless).
@@ -310,7 +291,6 @@ mod tests {
         let xs: Vec<f64> = (0..7).map(f64::from).collect();
         let ys = [0.0, 2.0, 4.0, 600.0, 8.0, 10.0, 12.0];
         assert_eq!(theil_sen(&xs, &ys), Some(2.0));
-        assert_eq!(theil_sen_intercept(&xs, &ys, 2.0), Some(0.0));
         assert_eq!(theil_sen(&[1.0], &[1.0]), None);
     }
 
@@ -329,17 +309,6 @@ mod tests {
         assert_eq!(quantise_mib(MIB_U64 / 2), 1);
         assert_eq!(quantise_mib(3 * MIB_U64 + 100), 3);
         assert!(quantise_mib(u64::MAX) > 0);
-    }
-
-    #[test]
-    fn diff_noise_ignores_trend_and_single_step() {
-        let ramp: Vec<f64> = (0..10).map(|i| 5.0 * f64::from(i)).collect();
-        assert_eq!(diff_noise(&ramp), 0.0);
-        let step = [0.0, 0.0, 0.0, 9.0, 9.0, 9.0];
-        assert_eq!(diff_noise(&step), 0.0);
-        let noisy = [0.0, 3.0, -2.0, 4.0, -1.0, 2.0, -3.0, 1.0];
-        assert!(diff_noise(&noisy) > 1.0);
-        assert_eq!(diff_noise(&[1.0]), 0.0);
     }
 
     #[test]

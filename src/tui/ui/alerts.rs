@@ -11,7 +11,9 @@ use ratatui::widgets::{Paragraph, Widget, Wrap};
 use super::legend;
 use super::theme::Theme;
 use crate::fmt::{compact, compact_signed};
-use crate::model::alerts::{Alert, AlertEngine, Evidence, Severity};
+use crate::model::alerts::{
+    Alert, AlertEngine, Evidence, GateName, Severity, StepUnit, TrendSeries, ValueName,
+};
 use crate::tui::app::{App, Target};
 use crate::tui::selection::AlertId;
 
@@ -137,6 +139,64 @@ fn spark(ev: &Evidence, width: usize, theme: &Theme) -> String {
         .collect()
 }
 
+/// The series a trend was found in, as one word before its sparkline.
+fn series_label(series: Option<&TrendSeries>) -> &str {
+    match series {
+        Some(TrendSeries::Floor) => "floor",
+        Some(TrendSeries::Peak) => "peak",
+        Some(TrendSeries::Reserved) => "reserved",
+        Some(TrendSeries::AllocatedWindows) => "allocated",
+        Some(TrendSeries::NvmlWindows | TrendSeries::NvmlEpochs) => "NVML",
+        Some(TrendSeries::InterposerWindows) => "interposer",
+        // A series from another build's recording: its first word.
+        Some(TrendSeries::Other(s)) => s.split(' ').next().unwrap_or("series"),
+        None => "series",
+    }
+}
+
+/// A byte count's name as one word (`T 8.79GiB L 18.0MiB`): the letter of the
+/// fragmentation formula where it has one.
+fn value_label(name: &ValueName) -> &str {
+    match name {
+        ValueName::FreeInCache => "T",
+        ValueName::LargestHole => "L",
+        ValueName::FromCard => "D",
+        ValueName::LargestRequest => "R",
+        ValueName::Requested => "requested",
+        ValueName::CardFree | ValueName::CardTotal => "card",
+        ValueName::Reserved => "reserved",
+        ValueName::AllocatorLimit => "allocator",
+        ValueName::OtherProcesses => "other",
+        ValueName::HeldNvml => "held",
+        ValueName::Allocated => "allocated",
+        ValueName::Headroom => "headroom",
+        ValueName::TypicalRequest => "typical",
+        // A name from another build's recording: its first word.
+        ValueName::Other(n) => n.split(' ').next().unwrap_or(""),
+    }
+}
+
+/// A gate as one word for the evidence line (`gates ✓ p slope growth`): the quantity it
+/// tests, or what it rules out where the name is a phrase.
+fn gate_label(name: &GateName) -> &str {
+    match name {
+        GateName::MannKendallP => "p",
+        GateName::Slope => "slope",
+        GateName::Growth => "growth",
+        GateName::GrowthVsNoise => "noise",
+        GateName::Sustained => "sustained",
+        GateName::NotAJump => "spread",
+        GateName::FitsTotal | GateName::FreeShare => "T",
+        GateName::FitsNoHole | GateName::FitsNoHoleAtPeak => "R",
+        GateName::FragIndex => "F",
+        GateName::Retries | GateName::AllocatorShare => "allocator",
+        GateName::HeldShare | GateName::HeldShareNvml => "held",
+        GateName::Headroom => "headroom",
+        // A gate from another build's recording: its first word.
+        GateName::Other(n) => n.split([' ', '=']).next().unwrap_or(""),
+    }
+}
+
 /// Evidence lines, most useful first (the pane may cut the rest).
 fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> {
     let ev = &a.evidence;
@@ -154,8 +214,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
     }
     out.push(Line::from(Span::styled(raised, theme.dim())));
     if !ev.points.is_empty() {
-        let name = ev.series.as_deref().unwrap_or("series");
-        let name: String = name.split(' ').next().unwrap_or("series").to_string();
+        let name = series_label(ev.series.as_ref());
         let first = ev.points.first().map_or(0, |p| p.bytes);
         let last = ev.points.last().map_or(0, |p| p.bytes);
         let arrow = if theme.ascii { "->" } else { "→" };
@@ -170,10 +229,10 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         ]));
     }
     if let Some(slope) = ev.slope {
-        let unit = match ev.unit.as_deref() {
-            Some("epoch") => "ep",
-            Some("window") => "win",
-            Some(u) => u,
+        let unit = match &ev.unit {
+            Some(StepUnit::Epoch) => "ep",
+            Some(StepUnit::Window) => "win",
+            Some(StepUnit::Other(u)) => u,
             None => "step",
         };
         let mut s = format!("slope {}/{unit}", compact_signed(slope));
@@ -191,7 +250,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         out.push(Line::from(s));
     }
     if let Some(f) = &ev.forecast {
-        let unit = if ev.unit.as_deref() == Some("epoch") {
+        let unit = if ev.unit == Some(StepUnit::Epoch) {
             "ep"
         } else {
             "win"
@@ -215,13 +274,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         let s: Vec<String> = ev
             .values
             .iter()
-            .map(|n| {
-                format!(
-                    "{} {}",
-                    n.name.split(' ').next().unwrap_or(""),
-                    compact(n.bytes)
-                )
-            })
+            .map(|n| format!("{} {}", value_label(&n.name), compact(n.bytes)))
             .collect();
         out.push(Line::from(s.join(" ")));
     }
@@ -231,17 +284,11 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
         } else {
             ("✓", "✗")
         };
-        let short = |name: &str| match name {
-            "Mann–Kendall p" => "p".to_string(),
-            "growth vs noise" => "noise".to_string(),
-            "not a jump" => "spread".to_string(),
-            n => n.split([' ', '=']).next().unwrap_or("").to_string(),
-        };
-        let names = |passed: bool| -> Vec<String> {
+        let names = |passed: bool| -> Vec<&str> {
             ev.gates
                 .iter()
                 .filter(|g| g.passed == passed)
-                .map(|g| short(&g.name))
+                .map(|g| gate_label(&g.name))
                 .collect()
         };
         let mut spans = vec![Span::styled("gates", theme.dim())];
@@ -458,4 +505,43 @@ pub fn decorate_card(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option
         format!(" {} {} ", mark(worst, theme), on.len()),
         style(worst, theme),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The panel showed each gate by matching on its text; the labels must not move.
+    #[test]
+    fn gate_labels_are_the_words_the_panel_showed_before() {
+        let before = |name: &str| match name {
+            "Mann–Kendall p" => "p".to_string(),
+            "growth vs noise" => "noise".to_string(),
+            "not a jump" => "spread".to_string(),
+            n => n.split([' ', '=']).next().unwrap_or("").to_string(),
+        };
+        for &name in GateName::KNOWN {
+            assert_eq!(gate_label(&GateName::from(name)), before(name), "{name}");
+        }
+        assert_eq!(gate_label(&GateName::from("σ = 3 noise")), "σ");
+    }
+
+    #[test]
+    fn series_labels_are_the_first_word_as_before() {
+        for &name in TrendSeries::KNOWN {
+            let first = name.split(' ').next().unwrap_or("series");
+            assert_eq!(series_label(Some(&TrendSeries::from(name))), first);
+        }
+        assert_eq!(series_label(Some(&TrendSeries::from("swap usage"))), "swap");
+        assert_eq!(series_label(None), "series");
+    }
+
+    #[test]
+    fn value_labels_are_the_first_word_as_before() {
+        for &name in ValueName::KNOWN {
+            let first = name.split(' ').next().unwrap_or("");
+            assert_eq!(value_label(&ValueName::from(name)), first);
+        }
+        assert_eq!(value_label(&ValueName::from("T")), "T");
+    }
 }

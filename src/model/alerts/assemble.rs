@@ -1,0 +1,263 @@
+//! Each rule's input for one process, put together from the snapshot and from what the
+//! engine knows besides it: which alerts are active (hysteresis, an OOM's cause) and the
+//! signals it followed across evaluations. The engine calls these and keeps only the
+//! lifecycle; the rules stay pure functions of their inputs.
+
+use super::config::AlertConfig;
+use super::fragmentation::{self, FragInput, RequestSource};
+use super::grab_all::{self, GrabInput};
+use super::growth::{self, Ceiling, GrowthContext, WindowSource};
+use super::headroom::{self, HeadroomInput};
+use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
+use super::memory::Memory;
+use super::oom::{LeakNote, OomContext};
+use super::retry_risk::{self, RetryInput};
+use super::{Alert, AlertKey, AlertKind, CeilingSource, Finding, StepUnit};
+
+/// One process on one GPU, as the rules see it.
+pub struct Subject<'a> {
+    pub snap: &'a Snapshot,
+    pub proc: &'a ProcView,
+    /// Its card, when the snapshot lists it.
+    pub gpu: Option<&'a GpuView>,
+    pub cfg: &'a AlertConfig,
+    pub memory: &'a Memory,
+    /// The alerts active on this process and GPU.
+    pub active: Vec<&'a Alert>,
+}
+
+impl<'a> Subject<'a> {
+    fn active(&self, kind: AlertKind) -> Option<&'a Alert> {
+        let key = self.key(kind);
+        self.active.iter().copied().find(|a| a.key() == key)
+    }
+
+    fn key(&self, kind: AlertKind) -> AlertKey {
+        AlertKey {
+            kind,
+            pid: Some(self.proc.pid),
+            gpu: self.proc.gpu,
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.gpu.map_or(0, |g| g.total)
+    }
+
+    fn free(&self) -> Option<u64> {
+        self.gpu.and_then(|g| g.free)
+    }
+
+    /// The growth rule on the best series the process has: the companion's epochs, then
+    /// its fixed windows (no markers), then NVML at epoch markers (a companion that reads
+    /// no framework), then NVML's fixed windows.
+    pub fn growth(&self) -> Option<Finding> {
+        let (p, cfg, total) = (self.proc, &self.cfg.growth, self.total());
+        let mut ctx = GrowthContext {
+            pid: p.pid,
+            gpu: p.gpu,
+            capacity: total,
+            ceiling: None,
+            current_epoch: None,
+            last_epoch: None,
+            growth_active: self.active(AlertKind::Growth).is_some(),
+            cache_active: self.active(AlertKind::CacheGrowth).is_some(),
+        };
+        if let Some(c) = &p.companion {
+            ctx.capacity = c
+                .limit
+                .map_or(total, |l| if total > 0 { l.min(total) } else { l });
+            ctx.ceiling = allocator_ceiling(c, self.free(), total);
+            ctx.current_epoch = c.current_epoch.or(c.epochs.last().map(|e| e.epoch));
+            ctx.last_epoch = c.last_epoch;
+            if !c.epochs.is_empty() {
+                return growth::epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg);
+            }
+            if !c.allocated_windows.is_empty() && p.nvml_epochs.is_empty() {
+                let source = if c.interposer {
+                    WindowSource::Exact
+                } else {
+                    WindowSource::Allocated
+                };
+                return growth::window_growth(&c.allocated_windows, source, &ctx, cfg);
+            }
+        }
+        // NVML's numbers: what the process holds grows into what the card has left.
+        ctx.ceiling = match (p.nvml_used, self.free()) {
+            (Some(u), Some(f)) => Some(Ceiling {
+                bytes: u.saturating_add(f),
+                source: CeilingSource::CardNotHeld,
+            }),
+            _ if total > 0 => Some(Ceiling {
+                bytes: total,
+                source: CeilingSource::CardTotal,
+            }),
+            _ => None,
+        };
+        if !p.nvml_epochs.is_empty() {
+            ctx.current_epoch = p.nvml_epochs.last().map(|e| e.epoch);
+            return growth::nvml_epoch_growth(&p.nvml_epochs, &ctx, cfg);
+        }
+        growth::window_growth(&p.nvml_windows, WindowSource::Nvml, &ctx, cfg)
+    }
+
+    /// Rules that must persist before they are raised, with their persistence period.
+    pub fn conditions(&self) -> Vec<(Finding, i64)> {
+        let (p, cfg) = (self.proc, self.cfg);
+        let mut out = Vec::new();
+        if let Some(c) = &p.companion
+            && let Some(fi) = frag_input(p, c, self.free())
+        {
+            let epoch = c.current_epoch;
+            if let Some(f) = fragmentation::risk(p.pid, p.gpu, &fi, &c.runtime, epoch) {
+                out.push((f, cfg.fragmentation.persist_ms));
+            } else if let Some(f) = self.retry_risk(c, &fi) {
+                // Already an event, not a reading: no persistence needed.
+                out.push((f, 0));
+            }
+            let hi = HeadroomInput {
+                free_total: fi.free_total,
+                largest_free: fi.largest_free,
+                device_avail: fi.device_avail,
+                request: fi.request,
+            };
+            if let Some(f) = headroom::check(p.pid, p.gpu, &hi, epoch) {
+                out.push((f, cfg.headroom.persist_ms));
+            }
+        }
+        // Held: the lowest NVML reading over the persistence period when the series
+        // covers it, so a moment's peak is not a grab.
+        if let Some(held) = p.nvml_used_min_recent.or(p.nvml_used) {
+            let c = p.companion.as_ref();
+            let input = GrabInput {
+                held,
+                total: self.total(),
+                allocator_used: c.and_then(|c| c.allocated),
+                card_free: self.free(),
+                policy: c.and_then(|c| c.policy.clone()),
+                settings: c.map(|c| c.settings.clone()).unwrap_or_default(),
+            };
+            let rt = c.map(|c| c.runtime.clone()).unwrap_or_default();
+            if let Some(f) = grab_all::check(p.pid, p.gpu, &input, &rt, &cfg.grab_all) {
+                out.push((f, cfg.grab_all.persist_ms));
+            }
+        }
+        out
+    }
+
+    /// The retry-based risk where the reading alone shows none; `None` when the framework
+    /// counts no retries (or fewer than two epochs were seen) or reserved is unknown.
+    fn retry_risk(&self, c: &CompanionView, fi: &FragInput) -> Option<Finding> {
+        let p = self.proc;
+        let input = RetryInput {
+            frag: *fi,
+            retries: self.memory.recent_retries(p.pid, p.gpu)?,
+            hole_at_peak: self.memory.smallest_hole(p.pid, p.gpu),
+            reserved: c.reserved?,
+            active: self.active(AlertKind::FragmentationRisk).is_some(),
+        };
+        retry_risk::check(
+            p.pid,
+            p.gpu,
+            &input,
+            &c.runtime,
+            &self.cfg.fragmentation,
+            c.current_epoch,
+        )
+    }
+
+    /// What an OOM alert needs besides the event: an active (or just found) leak on the
+    /// process, and who else holds the card.
+    pub fn oom_context(&self, growth: Option<&Finding>) -> OomContext {
+        let p = self.proc;
+        let leak = match (self.active(AlertKind::Growth), growth) {
+            (Some(a), _) => Some((a.raised_epoch, &a.evidence)),
+            (None, Some(f)) if f.key == self.key(AlertKind::Growth) => Some((f.epoch, &f.evidence)),
+            _ => None,
+        }
+        .map(|(since_epoch, ev)| LeakNote {
+            since_epoch,
+            rate: ev.slope.unwrap_or(0.0),
+            unit: ev.unit.clone().unwrap_or(StepUnit::Epoch),
+        });
+        let others: Vec<(u32, u64)> = self
+            .snap
+            .procs
+            .iter()
+            .filter(|o| o.gpu == p.gpu && o.pid != p.pid)
+            .filter_map(|o| Some((o.pid, o.nvml_used?)))
+            .collect();
+        OomContext {
+            leak,
+            others_held: (!others.is_empty()).then(|| others.iter().map(|o| o.1).sum()),
+            largest_other: others.iter().copied().max_by_key(|o| o.1),
+            card_total: self.gpu.map(|g| g.total).filter(|t| *t > 0),
+            free_multiple: self.cfg.fragmentation.oom_free_multiple,
+            min_free_share: self.cfg.fragmentation.min_free_share,
+        }
+    }
+}
+
+/// T, L, D and R when all but L are known: T from the block map, or reserved − allocated.
+fn frag_input(p: &ProcView, c: &CompanionView, free: Option<u64>) -> Option<FragInput> {
+    let t = c
+        .frag
+        .map(|f| f.free_total)
+        .or_else(|| Some(c.reserved?.saturating_sub(c.allocated?)))?;
+    let (request, request_source) = largest_request(c)?;
+    Some(FragInput {
+        free_total: t,
+        largest_free: c.frag.and_then(|f| f.largest_free),
+        device_avail: p.device_avail(free)?,
+        request,
+        request_source,
+    })
+}
+
+/// The ceiling for allocated bytes: the allocator limit, or what the process holds plus
+/// what the card still has free, whichever is lower.
+fn allocator_ceiling(c: &CompanionView, free: Option<u64>, total: u64) -> Option<Ceiling> {
+    let card = match (c.reserved, free) {
+        (Some(r), Some(f)) => Some(r.saturating_add(f)),
+        _ => (total > 0).then_some(total),
+    };
+    match (c.limit, card) {
+        (Some(l), Some(cd)) if l <= cd => Some(Ceiling {
+            bytes: l,
+            source: CeilingSource::AllocatorLimit,
+        }),
+        (_, Some(cd)) => Some(Ceiling {
+            bytes: cd,
+            source: CeilingSource::CardNotHeld,
+        }),
+        (Some(l), None) => Some(Ceiling {
+            bytes: l,
+            source: CeilingSource::AllocatorLimit,
+        }),
+        (None, None) => None,
+    }
+}
+
+/// R: the largest of the allocator counter, the block map's largest live block and the
+/// last OOM's request, with where it came from.
+fn largest_request(c: &CompanionView) -> Option<(u64, RequestSource)> {
+    let cands = [
+        (c.largest_alloc, RequestSource::AllocCounter),
+        (
+            c.frag.and_then(|f| f.largest_block),
+            RequestSource::BlockMap,
+        ),
+        (
+            c.ooms.last().and_then(|e| e.requested),
+            RequestSource::LastOom,
+        ),
+    ];
+    cands
+        .into_iter()
+        .filter_map(|(v, s)| Some((v?, s)))
+        .filter(|(v, _)| *v > 0)
+        .fold(None, |best: Option<(u64, RequestSource)>, cur| match best {
+            Some(b) if b.0 >= cur.0 => Some(b),
+            _ => Some(cur),
+        })
+}
