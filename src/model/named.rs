@@ -84,6 +84,11 @@ named! {
     pub enum EventKind {
         /// The framework raised out-of-memory.
         Oom = "oom",
+        /// The allocator retried after freeing its cache.
+        AllocRetry = "alloc_retry",
+        /// The allocator's settings changed: growth before it is another regime.
+        ConfigChange = "config_change",
+        Error = "error",
     }
 }
 

@@ -2,6 +2,7 @@
 //! companion's allocator state matched to the same physical GPU. Live runs and replays
 //! both go through here, so a replay raises the alerts the live run would have.
 
+use crate::model::named::EventKind;
 use std::collections::BTreeSet;
 
 use crate::model::allocator::{DevAlloc, ProcAlloc};
@@ -88,7 +89,7 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
     let baseline_from = d
         .events
         .iter()
-        .filter(|e| e.kind == "config_change")
+        .filter(|e| EventKind::from(e.kind.as_str()) == EventKind::ConfigChange)
         .filter_map(|e| e.t)
         .max();
     let current_epoch = d
