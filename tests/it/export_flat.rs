@@ -1,0 +1,168 @@
+//! `--csv` / `--jsonl` flat logs read back the way a user would.
+
+use std::sync::{Arc, Mutex};
+
+use crate::support::export::*;
+use gpumon::export::flat::COLUMNS;
+use gpumon::export::{FlatFormat, FlatLog};
+use gpumon::frame::Frame;
+use gpumon::model::state::State;
+
+/// A `Write` the test can read back after the log is dropped.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Feed frames the way the event loop does: apply, then log the tick.
+fn log(format: FlatFormat, frames: &[Frame]) -> String {
+    let out = Shared::default();
+    let mut log =
+        FlatLog::new(Box::new(out.clone()), format, "fallback".into()).expect("header written");
+    let mut state = State::default();
+    for f in frames {
+        state.apply(f);
+        if let Frame::Tick(t) = f {
+            log.write_tick(&state, t).expect("row written");
+        }
+    }
+    drop(log);
+    let bytes = out.0.lock().expect("not poisoned").clone();
+    String::from_utf8(bytes).expect("utf-8 log")
+}
+
+#[test]
+fn csv_has_the_documented_header_and_one_row_per_gpu_and_process() {
+    let text = log(FlatFormat::Csv, &two_gpu_frames());
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = r
+        .headers()
+        .expect("header row")
+        .iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(header, COLUMNS);
+    let rows: Vec<csv::StringRecord> = r.records().map(|r| r.expect("valid row")).collect();
+    // tick 1: 2 GPUs + 3 processes; tick 2: same; tick 3: 2 GPUs + 2 processes of GPU 0.
+    assert_eq!(rows.len(), 5 + 5 + 4);
+    let col = |name: &str| {
+        COLUMNS
+            .iter()
+            .position(|c| *c == name)
+            .expect("known column")
+    };
+    let get = |row: &csv::StringRecord, name: &str| row.get(col(name)).unwrap_or("?").to_string();
+
+    let first = &rows[0];
+    assert_eq!(get(first, "row"), "gpu");
+    assert_eq!(get(first, "time"), "2023-11-14T22:13:21.000Z");
+    assert_eq!(get(first, "time_unix_ms"), (T0 + 1_000).to_string());
+    assert_eq!(get(first, "hostname"), "node-a");
+    assert_eq!(
+        get(first, "gpu_uuid"),
+        "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd"
+    );
+    assert_eq!(get(first, "memory_used_bytes"), (40 * GIB).to_string());
+    assert_eq!(get(first, "power_watts"), "612.345");
+    assert_eq!(get(first, "pid"), "");
+
+    // The trainer's name (quotes, backslash, newline) round-trips through CSV quoting.
+    let trainer: Vec<_> = rows.iter().filter(|r| get(r, "pid") == "4242").collect();
+    assert_eq!(trainer.len(), 3);
+    assert_eq!(
+        get(trainer[0], "process"),
+        "",
+        "name unknown before /proc said"
+    );
+    assert_eq!(get(trainer[1], "process"), "train \"big\" \\ model\nv2");
+    assert_eq!(get(trainer[1], "user"), "alice");
+    assert_eq!(get(trainer[1], "memory_used_bytes"), (35 * GIB).to_string());
+    assert_eq!(get(trainer[2], "memory_peak_bytes"), (35 * GIB).to_string());
+    assert_eq!(get(trainer[2], "memory_total_bytes"), "");
+
+    // NVML cannot report pid 77's memory: empty, not 0.
+    let p77 = rows
+        .iter()
+        .find(|r| get(r, "pid") == "77")
+        .expect("pid 77 row");
+    assert_eq!(get(p77, "memory_used_bytes"), "");
+
+    // The failed GPU: a row with the error and no made-up numbers, and no process rows.
+    let failed = rows.last().expect("rows");
+    assert_eq!(get(failed, "gpu"), "1");
+    assert_eq!(get(failed, "error"), "GPU is lost");
+    assert_eq!(get(failed, "memory_used_bytes"), "");
+    assert_eq!(get(failed, "temperature_celsius"), "");
+}
+
+#[test]
+fn jsonl_rows_have_every_column_in_order_with_nulls() {
+    let text = log(FlatFormat::Jsonl, &two_gpu_frames());
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(rows.len(), 14);
+    for r in &rows {
+        assert_eq!(r.keys().cloned().collect::<Vec<_>>().len(), COLUMNS.len());
+        for c in COLUMNS {
+            assert!(r.contains_key(c), "missing {c}");
+        }
+    }
+    let p77 = rows
+        .iter()
+        .find(|r| r["pid"] == serde_json::json!(77))
+        .expect("pid 77");
+    assert_eq!(p77["memory_used_bytes"], serde_json::Value::Null);
+    assert_eq!(p77["row"], "process");
+    assert_eq!(rows[0]["memory_used_bytes"], serde_json::json!(40 * GIB));
+    assert_eq!(rows[0]["utilization_percent"], serde_json::json!(87));
+}
+
+#[test]
+fn jsonl_key_order_matches_the_csv_columns() {
+    let text = log(FlatFormat::Jsonl, &two_gpu_frames());
+    let first = text.lines().next().expect("a row");
+    let mut last = 0;
+    for c in COLUMNS {
+        let at = first
+            .find(&format!("\"{c}\":"))
+            .unwrap_or_else(|| panic!("{c} missing in {first}"));
+        assert!(at >= last, "{c} out of order in {first}");
+        last = at;
+    }
+}
+
+#[test]
+fn an_empty_csv_log_still_has_its_header() {
+    let text = log(FlatFormat::Csv, &[]);
+    assert_eq!(text.trim_end(), COLUMNS.join(","));
+    assert_eq!(log(FlatFormat::Jsonl, &[]), "");
+}
+
+#[test]
+fn create_writes_a_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("gpus.csv");
+    let mut log = FlatLog::create(&path, FlatFormat::Csv, "h".into()).expect("created");
+    let frames = two_gpu_frames();
+    let state = state_of(&frames[..2]);
+    let Frame::Tick(t) = &frames[1] else {
+        panic!("fixture frame 1 is a tick");
+    };
+    log.write_tick(&state, t).expect("written");
+    let text = std::fs::read_to_string(&path).expect("readable");
+    assert_eq!(
+        text.lines().count(),
+        1 + 5,
+        "flushed after each tick: {text}"
+    );
+}

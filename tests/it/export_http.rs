@@ -1,0 +1,226 @@
+//! The endpoint over real loopback sockets: content negotiation, and clients
+//! that misbehave (unknown paths, huge heads, garbage, slow senders).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::support::export::*;
+use gpumon::export::{Exporter, Limits, http};
+
+struct Server {
+    addr: SocketAddr,
+    exporter: Arc<Exporter>,
+    _rt: tokio::runtime::Runtime,
+}
+
+fn start(limits: Limits) -> Server {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let exporter = Arc::new(Exporter::new("test-host".into()));
+    exporter.publish(&state_of(&two_gpu_frames()));
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind loopback");
+    let addr = listener.local_addr().expect("bound address");
+    rt.spawn(http::serve_on(Arc::clone(&exporter), listener, limits));
+    Server {
+        addr,
+        exporter,
+        _rt: rt,
+    }
+}
+
+fn quick() -> Limits {
+    Limits {
+        header_read_timeout: Duration::from_millis(500),
+        ..Limits::default()
+    }
+}
+
+/// Send raw bytes, return the whole response (the server closes or the read times out).
+fn raw(addr: SocketAddr, request: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("set timeout");
+    // A server may answer and close before reading everything we send.
+    let _ = s.write_all(request);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn status_line(resp: &str) -> &str {
+    resp.lines().next().unwrap_or_default()
+}
+
+fn get(addr: SocketAddr, path: &str, accept: Option<&str>) -> (u16, String, String) {
+    let mut req = ureq::get(&format!("http://{addr}{path}"));
+    if let Some(a) = accept {
+        req = req.header("Accept", a);
+    }
+    let resp = req
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .call()
+        .expect("request completes");
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let status = resp.status().as_u16();
+    let body = resp.into_body().read_to_string().expect("utf-8 body");
+    (status, ct, body)
+}
+
+#[test]
+fn metrics_are_negotiated() {
+    let srv = start(quick());
+    let (status, ct, body) = get(srv.addr, "/metrics", None);
+    assert_eq!(status, 200);
+    assert_eq!(ct, "text/plain; version=0.0.4; charset=utf-8");
+    assert!(body.contains("gpumon_gpu_memory_used_bytes{gpu=\"0\""));
+    assert!(!body.contains("# EOF"));
+
+    let (status, ct, body) = get(
+        srv.addr,
+        "/metrics",
+        Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        ct,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert!(body.ends_with("# EOF\n"));
+}
+
+#[test]
+fn published_state_shows_on_the_next_scrape() {
+    let srv = start(quick());
+    let mut frames = two_gpu_frames();
+    frames.push(tick(
+        T0 + 4_000,
+        vec![gpu(0, 7 * GIB, &[]), gpu(1, 8 * GIB, &[])],
+    ));
+    srv.exporter.publish(&state_of(&frames));
+    let (_, _, body) = get(srv.addr, "/metrics", None);
+    assert!(
+        body.contains(&format!("hostname=\"node-a\"}} {}\n", 7 * GIB)),
+        "{body}"
+    );
+}
+
+#[test]
+fn index_unknown_paths_and_methods() {
+    let srv = start(quick());
+    let (status, ct, body) = get(srv.addr, "/", None);
+    assert_eq!(status, 200);
+    assert!(ct.starts_with("text/html"));
+    assert!(body.contains("href=\"/metrics\""));
+    assert_eq!(get(srv.addr, "/nope", None).0, 404);
+    assert_eq!(get(srv.addr, "/metrics/extra", None).0, 404);
+    let resp = raw(
+        srv.addr,
+        b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert!(status_line(&resp).contains(" 405 "), "{resp}");
+    assert!(resp.to_ascii_lowercase().contains("allow: get, head"));
+    let resp = raw(
+        srv.addr,
+        b"HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(status_line(&resp).contains(" 200 "), "{resp}");
+    assert!(!resp.contains("gpumon_up"), "HEAD has no body: {resp}");
+}
+
+#[test]
+fn garbage_is_a_bad_request() {
+    let srv = start(quick());
+    let resp = raw(srv.addr, b"\x16\x03\x01 this is not http\r\n\r\n");
+    assert!(status_line(&resp).contains(" 400 "), "{resp:?}");
+}
+
+#[test]
+fn huge_headers_get_431() {
+    let srv = start(quick());
+    let mut req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+    req.extend(std::iter::repeat_n(b'a', 64 * 1024));
+    req.extend_from_slice(b"\r\n\r\n");
+    let resp = raw(srv.addr, &req);
+    assert!(
+        status_line(&resp).contains(" 431 "),
+        "{:?}",
+        status_line(&resp)
+    );
+    // Still serving afterwards.
+    assert_eq!(get(srv.addr, "/metrics", None).0, 200);
+}
+
+#[test]
+fn a_slow_client_stalls_nobody_and_is_cut_off() {
+    let srv = start(quick());
+    let mut slow = TcpStream::connect(srv.addr).expect("connect");
+    slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        .expect("partial head");
+    // Others are served at once while the slow head is pending.
+    let t = Instant::now();
+    for _ in 0..5 {
+        assert_eq!(get(srv.addr, "/metrics", None).0, 200);
+    }
+    assert!(
+        t.elapsed() < Duration::from_millis(400),
+        "scrapes waited on the slow client: {:?}",
+        t.elapsed()
+    );
+    // The slow client is dropped once the head timeout passes.
+    slow.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("set timeout");
+    let t = Instant::now();
+    let mut buf = Vec::new();
+    let _ = slow.read_to_end(&mut buf);
+    let waited = t.elapsed();
+    assert!(
+        waited < Duration::from_secs(3),
+        "connection was kept {waited:?}"
+    );
+    let resp = String::from_utf8_lossy(&buf);
+    assert!(
+        resp.is_empty() || status_line(&resp).contains(" 408 "),
+        "{resp}"
+    );
+}
+
+#[test]
+fn at_the_connection_cap_the_stalest_connection_makes_room() {
+    let srv = start(Limits {
+        max_connections: 2,
+        ..quick()
+    });
+    let mut idle: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(srv.addr).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    // A third connection is served (before issue 14 it was refused, so two idle
+    // sockets locked every scraper out), and the oldest idle one is closed.
+    let resp = raw(
+        srv.addr,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert!(status_line(&resp).contains(" 200 "), "{resp}");
+    idle[0]
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("set timeout");
+    let mut buf = [0u8; 16];
+    assert!(
+        matches!(idle[0].read(&mut buf), Ok(0) | Err(_)),
+        "the stalest connection was kept"
+    );
+}

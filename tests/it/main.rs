@@ -1,0 +1,48 @@
+//! gpumon's integration tests, as one test binary: each former `tests/NAME.rs` is the module
+//! `NAME` here, so tokio, hyper, ratatui and NVML are linked once, not once per file. One
+//! area runs with `cargo test --test it NAME::`, one test with
+//! `cargo test --test it NAME::TEST -- --exact`.
+//!
+//! All tests share one process and run on parallel threads: a test must not change
+//! process-wide state (environment, current directory, umask, rlimits, signal handlers).
+
+mod support;
+
+mod alerts_config_asset;
+mod alerts_corpus;
+mod alerts_corpus2;
+mod alerts_engine;
+mod alerts_schema;
+mod alerts_synthetic;
+mod alerts_ui;
+mod channel;
+mod channel_fairness;
+mod channel_fuzz;
+mod channel_identity;
+mod cli;
+mod cli_conventions;
+mod distributed_launch;
+mod export_assets;
+mod export_flat;
+mod export_http;
+mod export_metrics;
+mod export_placement;
+mod follow_hostile;
+mod http_hostile;
+mod interact;
+mod legend;
+mod model_bounds;
+mod msrv;
+mod multi_gpu;
+mod procfs_placement;
+mod prometheus_e2e;
+mod rank_row;
+mod readme_keys;
+mod record_budget;
+mod record_errors;
+mod replay_follow;
+mod replay_streams;
+mod screens;
+mod signals_tmux;
+mod tmux_e2e;
+mod ui_snapshots;

@@ -1,0 +1,84 @@
+//! Shared helpers: build the app from a real recorded fixture, draw it on a TestBackend.
+#![allow(dead_code)]
+
+pub mod alerts;
+pub mod combine;
+pub mod corpus;
+/// Frames for the export tests; also compiled into the scrape benchmark, which names it by
+/// this path (benches/scrape.rs), so it stays outside `tests/it/`.
+#[path = "../../export_support/mod.rs"]
+pub mod export;
+
+use std::path::{Path, PathBuf};
+
+use gpumon::app::{App, SourceKind, View};
+use gpumon::frame::Frame;
+use gpumon::pipeline::Sinks;
+use gpumon::record::{Next, Reader};
+use gpumon::ui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+pub fn frames(path: &Path) -> Vec<Frame> {
+    let mut r = Reader::open(path).expect("fixture opens");
+    let mut out = vec![Frame::Header(r.header.clone())];
+    while let Next::Frame(f) = r.next().expect("fixture is valid") {
+        out.push(f);
+    }
+    out
+}
+
+/// The app after replaying `name` up to `until` ms into the recording (all of it if None).
+pub fn app_from(name: &str, until: Option<i64>) -> App {
+    let path = fixture(name);
+    let all = frames(&path);
+    let start = all.first().map(|f| f.time()).unwrap_or(0);
+    let mut app = App::new(
+        SourceKind::Replay {
+            file: path.display().to_string(),
+            demo: false,
+        },
+        Sinks::default(),
+    );
+    for f in all
+        .iter()
+        .filter(|f| until.is_none_or(|u| f.time() <= start + u))
+    {
+        app.apply(f);
+    }
+    app
+}
+
+pub fn theme(ascii: bool) -> Theme {
+    Theme {
+        ascii,
+        color: false,
+        utc: true,
+    }
+}
+
+pub fn render(app: &App, w: u16, h: u16, theme: &Theme) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("test backend");
+    term.draw(|f| gpumon::ui::draw(f, app, theme))
+        .expect("draw");
+    let buf = term.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        for x in 0..w {
+            out.push_str(buf[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+pub fn with_view(mut app: App, view: View) -> App {
+    app.view = view;
+    app
+}
