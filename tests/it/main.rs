@@ -4,7 +4,10 @@
 //! `cargo test --test it NAME::TEST -- --exact`.
 //!
 //! All tests share one process and run on parallel threads: a test must not change
-//! process-wide state (environment, current directory, umask, rlimits, signal handlers).
+//! process-wide state (environment, current directory, umask, rlimits, signal handlers): a
+//! child gets its own through `Command` (`env`, `current_dir`, `pre_exec`). A test that
+//! measures the whole process (its RSS, its children's peak RSS) runs alone in a fresh
+//! process of this binary: `support::isolate::alone`.
 
 mod support;
 

@@ -6,6 +6,8 @@ use gpumon::model::allocator::{Companions, MAX_COMPANIONS, MAX_EPOCHS, MAX_MARKE
 use gpumon::model::caps;
 use gpumon::wire::{EpochRecord, Frag, Hello, Marker, Message, Sample};
 
+use crate::support::isolate::alone;
+
 fn frame(t: i64, pid: u32, msg: Message) -> CompanionFrame {
     CompanionFrame { t, pid, msg }
 }
@@ -74,6 +76,13 @@ fn a_new_device_in_every_message_is_capped() {
 /// takes stays under that count.
 #[test]
 fn one_companion_at_every_cap_stays_under_its_counted_ceiling() {
+    // It reads this process's RSS: alone in a process, so no other test's memory counts.
+    if !alone(
+        module_path!(),
+        "one_companion_at_every_cap_stays_under_its_counted_ceiling",
+    ) {
+        return;
+    }
     let rss0 = rss_bytes();
     let mut c = Companions::default();
     c.apply(&frame(0, 9, hello()));
@@ -172,6 +181,13 @@ fn a_disconnect_frees_the_companion() {
 /// one pid (653 MB RSS before the caps).
 #[test]
 fn a_hostile_recording_replays_within_the_ceiling() {
+    // It reads the peak RSS of this process's children: alone, so the replay is the only one.
+    if !alone(
+        module_path!(),
+        "a_hostile_recording_replays_within_the_ceiling",
+    ) {
+        return;
+    }
     use std::io::Write;
     let dir = tempfile::tempdir().expect("test setup");
     let path = dir.path().join("devbomb.jsonl");
