@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use gpumon::channel::{CompanionFrame, Config, spawn_with};
+use gpumon::channel::{CompanionFrame, spawn_with};
 use gpumon::frame::{Frame, Level};
 use gpumon::model::state::State;
 use gpumon::wire::Message;
@@ -13,26 +13,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
-fn private_dir() -> tempfile::TempDir {
-    let d = tempfile::tempdir().expect("temp dir");
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
-    d
-}
-
-fn fast(dir: &Path) -> Config {
-    Config {
-        dirs: Some(vec![dir.to_path_buf()]),
-        scan_interval: Duration::from_millis(50),
-        hello_timeout: Duration::from_millis(500),
-        idle_check: Duration::from_millis(300),
-        retry_after: Duration::from_secs(60),
-        important_wait: Duration::from_secs(2),
-        stats_interval: Duration::from_millis(50),
-        // In-process fakes stand for several pids; tests/channel_identity.rs checks it.
-        check_peer_pid: false,
-        ..Config::default()
-    }
-}
+// In-process fakes stand for several pids: channel_identity checks the peer's pid.
+use crate::support::channel::{config_any_peer, private_dir};
 
 /// Pids of processes that exist, so gpumon's "process gone" check keeps them.
 fn live_pid(i: usize) -> u32 {
@@ -97,7 +79,7 @@ async fn handshake_and_stream() {
         Duration::from_secs(2),
     ));
     let (tx, mut rx) = mpsc::channel(64);
-    let _h = spawn_with(fast(dir.path()), tx);
+    let _h = spawn_with(config_any_peer(dir.path()), tx);
     let f = next_matching(&mut rx, Duration::from_secs(5), |f| {
         companion_msg(f).is_some()
     })
@@ -137,7 +119,7 @@ async fn version_mismatch_both_ways() {
         Duration::from_secs(2),
     ));
     let (tx, mut rx) = mpsc::channel(64);
-    let _h = spawn_with(fast(dir.path()), tx);
+    let _h = spawn_with(config_any_peer(dir.path()), tx);
     let mut seen = Vec::new();
     while seen.len() < 2 {
         let f = next_matching(&mut rx, Duration::from_secs(5), |f| {
@@ -172,7 +154,7 @@ async fn oversize_garbage_and_unknown_are_counted_and_skipped() {
         Duration::from_secs(3),
     ));
     let (tx, mut rx) = mpsc::channel(64);
-    let _h = spawn_with(fast(dir.path()), tx);
+    let _h = spawn_with(config_any_peer(dir.path()), tx);
     next_matching(&mut rx, Duration::from_secs(5), |f| {
         matches!(companion_msg(f), Some((_, Message::Sample(_))))
     })
@@ -205,7 +187,7 @@ async fn hostile_peer_is_closed_after_too_many_bad_lines() {
         Duration::from_secs(5),
     ));
     let (tx, mut rx) = mpsc::channel(64);
-    let _h = spawn_with(fast(dir.path()), tx);
+    let _h = spawn_with(config_any_peer(dir.path()), tx);
     let f = next_matching(&mut rx, Duration::from_secs(5), |f| {
         matches!(companion_msg(f), Some((_, Message::Disconnected(_))))
     })
@@ -263,7 +245,7 @@ async fn flooding_and_stalled_companions_do_not_block_a_good_one() {
 
     // A tiny queue and a slow reader: the flood must be coalesced, not queued.
     let (tx, mut rx) = mpsc::channel(8);
-    let _h = spawn_with(fast(dir.path()), tx);
+    let _h = spawn_with(config_any_peer(dir.path()), tx);
     let start = Instant::now();
     let mut got_epoch = false;
     let mut stalled_reported = false;
@@ -361,8 +343,8 @@ async fn python_companion_end_to_end_two_monitors_history_and_death() {
     // Two monitors, both started after the epochs: both get the history.
     let (tx1, mut rx1) = mpsc::channel(256);
     let (tx2, mut rx2) = mpsc::channel(256);
-    let h1 = spawn_with(fast(dir.path()), tx1);
-    let h2 = spawn_with(fast(dir.path()), tx2);
+    let h1 = spawn_with(config_any_peer(dir.path()), tx1);
+    let h2 = spawn_with(config_any_peer(dir.path()), tx2);
     let mut state = State::default();
     for rx in [&mut rx1, &mut rx2] {
         let f = next_matching(rx, Duration::from_secs(10), |f| {
@@ -432,7 +414,7 @@ async fn clean_stop_sends_bye_then_disconnect() {
     let dir = private_dir();
     let mut py = python_companion(dir.path(), 1).await;
     let (tx, mut rx) = mpsc::channel(256);
-    let _h = spawn_with(fast(dir.path()), tx);
+    let _h = spawn_with(config_any_peer(dir.path()), tx);
     next_matching(&mut rx, Duration::from_secs(10), |f| {
         matches!(companion_msg(f), Some((_, Message::Hello(_))))
     })
@@ -491,7 +473,7 @@ async fn socket_of_another_user_is_refused() {
         .await
         .expect("ready");
     let (tx, mut rx) = mpsc::channel(64);
-    let _h = spawn_with(fast(dir.path()), tx);
+    let _h = spawn_with(config_any_peer(dir.path()), tx);
     let f = next_matching(&mut rx, Duration::from_secs(5), |f| {
         status_text(f).is_some_and(|(_, t)| t.contains("refused")) || companion_msg(f).is_some()
     })
@@ -508,7 +490,7 @@ async fn open_directory_is_refused_with_a_status() {
     let path = dir.path().join(format!("{}.sock", live_pid(0)));
     let _l = UnixListener::bind(&path).expect("bind");
     let (tx, mut rx) = mpsc::channel(64);
-    let _h = spawn_with(fast(dir.path()), tx);
+    let _h = spawn_with(config_any_peer(dir.path()), tx);
     let f = next_matching(&mut rx, Duration::from_secs(5), |f| {
         status_text(f).is_some()
     })

@@ -2,7 +2,6 @@
 //! read slower, its excess markers dropped and counted, the status line says
 //! so — while a well-behaved companion next to it loses no epoch.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -14,13 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
-const HELLO: &str = r#"{"v":1,"type":"hello","role":"companion","framework":"torch","started":1,"devices":[{"dev":0}]}"#;
-
-fn private_dir() -> tempfile::TempDir {
-    let d = tempfile::tempdir().expect("temp dir");
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
-    d
-}
+use crate::support::channel::{HELLO, private_dir};
 
 const RATES: Rates = Rates {
     msgs_per_s: 2_000.0,

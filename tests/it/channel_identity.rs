@@ -2,40 +2,21 @@
 //! when the process behind it is the one it is named after, and never follows
 //! a link to a socket elsewhere.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use gpumon::channel::{CompanionFrame, Config, spawn_with};
+use gpumon::channel::{CompanionFrame, spawn_with};
 use gpumon::frame::Frame;
 use gpumon::wire::Message;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
-const HELLO: &str = r#"{"v":1,"type":"hello","role":"companion","framework":"torch","started":1,"devices":[{"dev":0}]}"#;
+use crate::support::channel::{HELLO, config, private_dir};
+
 const SAMPLE: &str = r#"{"v":1,"type":"sample","dev":0,"allocated":1125899906842624}"#;
-
-fn private_dir() -> tempfile::TempDir {
-    let d = tempfile::tempdir().expect("temp dir");
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
-    d
-}
-
-fn cfg(dir: &Path) -> Config {
-    Config {
-        dirs: Some(vec![dir.to_path_buf()]),
-        scan_interval: Duration::from_millis(50),
-        hello_timeout: Duration::from_millis(500),
-        idle_check: Duration::from_millis(300),
-        retry_after: Duration::from_secs(60),
-        important_wait: Duration::from_secs(2),
-        stats_interval: Duration::from_millis(50),
-        ..Config::default()
-    }
-}
 
 /// A fake companion in this test process: every connection gets a hello and a
 /// 1 PiB sample. Returns how many connections it accepted.
@@ -82,7 +63,7 @@ async fn a_socket_named_after_another_pid_is_refused() {
     let dir = private_dir();
     let _n = serve(&dir.path().join("1.sock"));
     let (tx, mut rx) = mpsc::channel(256);
-    let _h = spawn_with(cfg(dir.path()), tx);
+    let _h = spawn_with(config(dir.path()), tx);
     let (pids, texts) = watch(&mut rx, Duration::from_millis(800)).await;
     assert!(pids.is_empty(), "data of an impersonator shown: {pids:?}");
     let me = std::process::id();
@@ -101,7 +82,7 @@ async fn a_socket_named_after_its_own_pid_is_accepted() {
     let me = std::process::id();
     let _n = serve(&dir.path().join(format!("{me}.sock")));
     let (tx, mut rx) = mpsc::channel(256);
-    let _h = spawn_with(cfg(dir.path()), tx);
+    let _h = spawn_with(config(dir.path()), tx);
     let (pids, texts) = watch(&mut rx, Duration::from_millis(800)).await;
     assert!(pids.contains(&me), "{texts:?}");
 }
@@ -117,7 +98,7 @@ async fn a_symlinked_socket_is_never_connected() {
     let me = std::process::id();
     std::os::unix::fs::symlink(&target, dir.path().join(format!("{me}.sock"))).expect("symlink");
     let (tx, mut rx) = mpsc::channel(256);
-    let _h = spawn_with(cfg(dir.path()), tx);
+    let _h = spawn_with(config(dir.path()), tx);
     let (pids, texts) = watch(&mut rx, Duration::from_millis(800)).await;
     assert_eq!(
         accepted.load(Ordering::SeqCst),
@@ -145,7 +126,7 @@ async fn a_socket_of_another_user_in_the_directory_is_refused() {
     let accepted = serve(&path);
     std::os::unix::fs::lchown(&path, Some(4242), Some(4242)).expect("chown");
     let (tx, mut rx) = mpsc::channel(256);
-    let _h = spawn_with(cfg(dir.path()), tx);
+    let _h = spawn_with(config(dir.path()), tx);
     let (pids, texts) = watch(&mut rx, Duration::from_millis(800)).await;
     assert_eq!(accepted.load(Ordering::SeqCst), 0);
     assert!(pids.is_empty());

@@ -3,19 +3,19 @@
 //! marker flood 179 MB per 30 s.
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::process::Command;
 
 use gpumon::record_budget::{BURST_BYTES, BYTES_PER_S};
+
+use crate::support::channel::{HELLO, private_dir};
 
 /// This test process as a companion flooding `line` (after its hello).
 fn flood(dir: &std::path::Path, line: String) {
     let l = UnixListener::bind(dir.join(format!("{}.sock", std::process::id()))).expect("bind");
     std::thread::spawn(move || {
         if let Ok((mut s, _)) = l.accept() {
-            let hello = r#"{"v":1,"type":"hello","role":"companion","framework":"torch","started":1,"devices":[{"dev":0}]}"#;
-            let _ = writeln!(s, "{hello}");
+            let _ = writeln!(s, "{HELLO}");
             let chunk = line.repeat(64);
             while s.write_all(chunk.as_bytes()).is_ok() {}
         }
@@ -23,9 +23,7 @@ fn flood(dir: &std::path::Path, line: String) {
 }
 
 fn recorded_bytes(line: String, seconds: f64) -> u64 {
-    let sockets = tempfile::tempdir().expect("dir");
-    std::fs::set_permissions(sockets.path(), std::fs::Permissions::from_mode(0o700))
-        .expect("chmod");
+    let sockets = private_dir();
     flood(sockets.path(), line);
     let out = tempfile::tempdir().expect("dir");
     let rec = out.path().join("r.jsonl");

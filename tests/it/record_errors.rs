@@ -4,12 +4,13 @@
 //! SIGXFSZ without a word under `ulimit -f`.
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+use crate::support::channel::{HELLO, private_dir};
 
 /// A companion (this test process, so the socket is named after our pid)
 /// that floods whoever connects.
@@ -18,8 +19,7 @@ fn flooding_companion(dir: &Path) {
     std::thread::spawn(move || {
         while let Ok((mut s, _)) = l.accept() {
             std::thread::spawn(move || {
-                let hello = r#"{"v":1,"type":"hello","role":"companion","framework":"torch","started":1,"devices":[{"dev":0}]}"#;
-                if writeln!(s, "{hello}").is_err() {
+                if writeln!(s, "{HELLO}").is_err() {
                     return;
                 }
                 // Samples on 16 devices with ~900 bytes of reasons each: what the
@@ -37,12 +37,6 @@ fn flooding_companion(dir: &Path) {
             });
         }
     });
-}
-
-fn private_dir() -> tempfile::TempDir {
-    let d = tempfile::tempdir().expect("temp dir");
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).expect("chmod");
-    d
 }
 
 /// Run `gpumon record` into `out`; returns (exit code, stderr, seconds taken).

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod alerts;
+pub mod channel;
 pub mod combine;
 pub mod corpus;
 /// Frames for the export tests; also compiled into the scrape benchmark, which names it by
