@@ -2,38 +2,12 @@
 //! that misbehave (unknown paths, huge heads, garbage, slow senders).
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::support::export::*;
-use gpumon::export::{Exporter, Limits, http};
-
-struct Server {
-    addr: SocketAddr,
-    exporter: Arc<Exporter>,
-    _rt: tokio::runtime::Runtime,
-}
-
-fn start(limits: Limits) -> Server {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let exporter = Arc::new(Exporter::new("test-host".into()));
-    exporter.publish(&state_of(&two_gpu_frames()));
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("bind loopback");
-    let addr = listener.local_addr().expect("bound address");
-    rt.spawn(http::serve_on(Arc::clone(&exporter), listener, limits));
-    Server {
-        addr,
-        exporter,
-        _rt: rt,
-    }
-}
+use crate::support::http::{get, raw, start, status_line};
+use gpumon::export::Limits;
 
 fn quick() -> Limits {
     Limits {
@@ -42,47 +16,9 @@ fn quick() -> Limits {
     }
 }
 
-/// Send raw bytes, return the whole response (the server closes or the read times out).
-fn raw(addr: SocketAddr, request: &[u8]) -> String {
-    let mut s = TcpStream::connect(addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("set timeout");
-    // A server may answer and close before reading everything we send.
-    let _ = s.write_all(request);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn status_line(resp: &str) -> &str {
-    resp.lines().next().unwrap_or_default()
-}
-
-fn get(addr: SocketAddr, path: &str, accept: Option<&str>) -> (u16, String, String) {
-    let mut req = ureq::get(&format!("http://{addr}{path}"));
-    if let Some(a) = accept {
-        req = req.header("Accept", a);
-    }
-    let resp = req
-        .config()
-        .http_status_as_error(false)
-        .build()
-        .call()
-        .expect("request completes");
-    let ct = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let status = resp.status().as_u16();
-    let body = resp.into_body().read_to_string().expect("utf-8 body");
-    (status, ct, body)
-}
-
 #[test]
 fn metrics_are_negotiated() {
-    let srv = start(quick());
+    let srv = start(2, quick());
     let (status, ct, body) = get(srv.addr, "/metrics", None);
     assert_eq!(status, 200);
     assert_eq!(ct, "text/plain; version=0.0.4; charset=utf-8");
@@ -104,7 +40,7 @@ fn metrics_are_negotiated() {
 
 #[test]
 fn published_state_shows_on_the_next_scrape() {
-    let srv = start(quick());
+    let srv = start(2, quick());
     let mut frames = two_gpu_frames();
     frames.push(tick(
         T0 + 4_000,
@@ -120,7 +56,7 @@ fn published_state_shows_on_the_next_scrape() {
 
 #[test]
 fn index_unknown_paths_and_methods() {
-    let srv = start(quick());
+    let srv = start(2, quick());
     let (status, ct, body) = get(srv.addr, "/", None);
     assert_eq!(status, 200);
     assert!(ct.starts_with("text/html"));
@@ -143,14 +79,14 @@ fn index_unknown_paths_and_methods() {
 
 #[test]
 fn garbage_is_a_bad_request() {
-    let srv = start(quick());
+    let srv = start(2, quick());
     let resp = raw(srv.addr, b"\x16\x03\x01 this is not http\r\n\r\n");
     assert!(status_line(&resp).contains(" 400 "), "{resp:?}");
 }
 
 #[test]
 fn huge_headers_get_431() {
-    let srv = start(quick());
+    let srv = start(2, quick());
     let mut req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
     req.extend(std::iter::repeat_n(b'a', 64 * 1024));
     req.extend_from_slice(b"\r\n\r\n");
@@ -166,7 +102,7 @@ fn huge_headers_get_431() {
 
 #[test]
 fn a_slow_client_stalls_nobody_and_is_cut_off() {
-    let srv = start(quick());
+    let srv = start(2, quick());
     let mut slow = TcpStream::connect(srv.addr).expect("connect");
     slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
         .expect("partial head");
@@ -200,10 +136,13 @@ fn a_slow_client_stalls_nobody_and_is_cut_off() {
 
 #[test]
 fn at_the_connection_cap_the_stalest_connection_makes_room() {
-    let srv = start(Limits {
-        max_connections: 2,
-        ..quick()
-    });
+    let srv = start(
+        2,
+        Limits {
+            max_connections: 2,
+            ..quick()
+        },
+    );
     let mut idle: Vec<TcpStream> = (0..2)
         .map(|_| TcpStream::connect(srv.addr).expect("connect"))
         .collect();

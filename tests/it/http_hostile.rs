@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::support::export::*;
-use gpumon::export::{Exporter, Limits, http};
+use crate::support::http::start;
+use gpumon::export::Limits;
 
 struct Load {
     idle: usize,
@@ -60,18 +60,8 @@ fn scrape(addr: SocketAddr) -> Option<Duration> {
 #[test]
 fn legitimate_scrapes_succeed_under_idle_non_reading_and_slowloris_clients() {
     let load = load();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let exporter = Arc::new(Exporter::new("test-host".into()));
-    exporter.publish(&state_of(&two_gpu_frames()));
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    rt.spawn(http::serve_on(exporter, listener, Limits::default()));
+    let server = start(1, Limits::default());
+    let addr = server.addr;
 
     let stop = Arc::new(AtomicBool::new(false));
     let mut held = Vec::new();

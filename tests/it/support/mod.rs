@@ -9,6 +9,7 @@ pub mod corpus;
 /// this path (benches/scrape.rs), so it stays outside `tests/it/`.
 #[path = "../../export_support/mod.rs"]
 pub mod export;
+pub mod http;
 pub mod isolate;
 
 use std::path::{Path, PathBuf};
