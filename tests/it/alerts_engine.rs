@@ -2,8 +2,9 @@
 //! and evaluation from `State` built out of frames (the replay path).
 
 use crate::support::alerts::*;
+use crate::support::bare_header;
 use gpumon::channel::CompanionFrame;
-use gpumon::frame::{Frame, Header};
+use gpumon::frame::Frame;
 use gpumon::model::alerts::config::EngineConfig;
 use gpumon::model::alerts::{
     AlertChange, AlertConfig, AlertEngine, AlertKey, AlertKind, ChangeKind, Severity,
@@ -207,16 +208,9 @@ fn alert_changes_round_trip_through_json() {
 }
 
 fn header() -> Frame {
-    Frame::Header(Header {
-        v: 1,
-        format: "gpumon".into(),
-        host: "h".into(),
-        driver_version: None,
-        nvml_version: None,
-        cuda_version: None,
-        started: 0,
-        interval_ms: 1000,
-        gpus: vec![GpuInfo {
+    bare_header(
+        0,
+        vec![GpuInfo {
             index: 0,
             name: "H200".into(),
             uuid: "GPU-aaaa".into(),
@@ -224,8 +218,7 @@ fn header() -> Frame {
             memory_total: TOTAL,
             mig_uuids: vec![],
         }],
-        gpumon_version: String::new(),
-    })
+    )
 }
 
 fn tick(t: i64, pid: u32, used: u64) -> Frame {

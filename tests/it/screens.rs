@@ -4,9 +4,9 @@
 
 use crate::support::combine;
 
-use crate::support::{app_from, theme, with_view};
+use crate::support::{app_from, bare_header, theme, with_view};
 use gpumon::app::{App, SourceKind, View};
-use gpumon::frame::{Frame, Header};
+use gpumon::frame::Frame;
 use gpumon::model::sample::{GpuInfo, GpuSample, MemInfo, ProcInfo, ProcKind, ProcSample, Tick};
 use gpumon::pipeline::Sinks;
 use ratatui::buffer::Buffer;
@@ -137,16 +137,9 @@ fn young_process() -> App {
         },
         Sinks::default(),
     );
-    app.apply(&Frame::Header(Header {
-        v: 1,
-        format: "gpumon".into(),
-        host: "h".into(),
-        driver_version: None,
-        nvml_version: None,
-        cuda_version: None,
-        started: start,
-        interval_ms: 1000,
-        gpus: vec![GpuInfo {
+    app.apply(&bare_header(
+        start,
+        vec![GpuInfo {
             index: 0,
             name: "NVIDIA H200".into(),
             uuid: "GPU-1".into(),
@@ -154,8 +147,7 @@ fn young_process() -> App {
             memory_total: total,
             mig_uuids: vec![],
         }],
-        gpumon_version: String::new(),
-    }));
+    ));
     // Ten minutes of history on the card; the process arrives 40 s before the end,
     // ramps up over 5 s and holds 10 GiB.
     for s in 0..=600i64 {

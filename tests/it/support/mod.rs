@@ -15,7 +15,8 @@ pub mod isolate;
 use std::path::{Path, PathBuf};
 
 use gpumon::app::{App, SourceKind, View};
-use gpumon::frame::Frame;
+use gpumon::frame::{Frame, Header};
+use gpumon::model::sample::GpuInfo;
 use gpumon::pipeline::Sinks;
 use gpumon::record::{Next, Reader};
 use gpumon::ui::theme::Theme;
@@ -26,6 +27,23 @@ pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(name)
+}
+
+/// A recording's header as a test writes one: host `h`, no driver, NVML or CUDA versions,
+/// one tick a second.
+pub fn bare_header(started: i64, gpus: Vec<GpuInfo>) -> Frame {
+    Frame::Header(Header {
+        v: 1,
+        format: "gpumon".into(),
+        host: "h".into(),
+        driver_version: None,
+        nvml_version: None,
+        cuda_version: None,
+        started,
+        interval_ms: 1000,
+        gpus,
+        gpumon_version: String::new(),
+    })
 }
 
 pub fn frames(path: &Path) -> Vec<Frame> {
