@@ -4,25 +4,9 @@
 
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-fn header(t0: i64) -> String {
-    format!(
-        "{{\"type\":\"header\",\"v\":1,\"format\":\"gpumon\",\"host\":\"h\",\"started\":{t0},\"interval_ms\":100,\"gpus\":[{{\"index\":0,\"name\":\"G\",\"uuid\":\"GPU-1\",\"pci_bus_id\":\"0\",\"memory_total\":1000000000}}]}}\n"
-    )
-}
-
-fn tick(t: i64, used: u64) -> String {
-    format!(
-        "{{\"type\":\"tick\",\"t\":{t},\"gpus\":[{{\"index\":0,\"mem\":{{\"total\":1000000000,\"used\":{used},\"free\":1,\"reserved\":0}},\"procs\":[]}}]}}\n"
-    )
-}
+use crate::support::jsonl::{header, now_ms, tick};
 
 fn follow(rec: &std::path::Path, csv: &std::path::Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_gpumon"))

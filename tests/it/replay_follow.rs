@@ -3,19 +3,9 @@
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-fn tick(t: i64, used: u64) -> String {
-    format!(
-        "{{\"type\":\"tick\",\"t\":{t},\"gpus\":[{{\"index\":0,\"mem\":{{\"total\":1000000000,\"used\":{used},\"free\":1,\"reserved\":0}},\"procs\":[]}}]}}\n"
-    )
-}
+use crate::support::jsonl::{header, now_ms, tick};
 
 #[test]
 fn follow_picks_up_frames_appended_after_start() {
@@ -23,10 +13,7 @@ fn follow_picks_up_frames_appended_after_start() {
     let rec = dir.path().join("live.jsonl");
     let csv = dir.path().join("rows.csv");
     let t0 = now_ms();
-    let header = format!(
-        "{{\"type\":\"header\",\"v\":1,\"format\":\"gpumon\",\"host\":\"h\",\"started\":{t0},\"interval_ms\":100,\"gpus\":[{{\"index\":0,\"name\":\"G\",\"uuid\":\"GPU-1\",\"pci_bus_id\":\"0\",\"memory_total\":1000000000}}]}}\n"
-    );
-    std::fs::write(&rec, header + &tick(t0, 111)).expect("write");
+    std::fs::write(&rec, header(t0) + &tick(t0, 111)).expect("write");
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("gpumon"))
         .args(["replay", "--follow", "--headless", "--csv"])
         .arg(&csv)

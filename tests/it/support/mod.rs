@@ -11,6 +11,7 @@ pub mod corpus;
 pub mod export;
 pub mod http;
 pub mod isolate;
+pub mod jsonl;
 
 use std::path::{Path, PathBuf};
 
