@@ -1,16 +1,8 @@
 //! The command line: bad flags, missing, corrupt and truncated recordings give clear
 //! errors and non-zero exits, never a panic; headless modes work without a GPU.
 
-use crate::support::fixture;
-use assert_cmd::Command;
+use crate::support::{fixture, gpumon};
 use predicates::prelude::*;
-
-fn gpumon() -> Command {
-    let mut c = Command::cargo_bin("gpumon").expect("binary built");
-    // No GPU in CI; make sure a stray NVML on a dev box does not change the outcome.
-    c.env("RUST_BACKTRACE", "0");
-    c
-}
 
 fn no_panic() -> impl Predicate<str> {
     predicate::str::contains("panicked").not()

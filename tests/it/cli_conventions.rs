@@ -3,16 +3,9 @@
 //! one duration grammar, the no-terminal message, completions, the man page, and the
 //! configuration file's errors.
 
-use crate::support;
+use crate::support::{self, gpumon};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn gpumon() -> Command {
-    let mut c = Command::cargo_bin("gpumon").expect("binary built");
-    c.env("RUST_BACKTRACE", "0").env_remove("GPUMON_PRELOAD");
-    c
-}
 
 /// A private cache and config dir, so no test reads the developer's files.
 fn home() -> tempfile::TempDir {

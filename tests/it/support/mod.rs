@@ -100,6 +100,14 @@ pub fn render(app: &App, w: u16, h: u16, theme: &Theme) -> String {
     out
 }
 
+/// The gpumon binary for a command-line test: no backtraces in its stderr, and the
+/// interposer it embeds rather than one a developer's `GPUMON_PRELOAD` points at.
+pub fn gpumon() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("gpumon").expect("binary built");
+    c.env("RUST_BACKTRACE", "0").env_remove("GPUMON_PRELOAD");
+    c
+}
+
 pub fn with_view(mut app: App, view: View) -> App {
     app.view = view;
     app
