@@ -5,7 +5,7 @@
 //! run wrote itself (`truth2.jsonl`). Every label is checked, on the tuning and the held-out
 //! half alike; the table printed here is the one docs/alerts.md quotes.
 //!
-//!     cargo test --test alerts_corpus2 -- --nocapture
+//!     cargo test --test it alerts_corpus2:: -- --nocapture
 
 use crate::support::corpus::{Captured, kinds, median};
 use std::collections::BTreeMap;

@@ -73,7 +73,7 @@ async fn a_flooder_is_held_to_its_budget_and_a_good_companion_loses_no_epoch() {
         dirs: Some(vec![dir.path().to_path_buf()]),
         scan_interval: Duration::from_millis(50),
         stats_interval: Duration::from_millis(100),
-        // In-process fakes stand for two pids (identity is tests/channel_identity.rs).
+        // In-process fakes stand for two pids (identity is tests/it/channel_identity.rs).
         check_peer_pid: false,
         budget: RATES,
         ..Config::default()

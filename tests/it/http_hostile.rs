@@ -4,7 +4,7 @@
 //!
 //! CI runs a reduced load. The full load (1,000 idle, 64 non-reading,
 //! 80 slowloris, 1,000 scrapes) runs with
-//! `GPUMON_HTTP_ATTACK=full cargo test --release --test http_hostile -- --nocapture`
+//! `GPUMON_HTTP_ATTACK=full cargo test --release --test it http_hostile:: -- --nocapture`
 //! (needs `ulimit -n` ≥ 4096); figures are in docs/limits.md.
 
 use std::io::{Read, Write};

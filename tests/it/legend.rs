@@ -1,6 +1,6 @@
 //! The legend cannot drift from the screens: every entry of `legend::LEGEND` must appear
 //! on at least one screen drawn from the bundled recordings (an entry for something no
-//! screen draws any more fails here). tests/interact.rs checks that help's legend page
+//! screen draws any more fails here). tests/it/interact.rs checks that help's legend page
 //! lists every entry.
 
 use crate::support::{self, app_from, render, theme};

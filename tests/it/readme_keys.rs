@@ -1,5 +1,5 @@
 //! README's `## Keys` section is generated from the key table (`keys::markdown_table`):
-//! this fails when they differ. `GPUMON_BLESS=1 cargo test --test readme_keys` rewrites it.
+//! this fails when they differ. `GPUMON_BLESS=1 cargo test --test it readme_keys::` rewrites it.
 
 use std::path::Path;
 
@@ -26,7 +26,7 @@ fn readme_keys_section_is_the_generated_table() {
     assert_eq!(
         &readme[start..end],
         want,
-        "README's keys differ from src/keys.rs: run GPUMON_BLESS=1 cargo test --test readme_keys"
+        "README's keys differ from src/keys.rs: run GPUMON_BLESS=1 cargo test --test it readme_keys::"
     );
 }
 
