@@ -2,8 +2,8 @@
 //! expected values are visible next to the assertions that use them.
 #![allow(dead_code)]
 
-use gpumon::channel::CompanionFrame;
-use gpumon::frame::{Frame, Header};
+use gpumon::model::frame::CompanionFrame;
+use gpumon::model::frame::{Frame, Header};
 use gpumon::model::sample::{GpuInfo, GpuSample, MemInfo, ProcInfo, ProcKind, ProcSample, Tick};
 use gpumon::model::state::State;
 use gpumon::wire::{DeviceInfo, EpochRecord, Frag, Hello, Message, Sample};

@@ -9,8 +9,8 @@ use crate::support::corpus::{Captured, kinds, median};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gpumon::frame::Frame;
 use gpumon::model::alerts::{AlertConfig, AlertEngine};
+use gpumon::model::frame::Frame;
 use gpumon::pipeline::{Pipeline, Sinks};
 use gpumon::record::{Next, Reader};
 use serde_json::Value;

@@ -11,7 +11,7 @@ use crate::support::corpus::{Captured, kinds, median};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gpumon::frame::Frame;
+use gpumon::model::frame::Frame;
 
 use gpumon::model::alerts::{AlertConfig, AlertEngine, AlertKind};
 use gpumon::pipeline::{Pipeline, Sinks};

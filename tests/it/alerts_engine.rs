@@ -3,15 +3,15 @@
 
 use crate::support::alerts::*;
 use crate::support::bare_header;
-use gpumon::channel::CompanionFrame;
-use gpumon::frame::Frame;
 use gpumon::model::alerts::config::EngineConfig;
 use gpumon::model::alerts::{
     AlertChange, AlertConfig, AlertEngine, AlertKey, AlertKind, ChangeKind, Severity,
 };
+use gpumon::model::frame::CompanionFrame;
+use gpumon::model::frame::Frame;
 use gpumon::model::sample::{GpuInfo, GpuSample, MemInfo, ProcKind, ProcSample, Tick};
 use gpumon::model::state::State;
-use gpumon::wire::{DeviceInfo, EpochRecord, Event, Frag, Hello, Message, Sample};
+use gpumon::wire::{DeviceInfo, EpochRecord, Frag, FrameworkEvent, Hello, Message, Sample};
 
 fn kinds(ch: &[AlertChange]) -> Vec<(ChangeKind, AlertKind)> {
     ch.iter().map(|c| (c.change, c.alert.kind)).collect()
@@ -126,7 +126,7 @@ fn oom_events_raise_once_each_and_clear_after_the_hold() {
     let mut c = fragmented(0);
     c.frag = None;
     c.ooms = vec![oom(100, 64 * M, 9000 * M)];
-    let snap = |t, c: &gpumon::model::alerts::snapshot::CompanionView| {
+    let snap = |t, c: &gpumon::model::alerts::inputs::CompanionView| {
         snapshot(t, 10 * G, vec![proc_view(3, 12 * G, Some(c.clone()))])
     };
     let ch = e.evaluate_snapshot(&snap(200, &c));
@@ -377,13 +377,13 @@ fn fragmentation_oom_event_from_frames() {
     st.apply(&comp(
         2000,
         5,
-        Message::Event(Event {
+        Message::Event(FrameworkEvent {
             t: Some(2000),
             kind: "oom".into(),
             dev: Some(0),
             requested: Some(64 * M),
             free_total: Some(9 * G),
-            ..Event::default()
+            ..FrameworkEvent::default()
         }),
     ));
     let ch = e.evaluate(&st);
@@ -416,7 +416,7 @@ fn alerts_of_an_exited_process_end_and_move_to_history() {
     }
     assert!(raised && e.get(&key(AlertKind::Growth, 1)).is_some());
     // The process is gone: NVML stopped listing it and its companion left.
-    let gone = gpumon::model::alerts::snapshot::ProcView {
+    let gone = gpumon::model::alerts::inputs::ProcView {
         exited: true,
         ..proc_view(1, 30 * G, Some(companion(epochs(12, floor))))
     };

@@ -3,10 +3,10 @@
 //! fast it catches leaks. Monte Carlo rates use a fixed-seed generator so the numbers
 //! are reproducible; proptest explores the parameter space for counterexamples.
 
+use gpumon::fmt::{GIB_U64, MIB_U64};
 use gpumon::model::alerts::config::GrowthConfig;
 use gpumon::model::alerts::growth::{Ceiling, GrowthContext, epoch_growth};
-use gpumon::model::alerts::snapshot::EpochPoint;
-use gpumon::model::bytes::{GIB_U64, MIB_U64};
+use gpumon::model::alerts::inputs::EpochPoint;
 use proptest::prelude::*;
 
 const M: f64 = MIB_U64 as f64;

@@ -1,10 +1,10 @@
 //! The alert bar and panel at the smallest supported pane (40×12), Unicode and ASCII.
 
-use gpumon::ui;
+use gpumon::tui::ui;
 
 use crate::support::alerts::*;
 use gpumon::model::alerts::{AlertConfig, AlertEngine};
-use gpumon::ui::theme::Theme;
+use gpumon::tui::ui::theme::Theme;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
@@ -85,7 +85,7 @@ fn bar_without_alerts_says_so() {
 #[test]
 fn panel_shows_history_and_evidence_at_40x12() {
     let e = engine();
-    let items = ui::alerts::panel_items(&e);
+    let items = e.listed();
     assert!(
         items.iter().any(|a| a.cleared_at.is_some()),
         "history present"
@@ -117,7 +117,7 @@ fn panel_shows_history_and_evidence_at_40x12() {
 #[test]
 fn panel_selection_of_past_alert_and_tiny_areas_do_not_panic() {
     let e = engine();
-    let n = ui::alerts::panel_items(&e).len();
+    let n = e.listed().len();
     let mut buf = Buffer::empty(Rect::new(0, 0, 40, 12));
     ui::alerts::render_alerts_panel(&e, n + 5, buf.area, &mut buf, &theme(false));
     let all = text(&buf).join("\n");

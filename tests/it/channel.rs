@@ -5,8 +5,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use gpumon::channel::{CompanionFrame, spawn_with};
-use gpumon::frame::{Frame, Level};
+use gpumon::channel::spawn_with;
+use gpumon::model::frame::CompanionFrame;
+use gpumon::model::frame::{Frame, Level};
 use gpumon::model::state::State;
 use gpumon::wire::Message;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -371,7 +372,10 @@ async fn python_companion_end_to_end_two_monitors_history_and_death() {
         state.apply(&f);
         let p = state.companions.get(py.pid);
         let done = p.is_some_and(|p| {
-            p.framework_label().starts_with("torch")
+            // A torch hello (the panel words it `torch VERSION`).
+            p.hello
+                .as_ref()
+                .is_some_and(|h| h.framework.as_deref() == Some("torch"))
                 && p.devices.get(&0).is_some_and(|d| {
                     d.allocated_now().is_some() && d.frag.as_ref().is_some_and(|f| f.hist.is_some())
                 })

@@ -6,8 +6,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gpumon::channel::budget::Rates;
-use gpumon::channel::{CompanionFrame, Config, spawn_with};
-use gpumon::frame::Frame;
+use gpumon::channel::{Config, spawn_with};
+use gpumon::model::frame::CompanionFrame;
+use gpumon::model::frame::Frame;
 use gpumon::wire::Message;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixListener;

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use gpumon::channel::{CompanionFrame, spawn_with};
-use gpumon::frame::Frame;
+use gpumon::channel::spawn_with;
+use gpumon::model::frame::CompanionFrame;
+use gpumon::model::frame::Frame;
 use gpumon::wire::Message;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use crate::support::export::*;
 use gpumon::export::flat::COLUMNS;
 use gpumon::export::{FlatFormat, FlatLog};
-use gpumon::frame::Frame;
+use gpumon::model::frame::Frame;
 use gpumon::model::state::State;
 
 /// A `Write` the test can read back after the log is dropped.

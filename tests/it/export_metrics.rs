@@ -133,7 +133,7 @@ fn promtool_accepts_the_text_format() {
     assert!(out.0, "promtool check metrics failed:\n{}", out.1);
 }
 
-fn state_text(frames: &[gpumon::frame::Frame]) -> String {
+fn state_text(frames: &[gpumon::model::frame::Frame]) -> String {
     let ex = Exporter::new("h".into());
     ex.publish(&state_of(frames));
     ex.render(Format::Prometheus)
@@ -196,7 +196,7 @@ proptest! {
     #[test]
     fn any_process_name_survives_escaping(name in "\\PC{1,40}|[\"\\\\\n{}=,a ]{1,20}", user in "[a-z\"\\\\\n]{1,12}") {
         let mut frames = two_gpu_frames();
-        frames.push(gpumon::frame::Frame::Procs {
+        frames.push(gpumon::model::frame::Frame::Procs {
             t: T0 + 3_000,
             procs: vec![gpumon::model::sample::ProcInfo {
                 pid: 4242,

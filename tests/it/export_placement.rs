@@ -3,9 +3,9 @@
 
 use crate::support::export::*;
 use gpumon::export::{Exporter, Format};
-use gpumon::frame::Frame;
+use gpumon::model::frame::Frame;
+use gpumon::model::placement::Kube;
 use gpumon::wire::{Hello, Message};
-use gpumon::workload::Kube;
 
 fn text(frames: &[Frame]) -> String {
     let ex = Exporter::new("h".into());

@@ -4,9 +4,10 @@
 
 use crate::support::{self, app_from, frames, render, theme};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use gpumon::app::{App, Effect, SourceKind, View};
-use gpumon::event::{Event, ReplayStatus, Speed};
 use gpumon::source::replay::Control;
+use gpumon::source::replay::{ReplayStatus, Speed};
+use gpumon::tui::app::{App, Effect, SourceKind, View};
+use gpumon::tui::event::Event;
 
 const GROW: &str = "h200_torch_grow_shrink.jsonl";
 const LEAK: &str = "../corpus/corpus_leak.jsonl";
@@ -237,7 +238,7 @@ fn legend_page_of_help() {
         seen.push_str(&render(&app, 100, 36, &theme(false)));
     }
     app.help_scroll = 0;
-    for t in gpumon::ui::legend::LEGEND {
+    for t in gpumon::tui::ui::legend::LEGEND {
         assert!(
             seen.contains(t.meaning),
             "legend lacks {:?}:\n{seen}",
@@ -322,9 +323,9 @@ fn selection_keeps_its_pid_through_resorts_and_a_seek_rebuild_and_moves_when_it_
     let mut last = all
         .iter()
         .rev()
-        .find(|f| matches!(f, gpumon::frame::Frame::Tick(_)))
+        .find(|f| matches!(f, gpumon::model::frame::Frame::Tick(_)))
         .cloned();
-    if let Some(gpumon::frame::Frame::Tick(t)) = last.as_mut() {
+    if let Some(gpumon::model::frame::Frame::Tick(t)) = last.as_mut() {
         t.t = t_end;
     }
     app.update(Event::Frame(last.expect("a tick")));

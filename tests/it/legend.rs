@@ -5,9 +5,9 @@
 
 use crate::support::{self, app_from, render, theme};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use gpumon::app::{App, SourceKind, View};
-use gpumon::event::Event;
-use gpumon::ui::legend::{self, LEGEND, Term};
+use gpumon::tui::app::{App, SourceKind, View};
+use gpumon::tui::event::Event;
+use gpumon::tui::ui::legend::{self, LEGEND, Term};
 
 fn key(app: &mut App, c: KeyCode) {
     app.update(Event::Key(KeyEvent::new(c, KeyModifiers::NONE)));
@@ -18,7 +18,7 @@ fn key(app: &mut App, c: KeyCode) {
 /// lists only the other card (hidden), GPU 0 fails to read for 10 s (a gap), and one
 /// process's usage is unreported (n/a).
 fn odd_app() -> App {
-    use gpumon::frame::Frame;
+    use gpumon::model::frame::Frame;
     let path = support::fixture("h200x2_cvd.jsonl");
     let mut frames = support::frames(&path);
     let t0 = frames[0].time();

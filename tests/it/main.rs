@@ -18,6 +18,7 @@ mod alerts_engine;
 mod alerts_schema;
 mod alerts_synthetic;
 mod alerts_ui;
+mod architecture;
 mod channel;
 mod channel_fairness;
 mod channel_fuzz;

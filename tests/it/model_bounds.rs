@@ -1,9 +1,9 @@
 //! gpumon's memory has a ceiling under any companion input (issue 14, item 2):
 //! the attacks of the reliability review fed to the model, live and replayed.
 
-use gpumon::channel::CompanionFrame;
 use gpumon::model::allocator::{Companions, MAX_COMPANIONS, MAX_EPOCHS, MAX_MARKERS};
 use gpumon::model::caps;
+use gpumon::model::frame::CompanionFrame;
 use gpumon::wire::{EpochRecord, Frag, Hello, Marker, Message, Sample};
 
 use crate::support::isolate::alone;

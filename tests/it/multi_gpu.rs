@@ -5,8 +5,8 @@
 //! from the companion.
 
 use crate::support::{self, app_from, render, theme, with_view};
-use gpumon::app::View;
 use gpumon::model::mapping::Mapping;
+use gpumon::tui::app::View;
 use serde_json::Value;
 
 const REC: &str = "h200x2_cvd.jsonl";

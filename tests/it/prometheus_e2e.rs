@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::export::*;
-use gpumon::frame::Frame;
+use gpumon::model::frame::Frame;
 use gpumon::model::state::State;
 use gpumon::record::{Next, Reader};
 use serde_json::Value;

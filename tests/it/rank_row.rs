@@ -2,9 +2,9 @@
 //! in its environment (so also without a companion); a plain process row is unchanged.
 
 use crate::support::export::*;
-use gpumon::frame::Frame;
-use gpumon::ui::procs::proc_line;
-use gpumon::ui::theme::Theme;
+use gpumon::model::frame::Frame;
+use gpumon::tui::ui::procs::proc_line;
+use gpumon::tui::ui::theme::Theme;
 
 fn row(frames: &[Frame], pid: u32) -> String {
     let s = state_of(frames);

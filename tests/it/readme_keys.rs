@@ -17,7 +17,7 @@ fn readme_keys_section_is_the_generated_table() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let readme = std::fs::read_to_string(&path).expect("README.md");
     let (start, end) = section(&readme).expect("README has a `## Keys` section");
-    let want = format!("\n{}\n", gpumon::keys::markdown_table());
+    let want = format!("\n{}\n", gpumon::tui::keys::markdown_table());
     if std::env::var_os("GPUMON_BLESS").is_some() {
         let new = format!("{}{want}{}", &readme[..start], &readme[end..]);
         std::fs::write(&path, new).expect("write README.md");
@@ -32,8 +32,8 @@ fn readme_keys_section_is_the_generated_table() {
 
 #[test]
 fn every_binding_is_in_the_generated_table() {
-    let table = gpumon::keys::markdown_table();
-    for b in gpumon::keys::listed() {
+    let table = gpumon::tui::keys::markdown_table();
+    for b in gpumon::tui::keys::listed() {
         assert!(table.contains(b.desc), "{} missing", b.desc);
         let first = b.label.split(' ').next().unwrap_or("");
         assert!(table.contains(&format!("`{first}`")), "{first} missing");

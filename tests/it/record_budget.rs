@@ -6,7 +6,7 @@ use std::io::Write;
 use std::os::unix::net::UnixListener;
 use std::process::Command;
 
-use gpumon::record_budget::{BURST_BYTES, BYTES_PER_S};
+use gpumon::record::budget::{BURST_BYTES, BYTES_PER_S};
 
 use crate::support::channel::{HELLO, private_dir};
 

@@ -5,10 +5,10 @@
 use crate::support::combine;
 
 use crate::support::{app_from, bare_header, theme, with_view};
-use gpumon::app::{App, SourceKind, View};
-use gpumon::frame::Frame;
+use gpumon::model::frame::Frame;
 use gpumon::model::sample::{GpuInfo, GpuSample, MemInfo, ProcInfo, ProcKind, ProcSample, Tick};
-use gpumon::pipeline::Sinks;
+use gpumon::pipeline::Pipeline;
+use gpumon::tui::app::{App, SourceKind, View};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
@@ -17,7 +17,7 @@ const SIZES: [(u16, u16); 4] = [(40, 12), (80, 24), (120, 40), (200, 60)];
 /// Draw with overlap checking; the screen as text and the clashes.
 fn checked(app: &App, w: u16, h: u16, ascii: bool) -> (Buffer, f64, String, Vec<String>) {
     let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
-    let (clashes, empty) = gpumon::ui::draw_checked(&mut buf, app, &theme(ascii));
+    let (clashes, empty) = gpumon::tui::ui::draw_checked(&mut buf, app, &theme(ascii));
     let mut text = String::new();
     for y in 0..h {
         for x in 0..w {
@@ -135,7 +135,7 @@ fn young_process() -> App {
             file: "synthetic".into(),
             demo: false,
         },
-        Sinks::default(),
+        Pipeline::default(),
     );
     app.apply(&bare_header(
         start,
@@ -243,7 +243,7 @@ fn overprinting_and_empty_screens_are_caught() {
     // The checks above can fail: a screen drawn by pieces that overlap, and one that
     // is mostly empty, are both reported.
     let mut buf = Buffer::empty(Rect::new(0, 0, 40, 12));
-    let mut p = gpumon::ui::paint::Painter::checked(&mut buf);
+    let mut p = gpumon::tui::ui::paint::Painter::checked(&mut buf);
     p.paint("process row", |b| {
         b.set_string(
             0,
@@ -256,7 +256,7 @@ fn overprinting_and_empty_screens_are_caught() {
         b.set_string(28, 3, "+1 below (j)", ratatui::style::Style::new())
     });
     assert_eq!(p.clashes().len(), 10);
-    assert!(gpumon::ui::paint::blank_share(&buf, buf.area) > 0.8);
+    assert!(gpumon::tui::ui::paint::blank_share(&buf, buf.area) > 0.8);
 }
 
 #[test]
@@ -285,7 +285,7 @@ fn drawing_a_large_screen_is_cheap() {
             ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 60)).expect("backend");
         let t = std::time::Instant::now();
         for _ in 0..50 {
-            term.draw(|f| gpumon::ui::draw(f, &app, &theme))
+            term.draw(|f| gpumon::tui::ui::draw(f, &app, &theme))
                 .expect("draw");
         }
         let per = t.elapsed() / 50;
@@ -304,7 +304,7 @@ fn drawing_a_large_screen_is_cheap() {
 #[test]
 fn clicks_hit_compact_rows_and_process_rows_of_the_layout() {
     use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-    use gpumon::event::Event;
+    use gpumon::tui::event::Event;
     let path = combine::eight_gpu_file();
     let mut app = app_from(path.to_str().expect("path"), None);
     app.sync();
@@ -340,7 +340,7 @@ fn clicks_hit_compact_rows_and_process_rows_of_the_layout() {
     assert_eq!(app.sel_pid, Some(pids[1]), "{text}");
     // The selection is drawn reversed on that row.
     let mut buf = Buffer::empty(Rect::new(0, 0, 120, 40));
-    gpumon::ui::draw_checked(&mut buf, &app, &theme(false));
+    gpumon::tui::ui::draw_checked(&mut buf, &app, &theme(false));
     assert!(
         buf[(10, y)]
             .modifier

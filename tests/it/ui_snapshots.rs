@@ -2,7 +2,7 @@
 //! a full terminal (80x24) and a small tmux pane (40x12), Unicode and ASCII.
 
 use crate::support::{app_from, render, theme, with_view};
-use gpumon::app::View;
+use gpumon::tui::app::View;
 
 const GROW: &str = "h200_torch_grow_shrink.jsonl";
 
@@ -45,7 +45,7 @@ fn help_is_generated_from_key_table() {
     let mut app = app_from(GROW, Some(10_000));
     app.help = true;
     let screen = render(&app, 80, 24, &theme(false));
-    for b in gpumon::keys::listed().take(15) {
+    for b in gpumon::tui::keys::listed().take(15) {
         assert!(screen.contains(b.desc), "help lacks {:?}", b.desc);
     }
     insta::assert_snapshot!(screen);

@@ -1,10 +1,10 @@
 //! Builders for alert tests: a snapshot of one process on one H200-sized card.
 #![allow(dead_code)]
 
-use gpumon::model::alerts::snapshot::{
+use gpumon::fmt::{GIB_U64, MIB_U64};
+use gpumon::model::alerts::inputs::{
     CompanionView, EpochPoint, FragView, GpuView, OomEvent, ProcView, Runtime, Snapshot,
 };
-use gpumon::model::bytes::{GIB_U64, MIB_U64};
 
 pub const M: u64 = MIB_U64;
 pub const G: u64 = GIB_U64;

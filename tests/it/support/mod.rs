@@ -15,12 +15,12 @@ pub mod jsonl;
 
 use std::path::{Path, PathBuf};
 
-use gpumon::app::{App, SourceKind, View};
-use gpumon::frame::{Frame, Header};
+use gpumon::model::frame::{Frame, Header};
 use gpumon::model::sample::GpuInfo;
-use gpumon::pipeline::Sinks;
+use gpumon::pipeline::Pipeline;
 use gpumon::record::{Next, Reader};
-use gpumon::ui::theme::Theme;
+use gpumon::tui::app::{App, SourceKind, View};
+use gpumon::tui::ui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -66,7 +66,7 @@ pub fn app_from(name: &str, until: Option<i64>) -> App {
             file: path.display().to_string(),
             demo: false,
         },
-        Sinks::default(),
+        Pipeline::default(),
     );
     for f in all
         .iter()
@@ -87,7 +87,7 @@ pub fn theme(ascii: bool) -> Theme {
 
 pub fn render(app: &App, w: u16, h: u16, theme: &Theme) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("test backend");
-    term.draw(|f| gpumon::ui::draw(f, app, theme))
+    term.draw(|f| gpumon::tui::ui::draw(f, app, theme))
         .expect("draw");
     let buf = term.backend().buffer().clone();
     let mut out = String::new();
