@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 // In-process fakes stand for several pids: channel_identity checks the peer's pid.
 use crate::support::channel::{config_any_peer, private_dir};
+use crate::support::serial::flood;
 
 /// Pids of processes that exist, so gpumon's "process gone" check keeps them.
 fn live_pid(i: usize) -> u32 {
@@ -201,6 +202,7 @@ async fn hostile_peer_is_closed_after_too_many_bad_lines() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flooding_and_stalled_companions_do_not_block_a_good_one() {
+    let _flood = flood();
     let dir = private_dir();
     // Stalled: accepts, reads the hello, never answers.
     let stalled = dir.path().join(format!("{}.sock", live_pid(1)));

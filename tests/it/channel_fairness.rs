@@ -15,6 +15,7 @@ use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
 use crate::support::channel::{HELLO, private_dir};
+use crate::support::serial::flood;
 
 const RATES: Rates = Rates {
     msgs_per_s: 2_000.0,
@@ -36,6 +37,7 @@ async fn serve(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flooder_is_held_to_its_budget_and_a_good_companion_loses_no_epoch() {
+    let _flood = flood();
     let dir = private_dir();
     // pid 1 floods markers and samples; our own pid sends 30 epochs, one per 50 ms.
     serve(&dir.path().join("1.sock"), |s| {
@@ -116,6 +118,7 @@ async fn a_flooder_is_held_to_its_budget_and_a_good_companion_loses_no_epoch() {
 /// peer is now closed, with a status line, instead of burning a core forever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endless_lines_and_blank_floods_close_the_peer() {
+    let _flood = flood();
     let dir = private_dir();
     for (pid, filler) in [(1u32, b'x'), (std::os::unix::process::parent_id(), b'\n')] {
         serve(&dir.path().join(format!("{pid}.sock")), move |s| {

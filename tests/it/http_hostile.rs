@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::http::start;
+use crate::support::serial::flood;
 use gpumon::export::Limits;
 
 struct Load {
@@ -59,6 +60,7 @@ fn scrape(addr: SocketAddr) -> Option<Duration> {
 
 #[test]
 fn legitimate_scrapes_succeed_under_idle_non_reading_and_slowloris_clients() {
+    let _flood = flood();
     let load = load();
     let server = start(1, Limits::default());
     let addr = server.addr;

@@ -7,7 +7,8 @@
 //! process-wide state (environment, current directory, umask, rlimits, signal handlers): a
 //! child gets its own through `Command` (`env`, `current_dir`, `pre_exec`). A test that
 //! measures the whole process (its RSS, its children's peak RSS) runs alone in a fresh
-//! process of this binary: `support::isolate::alone`.
+//! process of this binary: `support::isolate::alone`. Tests that flood gpumon while timing
+//! it take `support::serial::flood()`, so two floods never share the two cores.
 
 mod support;
 

@@ -9,6 +9,7 @@ use std::process::Command;
 use gpumon::record::budget::{BURST_BYTES, BYTES_PER_S};
 
 use crate::support::channel::{HELLO, private_dir};
+use crate::support::serial;
 
 /// This test process as a companion flooding `line` (after its hello).
 fn flood(dir: &std::path::Path, line: String) {
@@ -23,6 +24,7 @@ fn flood(dir: &std::path::Path, line: String) {
 }
 
 fn recorded_bytes(line: String, seconds: f64) -> u64 {
+    let _flood = serial::flood();
     let sockets = private_dir();
     flood(sockets.path(), line);
     let out = tempfile::tempdir().expect("dir");

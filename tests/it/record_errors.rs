@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::support::channel::{HELLO, private_dir};
+use crate::support::serial::flood;
 
 /// A companion (this test process, so the socket is named after our pid)
 /// that floods whoever connects.
@@ -111,6 +112,7 @@ fn assert_loud_and_replayable(code: Option<i32>, stderr: &str, secs: f64, out: &
 
 #[test]
 fn a_file_size_limit_stops_the_recorder_loudly() {
+    let _flood = flood();
     let sockets = private_dir();
     flooding_companion(sockets.path());
     let out_dir = tempfile::tempdir().expect("temp dir");
@@ -123,6 +125,7 @@ fn a_file_size_limit_stops_the_recorder_loudly() {
 /// A full disk: a 256 KiB tmpfs (needs root to mount; skipped otherwise).
 #[test]
 fn a_full_disk_stops_the_recorder_loudly() {
+    let _flood = flood();
     let sockets = private_dir();
     let mnt = tempfile::tempdir().expect("temp dir");
     let mounted = Command::new("mount")
@@ -152,6 +155,7 @@ fn a_full_disk_stops_the_recorder_loudly() {
 /// tests above fail for the reason they name). Bounded by --duration.
 #[test]
 fn without_a_limit_the_recording_runs_on() {
+    let _flood = flood();
     let sockets = private_dir();
     flooding_companion(sockets.path());
     let out_dir = tempfile::tempdir().expect("temp dir");
