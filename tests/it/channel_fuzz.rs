@@ -1,7 +1,7 @@
 //! The decoder and line splitter never panic, whatever the bytes, and never
 //! hold more than one line's worth of memory.
 
-use gpumon::wire::{Decoded, Line, LineSplitter, MAX_LINE, decode_line};
+use gpumon::wire::{Decoded, Line, LineSplitter, MAX_MESSAGE_LINE, decode_line};
 use proptest::prelude::*;
 
 fn json_ish() -> impl Strategy<Value = Vec<u8>> {
@@ -78,7 +78,7 @@ proptest! {
         chunks in proptest::collection::vec(
             prop_oneof![
                 proptest::collection::vec(any::<u8>(), 0..64),
-                (1usize..3).prop_map(|k| vec![b'z'; k * MAX_LINE / 2 + 7]),
+                (1usize..3).prop_map(|k| vec![b'z'; k * MAX_MESSAGE_LINE / 2 + 7]),
                 Just(b"\n".to_vec()),
             ],
             0..24,
@@ -90,18 +90,18 @@ proptest! {
         for c in &chunks {
             total += c.len();
             s.feed(c, &mut out);
-            prop_assert!(s.buffered() <= MAX_LINE);
+            prop_assert!(s.buffered() <= MAX_MESSAGE_LINE);
         }
         let mut seen = 0usize;
         for l in &out {
             match l {
                 Line::Text(t) => {
-                    prop_assert!(t.len() < MAX_LINE);
+                    prop_assert!(t.len() < MAX_MESSAGE_LINE);
                     prop_assert!(!t.contains(&b'\n'));
                     seen += t.len() + 1;
                 }
                 Line::Oversize(n) => {
-                    prop_assert!(*n > MAX_LINE);
+                    prop_assert!(*n > MAX_MESSAGE_LINE);
                     seen += n;
                 }
             }
