@@ -334,14 +334,20 @@ fn companion_epochs_from_frames_raise_a_leak_with_epoch_and_forecast() {
         "epochs 1..7 complete, epoch 8 running"
     );
     let fc = c.alert.evidence.forecast.as_ref().expect("forecast");
-    assert_eq!(fc.ceiling_source, "card memory not held by other processes");
+    assert_eq!(
+        fc.ceiling_source.as_str(),
+        "card memory not held by other processes"
+    );
     assert!(
         c.alert.message.contains("min at the current rate")
             || c.alert.message.contains("h at the current rate"),
         "{}",
         c.alert.message
     );
-    assert_eq!(c.alert.evidence.series.as_deref(), Some("floor"));
+    assert_eq!(
+        c.alert.evidence.series.as_ref().map(|s| s.as_str()),
+        Some("floor")
+    );
 }
 
 #[test]
