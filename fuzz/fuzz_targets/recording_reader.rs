@@ -18,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut state = State::default();
-    state.apply(&gpumon::frame::Frame::Header(r.header.clone()));
+    state.apply(&gpumon::model::frame::Frame::Header(r.header.clone()));
     for _ in 0..10_000 {
         match r.next() {
             Ok(Next::Frame(f)) => state.apply(&f),

@@ -3,10 +3,10 @@
 //! its stated memory ceiling whatever arrives.
 #![no_main]
 
-use gpumon::channel::CompanionFrame;
+use gpumon::model::frame::CompanionFrame;
 use gpumon::model::allocator::Companions;
 use gpumon::model::caps;
-use gpumon::wire::{Decoded, Line, LineSplitter, MAX_LINE, decode_line};
+use gpumon::wire::{Decoded, Line, LineSplitter, MAX_MESSAGE_LINE, decode_line};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let mut lines = Vec::new();
     for part in rest.chunks(chunk) {
         split.feed(part, &mut lines);
-        assert!(split.buffered() <= MAX_LINE);
+        assert!(split.buffered() <= MAX_MESSAGE_LINE);
     }
     let mut model = Companions::default();
     for (i, line) in lines.into_iter().enumerate() {

@@ -213,7 +213,7 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
         .map(|b| b.action)
 }
 
-/// README's keys table, generated from `BINDINGS` (tests/readme_keys.rs keeps README equal).
+/// README's keys table, generated from `BINDINGS` (tests/it/readme_keys.rs keeps README equal).
 pub fn markdown_table() -> String {
     let mut out = String::from("| key | action |\n|---|---|\n");
     for b in listed() {

@@ -27,8 +27,3 @@ pub use messages::{
     HistBucket, History, LinkStats, Marker, Message, Sample,
 };
 pub use protocol::{LOCAL_TYPES, MAX_BUCKET, MAX_MESSAGE_LINE, PEER_TYPES, VERSION};
-
-/// The former name of [`MAX_MESSAGE_LINE`], kept while `tests/channel_fuzz.rs` and
-/// `fuzz/fuzz_targets/wire_decode.rs` still import it.
-#[doc(hidden)]
-pub const MAX_LINE: usize = MAX_MESSAGE_LINE;

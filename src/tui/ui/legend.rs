@@ -1,6 +1,6 @@
 //! The legend: every abbreviation and glyph the screens draw, one line each. Help's second
 //! page is generated from `LEGEND`; the screens this module's owner draws take their
-//! symbols from the same entries, and tests/legend.rs fails when an entry no longer appears
+//! symbols from the same entries, and tests/it/legend.rs fails when an entry no longer appears
 //! on any screen of the bundled recordings, so the legend cannot drift from the screens.
 
 /// One legend line: the symbol as drawn (Unicode and ASCII) and what it means.
