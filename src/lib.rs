@@ -1,6 +1,6 @@
 //! gpumon: a live terminal GPU memory monitor.
 //!
-//! Rooms, bottom to top; each imports only rooms listed above it (checked by the
+//! Rooms, bottom to top; each imports only rooms listed before it (checked by the
 //! `architecture` test). CONTRIBUTING.md draws the roads between them.
 //! - `wire`: the companion protocol, one definition for monitor, interposer and Python
 //! - `fmt`: bytes and durations as people read them
