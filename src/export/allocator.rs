@@ -1,26 +1,8 @@
 //! Allocator metrics from companions: what NVML cannot see inside a process.
 
 use super::encode::{Encoder, Kind, Value};
-use super::labels::{GpuLabels, ProcKey, proc_family, proc_gauge};
+use super::labels::{GpuLabels, proc_family, proc_gauge};
 use super::snapshot::{AllocRow, Snapshot};
-
-impl ProcKey for AllocRow {
-    fn gpu(&self) -> u32 {
-        self.gpu
-    }
-    fn pid(&self) -> Option<u32> {
-        Some(self.pid)
-    }
-    fn user(&self) -> &str {
-        &self.user
-    }
-    fn process(&self) -> &str {
-        &self.process
-    }
-    fn placement(&self) -> Vec<(&'static str, String)> {
-        self.placement.labels()
-    }
-}
 
 type Field = fn(&AllocRow) -> Option<u64>;
 

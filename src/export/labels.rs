@@ -2,7 +2,7 @@
 //! `metrics`, `allocator` and `alerts`.
 
 use super::encode::{Encoder, Kind, Value};
-use super::snapshot::{ProcRow, Snapshot};
+use super::snapshot::{AllocRow, ProcRow, Snapshot};
 
 /// Per-GPU label values, formatted once per scrape.
 pub(super) struct GpuLabels<'a> {
@@ -24,23 +24,30 @@ pub(super) trait ProcKey {
     }
 }
 
-impl ProcKey for ProcRow {
-    fn gpu(&self) -> u32 {
-        self.gpu
-    }
-    fn pid(&self) -> Option<u32> {
-        Some(self.pid)
-    }
-    fn user(&self) -> &str {
-        &self.user
-    }
-    fn process(&self) -> &str {
-        &self.process
-    }
-    fn placement(&self) -> Vec<(&'static str, String)> {
-        self.placement.labels()
-    }
+/// Rows that name one process on one GPU carry the same fields: one impl for each.
+macro_rules! proc_rows {
+    ($($row:ty),+) => {$(
+        impl ProcKey for $row {
+            fn gpu(&self) -> u32 {
+                self.gpu
+            }
+            fn pid(&self) -> Option<u32> {
+                Some(self.pid)
+            }
+            fn user(&self) -> &str {
+                &self.user
+            }
+            fn process(&self) -> &str {
+                &self.process
+            }
+            fn placement(&self) -> Vec<(&'static str, String)> {
+                self.placement.labels()
+            }
+        }
+    )+};
 }
+
+proc_rows!(ProcRow, AllocRow);
 
 /// One family over per-process rows: `gpu`, `uuid`, `pci_bus_id`, `hostname`,
 /// `pid`, `user`, `process`, the placement labels where known (`rank`, `local_rank`, `pod`,

@@ -93,3 +93,22 @@ impl Frame {
         }
     }
 }
+
+#[cfg(test)]
+impl Header {
+    /// A header for unit tests: these GPUs, everything else blank.
+    pub(crate) fn bare(gpus: Vec<GpuInfo>) -> Header {
+        Header {
+            v: FORMAT_VERSION,
+            format: "gpumon".into(),
+            host: "h".into(),
+            driver_version: None,
+            nvml_version: None,
+            cuda_version: None,
+            started: 0,
+            interval_ms: 1000,
+            gpus,
+            gpumon_version: String::new(),
+        }
+    }
+}

@@ -358,25 +358,14 @@ mod tests {
     use crate::model::sample::{MemInfo, ProcSample};
 
     fn header() -> Frame {
-        Frame::Header(Header {
-            v: 1,
-            format: "gpumon".into(),
-            host: "h".into(),
-            driver_version: None,
-            nvml_version: None,
-            cuda_version: None,
-            started: 0,
-            interval_ms: 1000,
-            gpus: vec![GpuInfo {
-                index: 0,
-                name: "H200".into(),
-                uuid: "GPU-1".into(),
-                pci_bus_id: "0".into(),
-                memory_total: 100,
-                mig_uuids: vec![],
-            }],
-            gpumon_version: String::new(),
-        })
+        Frame::Header(Header::bare(vec![GpuInfo {
+            index: 0,
+            name: "H200".into(),
+            uuid: "GPU-1".into(),
+            pci_bus_id: "0".into(),
+            memory_total: 100,
+            mig_uuids: vec![],
+        }]))
     }
 
     fn tick(t: Ts, used: Option<u64>, procs: &[(u32, u64)]) -> Frame {

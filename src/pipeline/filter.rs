@@ -165,20 +165,10 @@ mod tests {
     }
 
     fn header() -> Frame {
-        Frame::Header(Header {
-            v: crate::model::frame::FORMAT_VERSION,
-            format: "gpumon".into(),
-            host: "h".into(),
-            driver_version: None,
-            nvml_version: None,
-            cuda_version: None,
-            started: 0,
-            interval_ms: 1000,
-            gpus: (0..3)
-                .map(|i| info(i, &format!("GPU-{i}aaa-bbbb")))
-                .collect(),
-            gpumon_version: "t".into(),
-        })
+        let gpus = (0..3)
+            .map(|i| info(i, &format!("GPU-{i}aaa-bbbb")))
+            .collect();
+        Frame::Header(Header::bare(gpus))
     }
 
     fn tick() -> Frame {
