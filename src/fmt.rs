@@ -51,25 +51,25 @@ pub fn duration(ms: i64) -> String {
 
 /// Rough duration for forecasts: `~40 min`, `~31 h`, `~6 days`.
 pub fn rough_duration(ms: i64) -> String {
-    let min = ms.max(0) as f64 / 60_000.0;
-    if min < 90.0 {
-        format!("~{} min", min.round().max(1.0))
-    } else if min < 48.0 * 60.0 {
-        format!("~{} h", (min / 60.0).round())
-    } else {
-        format!("~{} days", (min / 1440.0).round())
-    }
+    let (n, unit) = rough(ms);
+    format!("~{n} {}", ["min", "h", "days"][unit])
 }
 
 /// Compact rough duration for summaries: `40m`, `31h`, `6d`.
 pub fn rough_duration_short(ms: i64) -> String {
+    let (n, unit) = rough(ms);
+    format!("{n}{}", ["m", "h", "d"][unit])
+}
+
+/// Whole minutes below 90 min, hours below two days, else days (unit 0, 1, 2).
+fn rough(ms: i64) -> (f64, usize) {
     let min = ms.max(0) as f64 / 60_000.0;
     if min < 90.0 {
-        format!("{}m", min.round().max(1.0))
+        (min.round().max(1.0), 0)
     } else if min < 48.0 * 60.0 {
-        format!("{}h", (min / 60.0).round())
+        ((min / 60.0).round(), 1)
     } else {
-        format!("{}d", (min / 1440.0).round())
+        ((min / 1440.0).round(), 2)
     }
 }
 

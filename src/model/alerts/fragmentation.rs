@@ -140,13 +140,6 @@ mod tests {
     use super::*;
     use crate::fmt::{GIB_U64, MIB_U64};
 
-    fn torch() -> Runtime {
-        Runtime {
-            framework: Framework::Torch,
-            allocator: Some("native".into()),
-        }
-    }
-
     /// Scenario B of the H200 reproduction: 8.79 GiB free in 18 MiB holes, 32 MiB left on
     /// the capped card, a 64 MiB request.
     fn scenario_b() -> FragInput {
@@ -161,7 +154,7 @@ mod tests {
 
     #[test]
     fn scenario_b_is_a_fragmentation_risk_with_pytorch_advice() {
-        let f = risk(7, 0, &scenario_b(), &torch(), Some(3)).expect("risk");
+        let f = risk(7, 0, &scenario_b(), &Runtime::torch_native(), Some(3)).expect("risk");
         assert_eq!(f.key.kind, AlertKind::FragmentationRisk);
         assert!(
             f.message.contains("expandable_segments:True"),
@@ -177,23 +170,26 @@ mod tests {
     fn no_risk_when_a_hole_or_the_card_fits_or_total_is_short() {
         let mut i = scenario_b();
         i.largest_free = Some(64 * MIB_U64);
-        assert!(risk(7, 0, &i, &torch(), None).is_none(), "a hole fits");
+        assert!(
+            risk(7, 0, &i, &Runtime::torch_native(), None).is_none(),
+            "a hole fits"
+        );
         let mut i = scenario_b();
         i.device_avail = 10 * GIB_U64;
         assert!(
-            risk(7, 0, &i, &torch(), None).is_none(),
+            risk(7, 0, &i, &Runtime::torch_native(), None).is_none(),
             "card fits (scenario A)"
         );
         let mut i = scenario_b();
         i.free_total = 40 * MIB_U64;
         assert!(
-            risk(7, 0, &i, &torch(), None).is_none(),
+            risk(7, 0, &i, &Runtime::torch_native(), None).is_none(),
             "plain shortage, not fragmentation"
         );
         let mut i = scenario_b();
         i.largest_free = None;
         assert!(
-            risk(7, 0, &i, &torch(), None).is_none(),
+            risk(7, 0, &i, &Runtime::torch_native(), None).is_none(),
             "L unknown: cannot decide"
         );
     }

@@ -68,6 +68,17 @@ pub struct Runtime {
     pub allocator: Option<String>,
 }
 
+#[cfg(test)]
+impl Runtime {
+    /// PyTorch's native caching allocator, the rules' tests' usual runtime.
+    pub(crate) fn torch_native() -> Runtime {
+        Runtime {
+            framework: Framework::Torch,
+            allocator: Some("native".into()),
+        }
+    }
+}
+
 impl Default for Runtime {
     /// A companion that has not named its framework: the empty name, as `from_state`
     /// reads a hello without one (no framework-specific advice).

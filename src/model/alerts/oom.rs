@@ -308,14 +308,6 @@ pub fn oom(
 mod tests {
     use super::*;
     use crate::fmt::{GIB_U64, MIB_U64};
-    use crate::model::named::Framework;
-
-    fn torch() -> Runtime {
-        Runtime {
-            framework: Framework::Torch,
-            allocator: Some("native".into()),
-        }
-    }
 
     #[test]
     fn oom_with_enough_free_total_is_a_fragmentation_oom() {
@@ -329,7 +321,7 @@ mod tests {
             ..OomEvent::default()
         };
         let ctx = OomContext::default();
-        let f = oom(7, 0, &ev, &torch(), 1, &ctx);
+        let f = oom(7, 0, &ev, &Runtime::torch_native(), 1, &ctx);
         assert_eq!(f.key.kind, AlertKind::FragmentationOom);
         assert_eq!(f.severity, Severity::Critical);
         assert!(f.message.contains("fragmentation OOM"));
@@ -337,7 +329,7 @@ mod tests {
             free_total: Some(10 * MIB_U64),
             ..ev
         };
-        let f = oom(7, 0, &plain, &torch(), 2, &ctx);
+        let f = oom(7, 0, &plain, &Runtime::torch_native(), 2, &ctx);
         assert_eq!(f.key.kind, AlertKind::Oom);
         assert!(f.message.contains("OOM number 2"));
         let unknown = OomEvent {
@@ -345,7 +337,9 @@ mod tests {
             ..ev
         };
         assert_eq!(
-            oom(7, 0, &unknown, &torch(), 1, &ctx).key.kind,
+            oom(7, 0, &unknown, &Runtime::torch_native(), 1, &ctx)
+                .key
+                .kind,
             AlertKind::Oom
         );
     }
@@ -376,7 +370,7 @@ mod tests {
         };
         let ev = card_full();
         assert_eq!(oom_cause(&ev, &ctx), OomCause::CardFull);
-        let f = oom(784, 1, &ev, &torch(), 1, &ctx);
+        let f = oom(784, 1, &ev, &Runtime::torch_native(), 1, &ctx);
         assert_eq!(f.key.kind, AlertKind::Oom);
         assert!(
             f.message
@@ -425,14 +419,14 @@ mod tests {
             ..card_full()
         };
         assert_eq!(oom_cause(&frag, &ctx), OomCause::Fragmentation);
-        let f = oom(789, 1, &frag, &torch(), 1, &ctx);
+        let f = oom(789, 1, &frag, &Runtime::torch_native(), 1, &ctx);
         assert_eq!(f.key.kind, AlertKind::FragmentationOom);
         assert!(
             f.message.contains("growth reported since epoch 13"),
             "{}",
             f.message
         );
-        let f = oom(789, 1, &slack, &torch(), 1, &ctx);
+        let f = oom(789, 1, &slack, &Runtime::torch_native(), 1, &ctx);
         assert_eq!(f.key.kind, AlertKind::Oom);
         assert!(
             f.message
@@ -449,7 +443,7 @@ mod tests {
         };
         let ctx = OomContext::default();
         assert_eq!(oom_cause(&at_limit, &ctx), OomCause::Limit);
-        let f = oom(784, 1, &at_limit, &torch(), 1, &ctx);
+        let f = oom(784, 1, &at_limit, &Runtime::torch_native(), 1, &ctx);
         assert!(
             f.message.contains("allocator limit of 3.00GiB"),
             "{}",
