@@ -347,7 +347,8 @@ fn process_chart(
     if pg.peak.value > 0 {
         refs.push((pg.peak.value as f64, theme.peak()));
     }
-    let legend_line = process_legend(pr, pg, &traces, &scale, total, limit, app.full_scale, theme);
+    let pieces = process_legend(pr, pg, &traces, &scale, total, limit, app.full_scale, theme);
+    let legend_line = super::text::whole_pieces(pieces, legend.width);
     if legend.height > 0 {
         p.paint("chart legend", |buf| legend_line.render(legend, buf));
     }
@@ -398,7 +399,7 @@ fn process_legend(
     limit: Option<f64>,
     full: bool,
     theme: &Theme,
-) -> Line<'static> {
+) -> Vec<Vec<Span<'static>>> {
     let mark = |t: &Trace| {
         if theme.ascii {
             t.ascii.to_string()
@@ -409,7 +410,10 @@ fn process_legend(
         }
     };
     let names = ["used", "resv", "alloc", "floor/ep", "peak/ep"];
-    let mut spans = vec![Span::styled(format!("pid {} ", pr.info.pid), theme.title())];
+    let mut spans = vec![vec![Span::styled(
+        format!("pid {} ", pr.info.pid),
+        theme.title(),
+    )]];
     for t in traces {
         let name = match t.ascii {
             'r' => names[1],
@@ -418,18 +422,20 @@ fn process_legend(
             'p' => names[4],
             _ => names[0],
         };
-        spans.push(Span::styled(mark(t), t.style));
-        spans.push(Span::raw(format!(" {name}  ")));
+        spans.push(vec![
+            Span::styled(mark(t), t.style),
+            Span::raw(format!(" {name}  ")),
+        ]);
     }
-    spans.push(Span::styled(
+    spans.push(vec![Span::styled(
         format!("peak {} ", human(pg.peak.value)),
         theme.peak(),
-    ));
+    )]);
     if let Some(l) = limit.filter(|l| *l <= scale.hi) {
-        spans.push(Span::styled(
+        spans.push(vec![Span::styled(
             format!("limit {} ", human(l as u64)),
             theme.warn(),
-        ));
+        )]);
     }
     let off = if total > scale.hi && !full {
         let up = if theme.ascii { "^" } else { "↑" };
@@ -437,9 +443,9 @@ fn process_legend(
     } else {
         format!("card {} ", human(total as u64))
     };
-    spans.push(Span::styled(off, theme.error()));
-    spans.push(Span::styled("c: card  f: scale", theme.dim()));
-    Line::from(spans)
+    spans.push(vec![Span::styled(off, theme.error())]);
+    spans.push(vec![Span::styled("c: card  f: scale", theme.dim())]);
+    spans
 }
 
 fn card_legend(p: &mut Painter, g: &GpuState, has_sel: bool, area: Rect, theme: &Theme) {
@@ -447,17 +453,32 @@ fn card_legend(p: &mut Painter, g: &GpuState, has_sel: bool, area: Rect, theme: 
         return;
     }
     let full = if theme.ascii { "#" } else { "█" };
-    let mut spans = vec![
-        Span::styled(format!("GPU {} ", g.info.index), theme.title()),
-        Span::styled(full, theme.used()),
-        Span::raw(" used by all processes  "),
-        Span::styled(format!("peak {} ", human(g.peak.value)), theme.peak()),
-        Span::styled(format!("card {}  ", human(g.total())), theme.error()),
+    let mut pieces = vec![
+        vec![Span::styled(
+            format!("GPU {} ", g.info.index),
+            theme.title(),
+        )],
+        vec![
+            Span::styled(full, theme.used()),
+            Span::raw(" used by all processes  "),
+        ],
+        vec![Span::styled(
+            format!("peak {} ", human(g.peak.value)),
+            theme.peak(),
+        )],
+        vec![Span::styled(
+            format!("card {}  ", human(g.total())),
+            theme.error(),
+        )],
     ];
     if has_sel {
-        spans.push(Span::styled("c: chart the process  f: scale", theme.dim()));
+        pieces.push(vec![Span::styled(
+            "c: chart the process  f: scale",
+            theme.dim(),
+        )]);
     }
-    p.paint("chart legend", |buf| Line::from(spans).render(area, buf));
+    let line = super::text::whole_pieces(pieces, area.width);
+    p.paint("chart legend", |buf| line.render(area, buf));
 }
 
 /// Epoch ends on their own row under the chart, at the columns of the chart's grid.

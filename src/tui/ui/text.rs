@@ -1,6 +1,26 @@
 //! Fitting text into cells: command lines shortened in the middle so the script name and
 //! the arguments that tell runs apart survive, and explanations wrapped instead of cut.
 
+/// A legend line from pieces (a mark with its name, a labelled number) that fits `width`
+/// cells: the leading pieces that fit whole, so a narrow pane loses the last pieces instead
+/// of showing a number cut from its unit.
+pub(crate) fn whole_pieces(
+    pieces: Vec<Vec<ratatui::text::Span<'static>>>,
+    width: u16,
+) -> ratatui::text::Line<'static> {
+    let mut left = usize::from(width);
+    let mut out = Vec::new();
+    for piece in pieces {
+        let w: usize = piece.iter().map(ratatui::text::Span::width).sum();
+        if w > left {
+            break;
+        }
+        left -= w;
+        out.extend(piece);
+    }
+    ratatui::text::Line::from(out)
+}
+
 /// `python3 -u train.py --lr 3e-4 --name run7` in `width` cells: whole if it fits; else
 /// without the interpreter (every row says `python3`); else cut in the middle with `…`
 /// (`..` in ASCII), three quarters kept from the start (script, first arguments) and a
@@ -124,6 +144,22 @@ fn strip_interpreter(cmd: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn legend_pieces_are_kept_whole_or_dropped() {
+        use ratatui::text::Span;
+        let pieces = || {
+            vec![
+                vec![Span::raw("pid 7 ")],
+                vec![Span::raw("━"), Span::raw(" used  ")],
+                vec![Span::raw("card 140 GiB ")],
+            ]
+        };
+        let text = |w| whole_pieces(pieces(), w).to_string();
+        assert_eq!(text(40), "pid 7 ━ used  card 140 GiB ");
+        assert_eq!(text(20), "pid 7 ━ used  ", "no number cut from its unit");
+        assert_eq!(text(10), "pid 7 ", "a mark goes with its name");
+    }
 
     #[test]
     fn commands_keep_script_and_distinguishing_args() {
