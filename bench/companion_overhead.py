@@ -1,44 +1,52 @@
 #!/usr/bin/env python3
-"""Cost of the gpumon companion on a real training loop (GPU machine).
+"""What the gpumon companion costs a training step, measured two ways (GPU machine).
 
-HF transformers BERT-base built from BertConfig() (random weights, no
-download), random token batches, bf16 autocast, AdamW. Four modes are run in
-rounds in one process, in a new random order each round (seeded), so drift
-(clocks, thermals, neighbours) favours no mode:
+1. The direct bound (GPUMON_SELFTIME, python/gpumon/_selftime.py): the companion thread
+   times how long it holds the GIL on each wake-up and every framework call it makes.
+   The training thread can only wait on the companion while the companion holds the GIL
+   (or an allocator lock taken inside a call made under it), so hold time over wall time
+   bounds the slowdown, per mode, whatever the machine's noise.
+2. An A/B that resolves well under 1 % on a drifting machine: ONE companion and ONE
+   monitor (a separate process reading every line) for the whole run; the mode is
+   switched at run time between blocks of a few synchronised steps, in a new random
+   order each round, for hundreds of rounds:
+     off      the companion thread parked (blocked on an Event: no GIL, no calls)
+     off2     the same again: off2 against off is the A/A interval (the noise floor)
+     loaded   running, as when no monitor is connected (live count forced to 0)
+     watched  running, a monitor connected, default detail (4 Hz samples, 10 s snapshots)
+     max      GPUMON_DETAIL=max (20 Hz samples, 1 s snapshots)
+   Every switch passes through the parked state, and each running mode's timers get a
+   random phase, so each block sees the work its mode does per unit of time on average.
+   The peak-block-map limiter is re-armed each block (worst case: a new in-epoch high
+   at every chance). Per round, each mode's mean step time is paired with `off` of the
+   same round; the mean log-ratio over rounds gets a bootstrap 95 % interval, printed
+   beside the A/A one. Each step is timed by host wall clock and by CUDA events.
+3. What each framework call costs the training thread when made from another thread:
+   the call repeated from a helper thread at a fixed rate during blocks of real steps,
+   alternated with blocks where that thread sleeps; and whether the call waits for the
+   device (made while a ~0.3 s kernel is queued).
 
-  off_a    no companion
-  off_b    no companion again: off_b against off_a is the noise floor (A/A)
-  default  companion at default settings, with a monitor connected
-  max      companion at GPUMON_DETAIL=max (20 Hz samples, a block-map
-           snapshot every second, cost-bounded), monitor connected
-
-The monitor is a separate process reading every line, as gpumon would (the
-companion does nothing while nobody watches, so an unwatched run costs only
-the per-epoch bookkeeping). Reports median step time per mode, slowdown
-against the mean of the two `off` runs of the same round (median and
-[min, max] over rounds, next to the A/A noise floor), the companion thread's
-CPU time, what one gpumon.epoch() costs under each GPUMON_EPOCH_GC setting
-(auto, full, off), and the cost of one snapshot + reduction on the real BERT
-block map.
-
-    PYTHONPATH=python python3 bench/companion_overhead.py [--steps 400] [--rounds 4] [--out bench.json]
+    PYTHONPATH=python python3 bench/companion_overhead.py --workload bert --out bert.json
+    PYTHONPATH=python python3 bench/companion_overhead.py --workload mlp --out mlp.json
 """
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
 MONITOR = r"""
-import json, socket, sys, time
+import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
 s.sendall(b'{"v":1,"type":"hello","role":"monitor","min_v":1,"max_v":1,"client":"bench"}\n')
 n = 0; nbytes = 0
@@ -50,106 +58,272 @@ while True:
 sys.stdout.write("%d %d\n" % (n, nbytes)); sys.stdout.flush()
 """
 
+MODES = ["off", "off2", "loaded", "watched", "max"]
+DETAIL = {"watched": (4.0, 10.0), "max": (20.0, 1.0), "loaded": (4.0, 10.0)}
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=100, help="steps per mode per round")
-    ap.add_argument("--rounds", type=int, default=4)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
-    ap.add_argument("--epoch-every", type=int, default=50, help="gpumon.epoch() every N steps")
-    ap.add_argument("--seed", type=int, default=13, help="seed of the per-round random order")
-    ap.add_argument("--epoch-gc", default="auto", help="GPUMON_EPOCH_GC for the loop: auto, full, off")
-    ap.add_argument("--epoch-calls", type=int, default=10, help="gpumon.epoch() calls per gc setting")
-    ap.add_argument("--out", default=None)
-    args = ap.parse_args()
 
-    import torch
-    from transformers import BertConfig, BertForMaskedLM
-
-    import gpumon
-    from gpumon import _frag
-
+def build(args, torch):
     dev = torch.device("cuda")
     torch.manual_seed(0)
-    cfg = BertConfig()
-    model = BertForMaskedLM(cfg).to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    use_bf16 = args.dtype == "bf16"
+    if args.workload == "bert":
+        from transformers import BertConfig, BertForMaskedLM
+        cfg = BertConfig()
+        model = BertForMaskedLM(cfg).to(dev)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
-    def batch():
-        ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device=dev)
-        return ids, ids.clone()
+        def step():
+            ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device=dev)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        return step
+    # A small MLP: many small kernels, so the step is bound by the host thread that
+    # launches them, where a GIL taken away shows at once.
+    layers = []
+    for _ in range(args.depth):
+        layers += [torch.nn.Linear(args.width, args.width), torch.nn.GELU()]
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(args.width, 10)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(args.mlp_batch, args.width, device=dev)
+    y = torch.randint(0, 10, (args.mlp_batch,), device=dev)
 
     def step():
-        ids, labels = batch()
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16):
-            loss = model(input_ids=ids, labels=labels).loss
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+    return step
 
-    for _ in range(20):
-        step()
-    torch.cuda.synchronize()
 
-    sock_dir = tempfile.mkdtemp(prefix="gpumon-bench-")
-    os.chmod(sock_dir, 0o700)
-    # off_a and off_b are the same mode (no companion): their difference is the noise
-    # floor of this machine and loop, printed next to every slowdown.
-    modes = ["off_a", "off_b", "default", "max"]
-    times = {m: [] for m in modes}
-    per_round = {m: [] for m in modes}   # median step time of each round
-    cpu = {"default": 0.0, "max": 0.0}
-    lines = {"default": 0, "max": 0}
-    epoch_cost = {m: [] for m in modes}
-    wall = {"default": 0.0, "max": 0.0}
+def boot(logs, reps=10000, seed=7):
+    """Mean of paired log-ratios -> (% estimate, 95 % bootstrap interval, median %)."""
+    import numpy as np
+    x = np.asarray(logs, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(reps, len(x)))].mean(axis=1)
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    pc = lambda v: float(100 * (math.exp(v) - 1))
+    return {"pct": pc(x.mean()), "lo": pc(lo), "hi": pc(hi),
+            "median_pct": pc(float(np.median(x))), "n": int(len(x))}
+
+
+class Switch(object):
+    """Runtime control of one running companion: park it, or run it as one mode."""
+
+    def __init__(self, c):
+        self.c = c
+        self.gate = threading.Event()
+        self.gate.set()
+        self.parked = threading.Event()
+        self.polling = threading.Event()
+        self.unwatched = False
+        srv = c.server
+        orig_poll = srv.poll
+        orig_live = srv.live_count
+        st = c.selftime
+        sw = self
+
+        def poll(timeout):
+            if not sw.gate.is_set():
+                t = time.perf_counter()
+                sw.parked.set()
+                sw.gate.wait()
+                sw.parked.clear()
+                if st is not None:  # parked is idle, not a GIL hold
+                    d = time.perf_counter() - t
+                    st.idle_s += d
+                    st._idle_in_wake += d
+                return False
+            sw.polling.set()
+            return orig_poll(timeout)
+
+        srv.poll = poll
+        srv.live_count = lambda: 0 if sw.unwatched else orig_live()
+
+    def park(self):
+        self.gate.clear()
+        self.c._poke()
+        if not self.parked.wait(1.0):
+            raise RuntimeError("companion did not park")
+
+    def run(self, mode, rng):
+        """Called parked; leaves the companion running as `mode`."""
+        c = self.c
+        hz, snap = DETAIL[mode]
+        c.cfg.sample_hz, c.cfg.snapshot_s = hz, snap
+        self.unwatched = mode == "loaded"
+        c.live = 0 if self.unwatched else 1
+        now = time.monotonic()
+        c._next_sample = now + rng.random() / hz
+        c._next_snap = now + rng.random() * snap
+        c._next_detect = now + rng.random() * 1.0
+        now_ms = int(time.time() * 1000)
+        with c._lock:
+            c._epoch_max.clear()
+        lim = 1000 * snap / 2
+        c._peak_frag_t = {d: now_ms - rng.random() * lim for d in (0,)}
+        self.polling.clear()
+        self.gate.set()
+        # Let the wake-up that the unpark causes finish before the block is timed.
+        self.polling.wait(0.1)
+
+
+def st_counts(st):
+    return (st.hold_s, st.wakeups, {k: (v[0], v[1], v[3]) for k, v in st.calls.items()})
+
+
+def ab(args, torch, step, c, sw):
     rng = random.Random(args.seed)
+    per = {m: [] for m in MODES}       # per round: mean wall step (s)
+    per_gpu = {m: [] for m in MODES}   # per round: mean CUDA-event step (ms)
+    wall_in = {m: 0.0 for m in MODES}
+    hold_in = {m: 0.0 for m in MODES}
+    wakes_in = {m: 0 for m in MODES}
+    calls_in = {m: {} for m in MODES}
     orders = []
+    st = c.selftime
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(args.block_steps)]
     for r in range(args.rounds):
-        # A fresh random order each round: a fixed rotation lets a drift (clocks warming,
-        # a neighbour's load) favour whichever mode tends to run later.
-        order = modes[:]
+        order = MODES[:]
         rng.shuffle(order)
-        orders.append(order)
+        orders.append("".join(m[0] if m != "off2" else "2" for m in order))
         for mode in order:
-            mon = None
-            on = mode in ("default", "max")
-            if on:
-                gpumon.start(detail=mode, sock_dir=sock_dir, epoch_gc=args.epoch_gc)
-                c = gpumon.companion()
-                mon = subprocess.Popen([sys.executable, "-c", MONITOR, c.path],
-                                       stdout=subprocess.PIPE, text=True)
-                assert mon.stdout.readline().strip() == "connected"
-                time.sleep(0.5)  # hello, history, detection settle
-                cpu0 = c.cpu_s
-                t_mode = time.perf_counter()
-            rt = []
-            for i in range(args.steps):
-                torch.cuda.synchronize()
+            sw.park()
+            if mode not in ("off", "off2"):
+                sw.run(mode, rng)
+            torch.cuda.synchronize()
+            h0 = st_counts(st)
+            t_block = time.perf_counter()
+            wall = 0.0
+            for i in range(args.block_steps):
                 t0 = time.perf_counter()
+                ev[i][0].record()
+                step()
+                ev[i][1].record()
+                ev[i][1].synchronize()
+                wall += time.perf_counter() - t0
+            dt = time.perf_counter() - t_block
+            h1 = st_counts(st)
+            gpu = sum(a.elapsed_time(b) for a, b in ev)
+            per[mode].append(wall / args.block_steps)
+            per_gpu[mode].append(gpu / args.block_steps)
+            wall_in[mode] += dt
+            hold_in[mode] += h1[0] - h0[0]
+            wakes_in[mode] += h1[1] - h0[1]
+            for k, (n, tot, slow) in h1[2].items():
+                n0, tot0, slow0 = h0[2].get(k, (0, 0.0, 0))
+                a = calls_in[mode].setdefault("%s@%s" % k, [0, 0.0, 0])
+                a[0] += n - n0
+                a[1] += tot - tot0
+                a[2] += slow - slow0
+    sw.park()
+    res = {"orders_first10": orders[:10], "modes": {}}
+    for m in MODES:
+        d = {"median_step_ms": 1e3 * statistics.median(per[m]),
+             "mean_step_ms": 1e3 * statistics.fmean(per[m]),
+             "median_gpu_step_ms": statistics.median(per_gpu[m]),
+             "blocks": len(per[m]), "steps": len(per[m]) * args.block_steps,
+             "wall_s": wall_in[m]}
+        if m != "off":
+            d["ab_wall"] = boot([math.log(x / y) for x, y in zip(per[m], per["off"])])
+            d["ab_gpu"] = boot([math.log(x / y) for x, y in zip(per_gpu[m], per_gpu["off"])])
+        d["direct"] = {"hold_ms": 1e3 * hold_in[m], "wakeups": wakes_in[m],
+                       "hold_pct_of_wall": 100 * hold_in[m] / wall_in[m] if wall_in[m] else None,
+                       "hold_us_per_step": 1e6 * hold_in[m] / d["steps"],
+                       "calls": {k: {"n": v[0], "total_ms": 1e3 * v[1], "slow": v[2]}
+                                 for k, v in sorted(calls_in[m].items()) if v[0]}}
+        res["modes"][m] = d
+    res["raw_wall_ms"] = {m: [round(1e3 * x, 4) for x in per[m]] for m in MODES}
+    res["raw_gpu_ms"] = {m: [round(x, 4) for x in per_gpu[m]] for m in MODES}
+    return res
+
+
+def probe(args, torch, step, src):
+    """Each framework call, from another thread: cost to the training thread, and
+    whether it waits for the device."""
+    out = {}
+    calls = {
+        "memory_stats": (lambda: torch._C._cuda_memoryStats(0), 0.002),
+        "companion_sample": (src.sample, 0.002),
+        "memory_snapshot+reduce": (lambda: src.frag(0), 0.02),
+        "device_count+is_initialized": (lambda: (torch.cuda.device_count(),
+                                                 torch.cuda.is_initialized()), 0.002),
+    }
+    # (a) does it wait for the device? queue ~0.3 s of kernel, call from a thread.
+    sync = {}
+    for name, (fn, _) in calls.items():
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int(args.sleep_cycles))
+        box = {}
+
+        def call():
+            t = time.perf_counter()
+            fn()
+            box["s"] = time.perf_counter() - t
+            box["pending_after"] = not torch.cuda.current_stream(0).query()
+
+        th = threading.Thread(target=call)
+        th.start()
+        th.join()
+        torch.cuda.synchronize()
+        sync[name] = {"call_ms": 1e3 * box["s"], "kernel_still_running_after": box["pending_after"]}
+    # how long is the queued kernel, for scale
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    torch.cuda._sleep(int(args.sleep_cycles))
+    torch.cuda.synchronize()
+    out["queued_kernel_ms"] = 1e3 * (time.perf_counter() - t)
+    out["waits_for_device"] = sync
+    # (b) cost to the training thread
+    cost = {}
+    for name, (fn, every) in calls.items():
+        on = threading.Event()
+        stop = threading.Event()
+        count = [0]
+
+        def hammer():
+            while not stop.is_set():
+                if on.is_set():
+                    fn()
+                    count[0] += 1
+                time.sleep(every)
+
+        th = threading.Thread(target=hammer, daemon=True)
+        th.start()
+        rows = {True: [], False: []}
+        n_on = 0
+        for b in range(args.probe_blocks * 2):
+            state = (b % 4) in (1, 2)  # ABBA
+            torch.cuda.synchronize()
+            c0 = count[0]
+            if state:
+                on.set()
+            t0 = time.perf_counter()
+            for _ in range(args.block_steps):
                 step()
                 torch.cuda.synchronize()
-                rt.append(time.perf_counter() - t0)
-                if (i + 1) % args.epoch_every == 0:
-                    e0 = time.perf_counter()
-                    gpumon.epoch()
-                    epoch_cost[mode].append(time.perf_counter() - e0)
-            times[mode] += rt
-            per_round[mode].append(statistics.median(rt))
-            if on:
-                c = gpumon.companion()
-                time.sleep(0.05)
-                cpu[mode] += c.cpu_s - cpu0
-                wall[mode] += time.perf_counter() - t_mode
-                gpumon.stop("bench round")
-                out = mon.communicate(timeout=10)[0].split()
-                lines[mode] += int(out[0]) if out else 0
+            dt = time.perf_counter() - t0
+            on.clear()
+            if state:
+                n_on += count[0] - c0
+            rows[state].append(dt)
+        stop.set()
+        th.join()
+        pair = [math.log(a / b) for a, b in zip(rows[True], rows[False])]
+        dt_on, dt_off = sum(rows[True]), sum(rows[False])
+        cost[name] = {"calls": n_on, "every_ms": 1e3 * every,
+                      "slowdown": boot(pair),
+                      "us_per_call": 1e6 * (dt_on - dt_off) / n_on if n_on else None}
+    out["cost_to_training_thread"] = cost
+    return out
 
-    # What one gpumon.epoch() costs under each GPUMON_EPOCH_GC setting, in this process
-    # (the model, transformers and torch loaded: the object graph a full gc walks).
-    gc_cost = {}
+
+def epoch_cost(args, torch, step, gpumon, sock_dir):
+    res = {}
     for gmode in ("auto", "full", "off"):
         gpumon.start(sock_dir=sock_dir, epoch_gc=gmode)
         ts = []
@@ -160,85 +334,108 @@ def main():
             gpumon.epoch()
             ts.append(time.perf_counter() - e0)
         gpumon.stop("bench gc")
-        gc_cost[gmode] = {"median_ms": statistics.median(ts) * 1e3, "max_ms": max(ts) * 1e3,
-                          "calls": len(ts)}
+        res[gmode] = {"median_ms": statistics.median(ts) * 1e3, "max_ms": max(ts) * 1e3}
+    return res
 
-    # One snapshot of the real block map, with the reduction the companion does.
-    snaps = []
-    n_blocks = n_segs = 0
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workload", choices=["bert", "mlp"], default="bert")
+    ap.add_argument("--rounds", type=int, default=240)
+    ap.add_argument("--block-steps", type=int, default=None, help="default: bert 3, mlp 10")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--depth", type=int, default=16)
+    ap.add_argument("--width", type=int, default=1024)
+    ap.add_argument("--mlp-batch", type=int, default=256)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--probe-blocks", type=int, default=12)
+    ap.add_argument("--sleep-cycles", type=float, default=6e8)
+    ap.add_argument("--epoch-calls", type=int, default=8)
+    ap.add_argument("--skip-probe", action="store_true")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if args.block_steps is None:
+        args.block_steps = 3 if args.workload == "bert" else 10
+
+    import torch
+    os.environ["GPUMON_SELFTIME"] = "1"
+    import gpumon
+
+    step = build(args, torch)
+    for _ in range(30):
+        step()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
     for _ in range(20):
-        t0 = time.perf_counter()
-        try:
-            segs = torch.cuda.memory_snapshot(include_traces=False)
-            kw = "include_traces=False"
-        except TypeError:
-            segs = torch.cuda.memory_snapshot()
-            kw = "plain"
-        f = _frag.reduce_torch_snapshot(segs, torch.cuda.current_device())
-        snaps.append(time.perf_counter() - t0)
-        n_segs = len(segs)
-        n_blocks = sum(len(s.get("blocks", ())) for s in segs)
+        step()
+    torch.cuda.synchronize()
+    print("%s: %.2f ms per step, %d steps per block, %d rounds of %d modes" % (
+        args.workload, 50 * (time.perf_counter() - t), args.block_steps, args.rounds,
+        len(MODES)), flush=True)
 
-    med = {m: statistics.median(v) * 1e3 for m, v in times.items()}
+    sock_dir = tempfile.mkdtemp(prefix="gpumon-bench-")
+    os.chmod(sock_dir, 0o700)
+    assert gpumon.start(sock_dir=sock_dir)
+    c = gpumon.companion()
+    mon = subprocess.Popen([sys.executable, "-c", MONITOR, c.path], stdout=subprocess.PIPE, text=True)
+    assert mon.stdout.readline().strip() == "connected"
+    t_end = time.time() + 5
+    while time.time() < t_end and not (c.live and any(s.ready() for s in c.sources)):
+        step()
+        time.sleep(0.05)
+    time.sleep(1.2)  # detection, the hello again with the framework
+    sw = Switch(c)
+    res = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
+           "python": sys.version.split()[0], "switchinterval_s": sys.getswitchinterval(),
+           "args": vars(args)}
+    res["ab"] = ab(args, torch, step, c, sw)
+    res["selftime_whole_run"] = c.selftime.report()
+    src = next(s for s in c.sources if s.name == "torch")
+    sw.gate.set()
+    gpumon.stop("bench")
+    out = mon.communicate(timeout=10)[0].split()
+    res["monitor_lines"] = int(out[0]) if out else None
+    if not args.skip_probe:
+        res["probe"] = probe(args, torch, step, src)
+    res["epoch_call_by_gc"] = epoch_cost(args, torch, step, gpumon, sock_dir)
 
-    def ratios(m):
-        # per round: this mode against the mean of the two `off` runs of the same round
-        return [100 * (x / ((a + b) / 2) - 1)
-                for x, a, b in zip(per_round[m], per_round["off_a"], per_round["off_b"])]
-
-    def spread(v):
-        v = sorted(v)
-        return {"median": statistics.median(v), "min": v[0], "max": v[-1],
-                "iqr": (v[(3 * len(v)) // 4] - v[len(v) // 4]) if len(v) >= 4 else None}
-
-    aa = [100 * (b / a - 1) for a, b in zip(per_round["off_a"], per_round["off_b"])]
-    res = {
-        "torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
-        "batch": args.batch, "seq": args.seq, "dtype": args.dtype, "seed": args.seed,
-        "orders": orders,
-        "steps_per_mode": {m: len(v) for m, v in times.items()},
-        "median_step_ms": med,
-        "noise_floor_pct": spread(aa),
-        "slowdown_pct": {m: spread(ratios(m)) for m in ("default", "max")},
-        "companion_cpu_s": cpu, "companion_cpu_pct_of_wall": {
-            m: 100 * cpu[m] / wall[m] if wall[m] else None for m in cpu},
-        "lines_received": lines,
-        "epoch_call_ms_median": {m: statistics.median(v) * 1e3 if v else None
-                                 for m, v in epoch_cost.items()},
-        "epoch_call_by_gc_setting": gc_cost,
-        "snapshot": {"call": kw, "segments": n_segs, "blocks": n_blocks,
-                     "median_ms": statistics.median(snaps) * 1e3,
-                     "max_ms": max(snaps) * 1e3, "F": _frag.frag_index(f["free_total"], f["largest_free"])},
-    }
     print()
-    print("round orders (random, seed %d): %s" % (args.seed, " | ".join(",".join(o) for o in orders)))
-    print("mode      steps  median step   slowdown vs off (median [min, max] over rounds)   companion CPU   lines")
-    for m in modes:
-        if m in ("default", "max"):
-            sd = res["slowdown_pct"][m]
-            sl = "%+.2f %% [%+.2f, %+.2f]" % (sd["median"], sd["min"], sd["max"])
-            cp = "%.2f s (%.2f %%)" % (cpu[m], res["companion_cpu_pct_of_wall"][m] or 0)
-        else:
-            sl, cp = "", ""
-        print("%-8s %6d  %9.2f ms  %-44s %-15s %s" % (m, len(times[m]), med[m], sl, cp,
-                                                     lines.get(m, "")))
-    nf = res["noise_floor_pct"]
-    print("noise floor (A/A: off_b vs off_a): %+.2f %% [%+.2f, %+.2f]: slowdowns inside this "
-          "range are not measurable here" % (nf["median"], nf["min"], nf["max"]))
-    print("gpumon.epoch() median in the loop: %s ms" % {m: None if v is None else round(v, 2)
-                                                     for m, v in res["epoch_call_ms_median"].items()})
+    print("%s on %s, torch %s: %d rounds x %d steps per block" % (
+        args.workload, res["gpu"], res["torch"], args.rounds, args.block_steps))
+    print("mode     median step  gpu step   A/B wall vs off: mean [95 %% CI]   A/B gpu-event       "
+          "direct bound (GIL held / wall)  wake-ups  slow calls")
+    for m in MODES:
+        d = res["ab"]["modes"][m]
+        a, g = d.get("ab_wall"), d.get("ab_gpu")
+        slow = sum(v["slow"] for v in d["direct"]["calls"].values())
+        print("%-8s %8.3f ms %8.3f ms   %-32s %-20s %8.4f %% (%6.1f us/step)  %6d  %d" % (
+            m, d["median_step_ms"], d["median_gpu_step_ms"],
+            "" if a is None else "%+.2f %% [%+.2f, %+.2f]" % (a["pct"], a["lo"], a["hi"]),
+            "" if g is None else "%+.2f [%+.2f, %+.2f]" % (g["pct"], g["lo"], g["hi"]),
+            d["direct"]["hold_pct_of_wall"] or 0, d["direct"]["hold_us_per_step"],
+            d["direct"]["wakeups"], slow))
+    w = res["selftime_whole_run"]["hold_us_per_wakeup"]
+    print("hold per wake-up (whole run): mean %.0f us, p99 %.0f us, max %.0f us" % (
+        w["mean"] or 0, w["p99"] or 0, w["max"] or 0))
+    for m in ("watched", "max"):
+        print("calls in %s: %s" % (m, json.dumps(res["ab"]["modes"][m]["direct"]["calls"])))
+    if "probe" in res:
+        p = res["probe"]
+        print("queued kernel %.0f ms; framework calls made meanwhile from another thread:" % p["queued_kernel_ms"])
+        for k, v in p["waits_for_device"].items():
+            print("  %-28s %8.3f ms  kernel still running after: %s" % (k, v["call_ms"], v["kernel_still_running_after"]))
+        print("cost to the training thread of each call made from another thread:")
+        for k, v in p["cost_to_training_thread"].items():
+            s = v["slowdown"]
+            print("  %-28s every %4.0f ms, %6d calls: slowdown %+.2f %% [%+.2f, %+.2f], %s us per call" % (
+                k, v["every_ms"], v["calls"], s["pct"], s["lo"], s["hi"],
+                "%.1f" % v["us_per_call"] if v["us_per_call"] is not None else "-"))
     print("gpumon.epoch() by GPUMON_EPOCH_GC: %s" % {k: "%.2f ms (max %.2f)" % (v["median_ms"], v["max_ms"])
-                                                    for k, v in gc_cost.items()})
-    print("snapshot (%s) of the BERT block map: %d segments, %d blocks: median %.2f ms, max %.2f ms"
-          % (kw, n_segs, n_blocks, res["snapshot"]["median_ms"], res["snapshot"]["max_ms"]))
-    worst = max(abs(nf["min"]), abs(nf["max"]))
-    print("default slowdown %+.2f %% against a noise floor of +-%.2f %%: %s" % (
-        res["slowdown_pct"]["default"]["median"], worst,
-        "below the noise floor" if abs(res["slowdown_pct"]["default"]["median"]) <= worst
-        else ("MET (< 0.5 %)" if res["slowdown_pct"]["default"]["median"] < 0.5 else "NOT MET")))
+                                                    for k, v in res["epoch_call_by_gc"].items()})
     if args.out:
         with open(args.out, "w") as fh:
-            json.dump(res, fh, indent=2)
+            json.dump(res, fh, indent=1)
 
 
 if __name__ == "__main__":

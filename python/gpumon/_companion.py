@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from . import _paths, _proto, _sources
+from . import _paths, _proto, _selftime, _sources
 from ._inbox import Inbox
 from ._server import Server
 
@@ -84,6 +84,7 @@ class Companion(object):
         # Per device: when the block map was last read at a new in-epoch high of
         # `allocated` (the largest hole at the step's peak, issue 13 item 2).
         self._peak_frag_t = {}
+        self._peak_frag_gap_ms = {}
         self._lifetime_at_epoch = {}
         self.epoch_n = -1
         self.epoch_start_t = self.started
@@ -98,6 +99,9 @@ class Companion(object):
         self._next_snap = 0.0
         self._next_detect = 0.0
         self.cpu_s = 0.0
+        # GPUMON_SELFTIME=1: the companion times its own GIL holds and framework calls
+        # (_selftime.py); None otherwise.
+        self.selftime = _selftime.from_env()
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -301,8 +305,13 @@ class Companion(object):
 
     def _run(self):
         t_cpu = time.thread_time()
+        st = self.selftime
+        if st is not None:
+            st.attach(self.server)
         try:
             while not self._stop.is_set():
+                if st is not None:
+                    st.begin()
                 now = time.monotonic()
                 due = self._next_detect
                 if self.live:
@@ -311,6 +320,8 @@ class Companion(object):
                 self._drain()
                 self._tick(time.monotonic())
                 self.cpu_s = time.thread_time() - t_cpu
+                if st is not None:
+                    st.end()
         except Exception as e:  # never into the program; say it once
             _say("gpumon companion stopped: %r" % (e,))
         finally:
@@ -320,6 +331,8 @@ class Companion(object):
                 self.server.close([bye] if bye else [])
             except Exception:
                 pass
+            if st is not None:
+                st.write()
 
     def _bye_reason(self):
         return getattr(self, "_bye", "stop")
@@ -348,6 +361,8 @@ class Companion(object):
         with self._detect_lock:
             for src in _sources.detect(self._have):
                 self._have.add(src.name)
+                if self.selftime is not None:
+                    self.selftime.instrument(src)
                 self.sources.append(src)
 
     def _detect(self):
@@ -397,11 +412,16 @@ class Companion(object):
         """The block map read while the step is near its peak: at the epoch end the big
         transient blocks are free again and merge into one large hole, so L looks fine
         exactly when the next peak will not fit. Rate-limited like the periodic snapshot."""
-        if now_t - self._peak_frag_t.get(dev, 0) < 1000 * self.cfg.snapshot_s / 2:
+        gap_ms = max(1000 * self.cfg.snapshot_s / 2, self._peak_frag_gap_ms.get(dev, 0))
+        if now_t - self._peak_frag_t.get(dev, 0) < gap_ms:
             return
         self._peak_frag_t[dev] = now_t
         t0 = time.perf_counter()
         f = src.frag(dev)
+        # This read lands inside a step by design, so it gets half the periodic
+        # snapshot's duty: a block map that takes 1 ms to read is read here at most
+        # once a second, whatever the detail level asks.
+        self._peak_frag_gap_ms[dev] = 1000 * (time.perf_counter() - t0) / (SNAPSHOT_DUTY / 2)
         if f is None or f.get("free_total") is None:
             return
         f["t"] = now_t

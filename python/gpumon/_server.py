@@ -29,7 +29,7 @@ MAX_PENDING = 8
 
 class Monitor(object):
     __slots__ = ("sock", "pid", "uid", "live", "inbuf", "queue", "out", "dropped",
-                 "deadline", "last_progress", "closing")
+                 "deadline", "last_progress", "closing", "want_write")
 
     def __init__(self, sock, pid, uid, now):
         self.sock = sock
@@ -44,6 +44,9 @@ class Monitor(object):
         self.last_progress = now
         # Set when the last bytes are queued: close once they are written.
         self.closing = False
+        # Registered for EVENT_WRITE (the socket was full): only then is the selector
+        # told anything, so a wake-up that sends costs one send() per monitor.
+        self.want_write = False
 
     def pending(self):
         return bool(self.out or self.queue)
@@ -136,7 +139,11 @@ class Server(object):
     # -- sending -----------------------------------------------------------
 
     def broadcast(self, msg):
-        """Queue one message dict for every live monitor."""
+        """Queue one message dict for every live monitor. Nothing is sent here: the
+        next poll() (the companion thread's next wait) sends what a wake-up queued in
+        one send() per monitor, so the companion gives up the GIL once per monitor per
+        wake-up instead of several times per message (each give-up lets the training
+        thread in, and taking the GIL back from it costs that thread a hand-over)."""
         live = [m for m in self.monitors if m.live]
         if not live:
             return
@@ -153,19 +160,31 @@ class Server(object):
                 d["dropped"] = m.dropped
                 line = _proto.encode(d) or data
             self._enqueue(m, line)
-            self._write(m, time.monotonic())
+
+    def flush(self):
+        """Send what is queued to every monitor whose socket is not known to be full
+        (those wait for EVENT_WRITE)."""
+        now = None
+        for m in list(self.monitors):
+            if m.pending() and not m.want_write:
+                if now is None:
+                    now = time.monotonic()
+                self._write(m, now)
 
     def _enqueue(self, m, line):
         if len(m.queue) >= self.max_queue:
             m.queue.popleft()
             m.dropped += 1
         m.queue.append(line)
-        self._want_write(m)
 
     def _want_write(self, m):
-        ev = selectors.EVENT_READ | (selectors.EVENT_WRITE if m.pending() else 0)
+        want = m.pending()
+        if want == m.want_write:
+            return
+        ev = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
         try:
             self.sel.modify(m.sock, ev, m)
+            m.want_write = want
         except (KeyError, ValueError, OSError):
             pass
 
@@ -204,6 +223,7 @@ class Server(object):
         """Wait up to `timeout` seconds for socket work and do it. Returns True
         when the wake pipe fired (program threads have queued something)."""
         woke = False
+        self.flush()
         try:
             events = self.sel.select(max(0.0, timeout))
         except (OSError, ValueError):
