@@ -14,7 +14,9 @@ pub(super) fn spawn_input(tx: Sender<Event>) {
                 if tx.is_closed() {
                     return;
                 }
-                match event::poll(Duration::from_millis(200)) {
+                // A key ends the wait at once; the timeout only bounds how long a thread
+                // whose loop has ended lingers, so it can be long: each timeout is a wake-up.
+                match event::poll(Duration::from_secs(1)) {
                     Ok(false) => continue,
                     Ok(true) => {}
                     Err(e) => {

@@ -146,7 +146,11 @@ fn handles<'a>(nvml: &'a Nvml, header: &Header) -> Vec<(u32, Option<nvml_wrapper
 /// Process lists, utilisation, temperature and power change slowly and cost more than the
 /// memory query; at short intervals they are refreshed at most this often and carried over.
 const SLOW_REFRESH: Duration = Duration::from_millis(200);
-const BATCH: Duration = Duration::from_millis(100);
+/// Short-interval ticks reach the event loop in bursts at most this often. The screen
+/// redraws data at most once a second, so a burst every 250 ms shows the same; at 100 ms
+/// sampling it wakes the loop 3-4 times a second instead of 10 (each wake is a thread
+/// hand-over and a loop turn that the bare NVML poller does not pay).
+const BATCH: Duration = Duration::from_millis(250);
 
 fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
     let devices = handles(nvml, header);
