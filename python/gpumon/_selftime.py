@@ -39,6 +39,7 @@ class SelfTime(object):
         self.cpu = cpu
         self.t0 = clock()
         self.cpu0 = None
+        self.cpu_s = 0.0       # the companion thread's CPU time, read on that thread
         self.thread = None
         self.wakeups = 0
         self.hold_s = 0.0
@@ -80,6 +81,9 @@ class SelfTime(object):
             return
         hold = self.clock() - self._wake_t - self._idle_in_wake
         self._wake_t = None
+        # thread_time() is the calling thread's: read here, on the companion thread, so
+        # a report asked for from another thread still gives the companion's CPU.
+        self.cpu_s = self.cpu() - self.cpu0
         self.wakeups += 1
         self.hold_s += hold
         if hold > self.hold_max_s:
@@ -150,7 +154,7 @@ class SelfTime(object):
                                    "p50": None if pct(0.5) is None else 1e6 * pct(0.5),
                                    "p99": None if pct(0.99) is None else 1e6 * pct(0.99),
                                    "max": 1e6 * self.hold_max_s},
-            "cpu_s": None if self.cpu0 is None else self.cpu() - self.cpu0,
+            "cpu_s": None if self.cpu0 is None else self.cpu_s,
             "idle_s": self.idle_s,
             "calls": calls,
             "slow_calls": sum(c["slow"] for c in calls.values()),

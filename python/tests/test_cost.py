@@ -45,6 +45,20 @@ def test_selftime_bounds_gil_holds_and_names_each_framework_call(companion, fake
     assert saved["wakeups"] >= r["wakeups"]
 
 
+def test_selftime_cpu_is_the_companion_threads_even_when_asked_from_another(
+        companion, fake_torch, monkeypatch):
+    monkeypatch.setenv("GPUMON_SELFTIME", "1")
+    c = companion(sample_hz=20.0)
+    m = Mon(c.path)
+    m.until(lambda x: x["type"] == "sample", 4)
+    t_end = time.thread_time() + 0.6
+    while time.thread_time() < t_end:  # the program thread burns CPU; the companion idles
+        pass
+    r = c.selftime.report()
+    assert r["wakeups"] > 0
+    assert 0 < r["cpu_s"] < 0.3, r["cpu_s"]
+
+
 def test_selftime_counts_a_framework_call_that_blocks(fake_torch):
     st = _selftime.SelfTime()
     slow = st.wrap("torch.memory_snapshot", lambda: time.sleep(2 * _selftime.SLOW_S))

@@ -7,11 +7,14 @@ use std::sync::mpsc as std_mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use std::cell::RefCell;
+
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::enums::device::UsedGpuMemory;
-use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper::struct_wrappers::device::ProcessInfo;
+use nvml_wrapper_sys::bindings::{nvmlProcessInfo_t, nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE};
 use tokio::sync::mpsc::Sender;
 
 use crate::model::frame::{FORMAT_VERSION, Frame, Header};
@@ -301,8 +304,8 @@ fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>, carried: Option<&GpuSamp
             }
         }
     };
-    merge(d.running_compute_processes(), ProcKind::Compute);
-    merge(d.running_graphics_processes(), ProcKind::Graphics);
+    merge(process_list(d, ProcKind::Compute), ProcKind::Compute);
+    merge(process_list(d, ProcKind::Graphics), ProcKind::Graphics);
     // A failed process query is not "every process exited": keep the last known list.
     if list_failed && let Some(c) = carried {
         procs.clone_from(&c.procs);
@@ -316,6 +319,55 @@ fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>, carried: Option<&GpuSamp
         procs,
         error: None,
     }
+}
+
+thread_local! {
+    /// The sampler thread's process-list buffer, kept between ticks.
+    static PROC_BUF: RefCell<Vec<nvmlProcessInfo_t>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Most entries a process list is grown to (NVML's own limit is far lower).
+const MAX_PROCS: usize = 1 << 14;
+
+/// A process list in one NVML call, where `Device::running_compute_processes` makes two
+/// (the count, then the list into a new buffer). Process lists are the dearest calls of a
+/// tick (~40 us each), and the bare poller gpumon is measured against (bench/nvml_poll.c)
+/// makes one call with a fixed buffer. The buffer is kept and grown only when NVML says it
+/// is too small.
+fn process_list(
+    d: &nvml_wrapper::Device<'_>,
+    kind: ProcKind,
+) -> Result<Vec<ProcessInfo>, NvmlError> {
+    let lib = d.nvml().lib();
+    let sym = match kind {
+        ProcKind::Graphics => &lib.nvmlDeviceGetGraphicsRunningProcesses_v3,
+        _ => &lib.nvmlDeviceGetComputeRunningProcesses_v3,
+    };
+    let f = *sym
+        .as_ref()
+        .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+    PROC_BUF.with_borrow_mut(|buf| {
+        if buf.is_empty() {
+            // SAFETY: a plain C struct of integers; all zeroes is a valid value.
+            buf.resize(16, unsafe { std::mem::zeroed() });
+        }
+        loop {
+            let mut count = buf.len() as std::os::raw::c_uint;
+            // SAFETY: the handle lives as long as `d`; NVML writes at most `count` entries
+            // into `buf`, which holds that many.
+            let code = unsafe { f(d.handle(), &mut count, buf.as_mut_ptr()) };
+            if code == nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE && buf.len() < MAX_PROCS {
+                // More processes than room: NVML said how many; leave headroom for new ones.
+                let want = (count as usize + 8).max(buf.len() * 2).min(MAX_PROCS);
+                // SAFETY: as above.
+                buf.resize(want, unsafe { std::mem::zeroed() });
+                continue;
+            }
+            nvml_try(code)?;
+            let n = (count as usize).min(buf.len());
+            return Ok(buf[..n].iter().map(|p| ProcessInfo::from(*p)).collect());
+        }
+    })
 }
 
 pub(crate) fn hostname() -> String {
