@@ -46,6 +46,10 @@ pub(crate) const PY_FILES: &[(&str, &str)] = &[
         include_str!("../python/gpumon/_proto.py"),
     ),
     (
+        "gpumon/_selftime.py",
+        include_str!("../python/gpumon/_selftime.py"),
+    ),
+    (
         "gpumon/_server.py",
         include_str!("../python/gpumon/_server.py"),
     ),
