@@ -22,12 +22,12 @@ start=$(date +%s)
 
 # maturin and zig in a venv of their own (the system Python may be externally managed, PEP
 # 668), kept between runs; ziglang is zig as a wheel, pinned to what maturin supports.
-venv=${GPUMON_WHEEL_VENV:-target/wheel-venv}
+venv=$(realpath -m "${GPUMON_WHEEL_VENV:-target/wheel-venv}")
 if [ ! -x "$venv/bin/maturin" ] || ! "$venv/bin/python" -c 'import ziglang' 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q "maturin>=1.7,<2" ziglang
 fi
-export PATH="$PWD/$venv/bin:$PATH"
+export PATH="$venv/bin:$PATH"
 
 args=(build --zig --compatibility "$compat" --profile "$profile" -o "$out")
 [ -n "${GPUMON_WHEEL_TARGET:-}" ] && args+=(--target "$GPUMON_WHEEL_TARGET")

@@ -69,8 +69,16 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff) to stdout: `gpumon man > ~/.local/share/man/man1/gpumon.1`.
-    Man,
+    /// Print the man page (roff), or write every page with --dir.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ManArgs {
+    /// Write gpumon.1 and one page per subcommand (gpumon-serve.1, ...) into DIR, e.g.
+    /// ~/.local/share/man/man1 (created if missing); without it, gpumon.1 goes to stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

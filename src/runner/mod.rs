@@ -37,8 +37,10 @@ const INPUT_FRAME: Duration = Duration::from_millis(16);
 const LIVE_DATA_FRAME: Duration = Duration::from_secs(1);
 const REPLAY_DATA_FRAME: Duration = Duration::from_millis(250);
 
+mod completions;
 mod demos;
 mod headless;
+pub mod man;
 mod threads;
 mod tui;
 
@@ -55,17 +57,15 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
     match &cli.command {
         Some(Command::Run { cmd }) => return crate::launch::run(cmd),
         Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
-        Some(Command::Completions { shell }) => {
-            use clap::CommandFactory;
-            let mut out = Vec::new();
-            clap_complete::generate(*shell, &mut Cli::command(), "gpumon", &mut out);
-            return print_all(&out);
-        }
-        Some(Command::Man) => {
-            use clap::CommandFactory;
-            let mut out = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-            return print_all(&out);
+        Some(Command::Completions { shell }) => return print_all(&completions::script(*shell)),
+        Some(Command::Man(m)) => {
+            let Some(dir) = &m.dir else {
+                return print_all(&man::main_page()?);
+            };
+            for p in man::write_all(dir)? {
+                println!("{}", p.display());
+            }
+            return Ok(0);
         }
         _ => {}
     }
@@ -109,7 +109,7 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
             | Some(Command::Run { .. })
             | Some(Command::Config(_))
             | Some(Command::Completions { .. })
-            | Some(Command::Man) => Ok(0),
+            | Some(Command::Man(_)) => Ok(0),
         }
     })
 }
