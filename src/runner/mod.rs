@@ -157,6 +157,31 @@ pub(super) fn alert_exit(pipe: &Pipeline) -> Option<i32> {
     Some(crate::cli::exit::ALERT)
 }
 
+/// Live modes refuse a filter that matches nothing on start, before any output is created:
+/// a `--gpu` no GPU here answers to (or a UUID prefix several do), a `--user` this machine
+/// does not know, a `--pid` that is not running. A replay only warns (the pipeline's filter
+/// notices): a recording may come from another machine.
+pub(super) fn check_live_filter(
+    f: &crate::cli::FilterArgs,
+    gpus: &[crate::model::sample::GpuInfo],
+) -> Result<()> {
+    let usage = |m: String| anyhow::Error::new(crate::cli::UsageError(m));
+    let filter = crate::pipeline::filter::Filter::new(&f.gpu, &f.user, &f.pid)?;
+    filter.check_gpus(gpus).map_err(usage)?;
+    for u in &f.user {
+        let u = u.trim();
+        if u.parse::<u32>().is_err() && crate::source::procfs::user_id(u).is_none() {
+            return Err(usage(format!("--user {u}: no such user on this machine")));
+        }
+    }
+    for p in &f.pid {
+        if !Path::new(&format!("/proc/{p}")).exists() {
+            return Err(usage(format!("--pid {p}: no such process")));
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn set_filter(pipe: &mut Pipeline, f: &crate::cli::FilterArgs) -> Result<()> {
     pipe.filter = crate::pipeline::filter::Filter::new(&f.gpu, &f.user, &f.pid)?;
     Ok(())
