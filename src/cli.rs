@@ -38,8 +38,8 @@ pub mod exit {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-const EXIT_CODES_HELP: &str = "Exit status: 0 ok, 1 error, 2 usage or configuration error, \
-3 alert (--exit-on-alert), 69 no GPU (snapshot), 128+N killed by signal N; \
+const EXIT_CODES_HELP: &str = "Exit status: 0 ok (also a clean stop by SIGINT, SIGTERM or SIGHUP), 1 error, 2 usage or configuration error, \
+3 alert (--exit-on-alert), 69 no GPU (snapshot), 128+N killed by signal N (or a second one); \
 `gpumon run`: the program's own status, 127 not found, 126 not executable.";
 
 #[derive(Debug, Subcommand)]

@@ -129,7 +129,8 @@ fn exit_statuses() -> Vec<(String, &'static str)> {
     vec![
         (
             "0".into(),
-            "Success, or stopped by q, Ctrl-C or the end of --duration.",
+            "Success, or a clean stop: q, Ctrl-C, SIGINT, SIGTERM or SIGHUP (outputs flushed and \
+             closed), or the end of --duration.",
         ),
         (
             "1".into(),
@@ -137,7 +138,8 @@ fn exit_statuses() -> Vec<(String, &'static str)> {
         ),
         (
             exit::USAGE.to_string(),
-            "A bad flag or value, or an invalid configuration file.",
+            "A bad flag or value (an unknown demo, a filter that matches nothing live), or an \
+             invalid configuration file.",
         ),
         (
             exit::ALERT.to_string(),
@@ -147,7 +149,11 @@ fn exit_statuses() -> Vec<(String, &'static str)> {
             exit::NO_GPU.to_string(),
             "No GPU could be read (gpumon snapshot).",
         ),
-        ("128+N".into(), "Killed by signal N."),
+        (
+            "128+N".into(),
+            "Killed by signal N, or a second signal N while stopping: left at once, terminal \
+             restored.",
+        ),
         (
             "gpumon run".into(),
             "The program's own status; 127: not found, 126: not executable.",

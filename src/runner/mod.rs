@@ -88,6 +88,10 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
                 Ok(0)
             }
             Some(Command::Demo(d)) => {
+                if let Some(n) = d.name.as_deref().filter(|n| !demos::is_known(n)) {
+                    let text = format!("no bundled recording named '{n}'\n\n{}", demos::list());
+                    return Err(crate::cli::UsageError(text).into());
+                }
                 let (demo, file) = demos::find(d.name.as_deref()).map_err(anyhow::Error::msg)?;
                 let args = ReplayArgs {
                     file,

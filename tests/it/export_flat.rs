@@ -269,6 +269,9 @@ fn every_column_is_documented() {
     .expect("docs/metrics.md");
     let table = &docs[docs.find("## Flat logs").expect("flat logs section")..];
     for c in COLUMNS {
-        assert!(table.contains(&format!("`{c}`")), "docs/metrics.md leaves out {c}");
+        assert!(
+            table.contains(&format!("`{c}`")),
+            "docs/metrics.md leaves out {c}"
+        );
     }
 }
