@@ -79,13 +79,29 @@ impl Filter {
     /// What `--gpu` finds among `gpus`: an error naming the GPUs there are when a selector
     /// matches none, and the candidates when a UUID prefix matches several.
     pub fn check_gpus(&self, gpus: &[GpuInfo]) -> Result<(), String> {
+        // Short enough for a status line: the index and the UUID up to where it differs
+        // from every other GPU's (at least 8 hex digits).
+        let short = |u: &str| {
+            let b = u.as_bytes();
+            let common = gpus
+                .iter()
+                .filter(|g| g.uuid != u)
+                .map(|g| g.uuid.bytes().zip(b).take_while(|(x, y)| x == *y).count())
+                .max()
+                .unwrap_or(0);
+            let n = (common + 1).max("GPU-".len() + 8);
+            // Not worth an ellipsis for a character or two.
+            let n = if n + 2 >= u.len() { u.len() } else { n };
+            let cut = if n < u.len() { "…" } else { "" };
+            format!("{}{cut}", u.get(..n).unwrap_or(u))
+        };
         let here = || {
             if gpus.is_empty() {
                 return "no GPU could be read".to_string();
             }
             let list: Vec<String> = gpus
                 .iter()
-                .map(|g| format!("{} ({})", g.index, g.uuid))
+                .map(|g| format!("{} {}", g.index, short(&g.uuid)))
                 .collect();
             format!("the GPUs are {}", list.join(", "))
         };
@@ -110,7 +126,7 @@ impl Filter {
                 (GpuSel::Uuid(u), n) if n > 1 => {
                     let list: Vec<String> = hits
                         .iter()
-                        .map(|g| format!("{} (GPU {})", g.uuid, g.index))
+                        .map(|g| format!("{} (GPU {})", short(&g.uuid), g.index))
                         .collect();
                     return Err(format!(
                         "--gpu {} is ambiguous: it matches {}; give more of the UUID",
@@ -374,7 +390,7 @@ mod tests {
             .expect_err("no GPU 7");
         assert_eq!(
             e,
-            "--gpu 7 matches no GPU: the GPUs are 0 (GPU-0aaa-bbbb), 1 (GPU-1aaa-bbbb)"
+            "--gpu 7 matches no GPU: the GPUs are 0 GPU-0aaa-bbbb, 1 GPU-1aaa-bbbb"
         );
         let e = filter(&["GPU-"], &[], &[])
             .check_gpus(&gpus)
@@ -389,6 +405,19 @@ mod tests {
             .check_gpus(&[])
             .expect_err("no GPUs");
         assert!(e.ends_with("no GPU could be read"), "{e}");
+        // UUIDs are cut where they differ from every other GPU's, 8 hex digits at least.
+        let twins = [
+            info(0, "GPU-12345678-aaaa-0000-0000-000000000000"),
+            info(1, "GPU-12345678-aaab-0000-0000-000000000000"),
+            info(2, "GPU-fedcba98-0000-0000-0000-000000000000"),
+        ];
+        let e = filter(&["9"], &[], &[])
+            .check_gpus(&twins)
+            .expect_err("no GPU 9");
+        assert!(
+            e.ends_with("0 GPU-12345678-aaaa…, 1 GPU-12345678-aaab…, 2 GPU-fedcba98…"),
+            "{e}"
+        );
         // A recording's header the filter does not match: kept playing, with a notice.
         let mut f = filter(&["7"], &[], &[]);
         assert!(f.frame(&header()).is_some());

@@ -75,8 +75,7 @@ fn a_replay_filter_that_matches_nothing_is_a_warning() {
         .assert()
         .success()
         .stderr(predicate::str::contains(
-            "--gpu 7 matches no GPU: the GPUs are 0 (GPU-667ff246-2c0c-9dbb-4e45-a6c61bea2680), \
-             1 (GPU-ec5193ac-d96b-85f5-2f15-947c3836a1b5)",
+            "--gpu 7 matches no GPU: the GPUs are 0 GPU-667ff246…, 1 GPU-ec5193ac…",
         ));
     gpumon()
         .args(["replay", "--headless", "--gpu", "GPU-"])
@@ -85,12 +84,8 @@ fn a_replay_filter_that_matches_nothing_is_a_warning() {
         .success()
         .stderr(
             predicate::str::contains("--gpu GPU- is ambiguous")
-                .and(predicate::str::contains(
-                    "GPU-667ff246-2c0c-9dbb-4e45-a6c61bea2680 (GPU 0)",
-                ))
-                .and(predicate::str::contains(
-                    "GPU-ec5193ac-d96b-85f5-2f15-947c3836a1b5 (GPU 1)",
-                )),
+                .and(predicate::str::contains("GPU-667ff246… (GPU 0)"))
+                .and(predicate::str::contains("GPU-ec5193ac… (GPU 1)")),
         );
     gpumon()
         .args(["replay", "--headless", "--gpu", "GPU-667f"])

@@ -141,7 +141,10 @@ fn the_documented_http_limits_are_the_code_s() {
         format!("head within {} s", l.header_read_timeout.as_secs()),
         format!("completes no request for {} s", l.request_timeout.as_secs()),
         format!("At most {} connections", l.max_connections),
-        format!("closed after {} minutes", l.max_connection_age.as_secs() / 60),
+        format!(
+            "closed after {} minutes",
+            l.max_connection_age.as_secs() / 60
+        ),
         format!("over {} KiB 431", l.max_header_bytes / 1024),
     ] {
         assert!(docs.contains(&said), "docs/metrics.md should say '{said}'");
