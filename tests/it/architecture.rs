@@ -157,10 +157,10 @@ fn block_len(s: &str) -> usize {
                     i += s[i + 3..].find('\'').map_or(s.len() - i, |e| e + 3);
                 } else if b.get(i + 2) == Some(&b'\'') {
                     i += 2;
-                } else if let Some(c) = s[i + 1..].chars().next() {
-                    if s[i + 1 + c.len_utf8()..].starts_with('\'') {
-                        i += c.len_utf8() + 1;
-                    }
+                } else if let Some(c) = s[i + 1..].chars().next()
+                    && s[i + 1 + c.len_utf8()..].starts_with('\'')
+                {
+                    i += c.len_utf8() + 1;
                 }
             }
             _ => {}
