@@ -11,6 +11,13 @@
 //!
 //! `GPUMON_PRELOAD_SO=/path/libgpumon_preload.so` embeds a prebuilt library instead (packagers
 //! that build the interposer separately, or a source tree without `preload/`).
+//!
+//! The published crate has no `preload/` (`cargo package` leaves out a directory that holds a
+//! package of its own): it carries `preload-package/`, links in the repository to the
+//! interposer's sources, manifest and the workspace's lock. There the interposer is built from
+//! a copy in OUT_DIR laid out as the repository is (`preload/src` includes
+//! `src/wire/protocol.rs` by a relative path), as a workspace of its own, without its
+//! dev-dependencies (they name the monitor by path), pinned by the repository's lock.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,7 +35,11 @@ fn main() {
         return;
     }
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("manifest dir"));
-    let manifest = root.join("preload").join("Cargo.toml");
+    let mut manifest = root.join("preload").join("Cargo.toml");
+    let packaged = root.join("preload-package");
+    if !manifest.is_file() && packaged.join("Cargo.toml.in").is_file() {
+        manifest = stage(&root, &packaged, &out.join("preload-stage"));
+    }
     if !manifest.is_file() {
         panic!(
             "gpumon embeds its LD_PRELOAD interposer, but {} is missing: build from the full \
@@ -40,6 +51,7 @@ fn main() {
     for p in [
         "preload/src",
         "preload/Cargo.toml",
+        "preload-package",
         "Cargo.lock",
         "src/wire/protocol.rs",
     ] {
@@ -94,6 +106,68 @@ fn main() {
     built.push(if release { "release" } else { "debug" });
     built.push(LIB);
     copy(&built, &dest);
+}
+
+/// Lays the packaged interposer out in `dir` as in the repository and returns its manifest.
+fn stage(root: &Path, packaged: &Path, dir: &Path) -> PathBuf {
+    let fail = |what: &Path, e: std::io::Error| -> ! {
+        panic!(
+            "cannot stage the interposer's sources ({}): {e}",
+            what.display()
+        )
+    };
+    sync(&packaged.join("src"), &dir.join("preload/src"));
+    let proto = dir.join("src/wire/protocol.rs");
+    std::fs::create_dir_all(dir.join("src/wire")).unwrap_or_else(|e| fail(&proto, e));
+    write_if_changed(&proto, &read(&root.join("src/wire/protocol.rs")));
+    let text = String::from_utf8(read(&packaged.join("Cargo.toml.in")))
+        .unwrap_or_else(|e| panic!("preload-package/Cargo.toml.in is not UTF-8: {e}"));
+    let mut kept = String::new();
+    let mut dev = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            dev = line.trim() == "[dev-dependencies]";
+        }
+        if !dev {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept.push_str("\n# Built by gpumon's build.rs from the packaged sources: a workspace of its own.\n[workspace]\n");
+    let manifest = dir.join("preload/Cargo.toml");
+    write_if_changed(&manifest, kept.as_bytes());
+    let lock = packaged.join("Cargo.lock.in");
+    if lock.is_file() {
+        write_if_changed(&dir.join("preload/Cargo.lock"), &read(&lock));
+    }
+    manifest
+}
+
+fn read(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
+}
+
+/// Rewrites only what changed, so an unchanged source keeps its time and the nested build
+/// stays fresh.
+fn write_if_changed(p: &Path, bytes: &[u8]) {
+    if std::fs::read(p).is_ok_and(|old| old == bytes) {
+        return;
+    }
+    std::fs::write(p, bytes).unwrap_or_else(|e| panic!("cannot write {}: {e}", p.display()));
+}
+
+fn sync(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("cannot create {}: {e}", to.display()));
+    let entries =
+        std::fs::read_dir(from).unwrap_or_else(|e| panic!("cannot read {}: {e}", from.display()));
+    for e in entries.flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            sync(&src, &dst);
+        } else {
+            write_if_changed(&dst, &read(&src));
+        }
+    }
 }
 
 /// Copy the library into OUT_DIR and publish its content hash, which names the cache

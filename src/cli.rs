@@ -38,8 +38,8 @@ pub mod exit {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-const EXIT_CODES_HELP: &str = "Exit status: 0 ok, 1 error, 2 usage or configuration error, \
-3 alert (--exit-on-alert), 69 no GPU (snapshot), 128+N killed by signal N; \
+const EXIT_CODES_HELP: &str = "Exit status: 0 ok (also a clean stop by SIGINT, SIGTERM or SIGHUP), 1 error, 2 usage or configuration error, \
+3 alert (--exit-on-alert), 69 no GPU (snapshot), 128+N killed by signal N (or a second one); \
 `gpumon run`: the program's own status, 127 not found, 126 not executable.";
 
 #[derive(Debug, Subcommand)]
@@ -69,8 +69,16 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff) to stdout: `gpumon man > ~/.local/share/man/man1/gpumon.1`.
-    Man,
+    /// Print the man page (roff), or write every page with --dir.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ManArgs {
+    /// Write gpumon.1 and one page per subcommand (gpumon-serve.1, ...) into DIR, e.g.
+    /// ~/.local/share/man/man1 (created if missing); without it, gpumon.1 goes to stdout.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -1,21 +1,27 @@
 //! gpumon: a live terminal GPU memory monitor.
 //!
 //! Rooms, bottom to top; each imports only rooms listed before it (checked by the
-//! `architecture` test). CONTRIBUTING.md draws the roads between them.
+//! `architecture` test, whose table lists them in this order). CONTRIBUTING.md draws the
+//! roads between them.
 //! - `wire`: the companion protocol, one definition for monitor, interposer and Python
 //! - `fmt`: bytes and durations as people read them
 //! - `model`: plain data: `Frame`, samples, series, state, mapping, allocator, alerts
-//! - `source`: NVML sampler, /proc reader, replay (never touch the terminal)
 //! - `channel`: the companion channel (sockets, identity, budgets) producing frames
 //! - `record`: recording writer and reader
+//! - `source`: NVML sampler, /proc reader, replay of recordings (never touch the terminal)
 //! - `export`: Prometheus metrics, HTTP endpoint, flat logs, `snapshot --json`
 //! - `pipeline`: frames in, `State` + alerts + recording + exports out; the filter
 //! - `tui`: the terminal front end: app state and input, keys, terminal guard, events, `ui`
+//! - `embed`: the bundled interposer and demos, unpacked into the companion directory
+//! - `launch`: `gpumon run`, a command started with the interposer
+//! - `cli`: the command line
+//! - `config`: the configuration file, applied over the command line
 //! - `runner`: the event loops (terminal and headless) that wire sources to the pipeline
-//! - `cli`, `config`, `launch` (`gpumon run`), `embed` (bundled interposer and demos)
 
-// The compiler keeps the house clean: a `pub` nothing outside can reach, or code nothing
-// calls, fails the build.
+// A `pub` nothing outside the crate can reach, or a private item nothing calls, fails the
+// build. The rooms are `pub` because the integration tests, fuzzers and the bench drive them
+// directly, so a `pub` item only those call is not caught here (`Painter::checked` and
+// `ui::draw_checked` exist for the screen tests; `export::http::serve_stream` for the HTTP fuzzer).
 #![deny(unreachable_pub, dead_code)]
 
 pub mod channel;

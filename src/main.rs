@@ -1,6 +1,6 @@
 use clap::{CommandFactory, FromArgMatches};
 
-use gpumon::cli::{Cli, exit};
+use gpumon::cli::{Cli, Command, exit};
 
 fn main() {
     // A monitor allocates little: one malloc arena per thread would only add resident pages.
@@ -12,12 +12,19 @@ fn main() {
     let matches = Cli::command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // A bad configuration is a usage error: nothing has started, and the message names the key.
-    match gpumon::config::load(cli.config.as_deref()) {
+    // Commands that read none of it work whatever the file holds: a shell that runs
+    // `gpumon completions` at every start must not break on a typo in it.
+    let load = if reads_config(&cli.command) {
+        gpumon::config::load(cli.config.as_deref())
+    } else {
+        Ok(Default::default())
+    };
+    match load {
         Ok(cfg) => {
             gpumon::config::apply(&cfg, &mut cli, &matches);
             gpumon::config::set_current(cfg);
         }
-        Err(e) if matches!(cli.command, Some(gpumon::cli::Command::Config(ref c)) if c.print_default || c.path) =>
+        Err(e) if matches!(cli.command, Some(Command::Config(ref c)) if c.print_default || c.path) =>
         {
             eprintln!("gpumon: {e:#}");
         }
@@ -33,5 +40,15 @@ fn main() {
             let usage = e.downcast_ref::<gpumon::cli::UsageError>().is_some();
             std::process::exit(if usage { exit::USAGE } else { 1 });
         }
+    }
+}
+
+/// Whether a command uses the configuration file (`completions`, `man`, `demo list` and
+/// `snapshot` read none of it; `config` reports on it itself).
+fn reads_config(command: &Option<Command>) -> bool {
+    match command {
+        Some(Command::Completions { .. } | Command::Man(_) | Command::Snapshot(_)) => false,
+        Some(Command::Demo(d)) => d.name.as_deref() != Some("list"),
+        _ => true,
     }
 }

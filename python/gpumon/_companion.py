@@ -285,7 +285,9 @@ class Companion(object):
             h["framework_version"] = src.version
             h["allocator"] = d.get("allocator")
             h["policy"] = d.get("policy")
-            h["capabilities"] = d.get("capabilities", []) + ["epochs"]
+            # Every source marks epochs; some already say so: each capability once.
+            caps = list(d.get("capabilities", []))
+            h["capabilities"] = caps + [c for c in ["epochs"] if c not in caps]
             h["settings"].update(d.get("settings", {}))
             if d.get("na"):
                 h["na"] = d["na"]

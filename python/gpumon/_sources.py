@@ -356,6 +356,9 @@ class JaxSource(Source):
         return self._devs
 
     def describe(self):
+        if not self._gpu_devices():
+            # JAX on the CPU: no GPU pool, nothing preallocated, no allocator statistics.
+            return {"policy": "JAX on CPU: no GPU device", "capabilities": ["epochs"]}
         alloc_env = os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "")
         prealloc = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").lower()
         frac = os.environ.get("XLA_CLIENT_MEM_FRACTION") or os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")

@@ -27,10 +27,22 @@ else:
 
 
 class GpumonCallback(_Base):  # type: ignore[misc, valid-type]
-    def __init__(self, **start_kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        sample_hz: Optional[float] = None,
+        snapshot_s: Optional[float] = None,
+        epoch_gc: Optional[bool] = None,
+        detail: Optional[str] = None,
+        sock_dir: Optional[str] = None,
+    ) -> None:
+        """Starts the companion with these options (`gpumon.start`'s; None: the default or
+        the GPUMON_* environment variable)."""
         if _Base is not object:
             super(GpumonCallback, self).__init__()
-        gpumon.start(**start_kwargs)
+        given: Dict[str, Any] = dict(sample_hz=sample_hz, snapshot_s=snapshot_s,
+                                     epoch_gc=epoch_gc, detail=detail, sock_dir=sock_dir)
+        gpumon.start(**{k: v for k, v in given.items() if v is not None})
 
     def on_train_begin(self, logs: Optional[Dict[str, Any]] = None) -> None:
         gpumon.mark("train", kind="train_begin")

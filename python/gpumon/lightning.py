@@ -7,6 +7,8 @@ Lightning checks callbacks against its own base class, and `lightning` and
 program already imported (else whichever is installed, else none).
 """
 
+from typing import Any, Dict, Optional
+
 import gpumon
 from gpumon._callback_base import callback_base
 
@@ -14,30 +16,42 @@ from gpumon._callback_base import callback_base
 _Base = callback_base("lightning.pytorch", "pytorch_lightning", "pytorch_lightning", "lightning")
 
 
-class GpumonLightningCallback(_Base):
-    def __init__(self, **start_kwargs):
-        gpumon.start(**start_kwargs)
+class GpumonLightningCallback(_Base):  # type: ignore[misc, valid-type]
+    def __init__(
+        self,
+        *,
+        sample_hz: Optional[float] = None,
+        snapshot_s: Optional[float] = None,
+        epoch_gc: Optional[bool] = None,
+        detail: Optional[str] = None,
+        sock_dir: Optional[str] = None,
+    ) -> None:
+        """Starts the companion with these options (`gpumon.start`'s; None: the default or
+        the GPUMON_* environment variable)."""
+        given: Dict[str, Any] = dict(sample_hz=sample_hz, snapshot_s=snapshot_s,
+                                     epoch_gc=epoch_gc, detail=detail, sock_dir=sock_dir)
+        gpumon.start(**{k: v for k, v in given.items() if v is not None})
 
-    def on_train_start(self, trainer, pl_module):
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         gpumon.mark("train", kind="train_begin", step=getattr(trainer, "global_step", None))
 
-    def on_train_epoch_start(self, trainer, pl_module):
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         gpumon.mark("epoch", kind="epoch_begin", epoch=getattr(trainer, "current_epoch", None))
 
-    def on_train_epoch_end(self, trainer, pl_module):
+    def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         gpumon.epoch(getattr(trainer, "current_epoch", None), step=getattr(trainer, "global_step", None))
 
-    def on_validation_epoch_start(self, trainer, pl_module):
+    def on_validation_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         gpumon.mark("eval", kind="eval_begin", step=getattr(trainer, "global_step", None))
 
-    def on_validation_epoch_end(self, trainer, pl_module):
+    def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         gpumon.mark("eval", kind="eval_end", step=getattr(trainer, "global_step", None))
 
-    def on_save_checkpoint(self, trainer, pl_module, checkpoint):
+    def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: Any) -> None:
         gpumon.mark("checkpoint", kind="checkpoint", step=getattr(trainer, "global_step", None))
 
-    def on_train_end(self, trainer, pl_module):
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         gpumon.mark("train", kind="train_end", step=getattr(trainer, "global_step", None))
 
-    def on_exception(self, trainer, pl_module, exception):
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         gpumon.mark(type(exception).__name__, kind="mark", step=getattr(trainer, "global_step", None))

@@ -168,3 +168,24 @@ def test_shim_error_in_program_sitecustomize_is_reported_like_without_gpumon(tmp
                          capture_output=True, text=True, timeout=30)
     assert out.stdout.strip() == "program ran"
     assert "sitecustomize" in out.stderr and "theirs" in out.stderr
+
+
+def test_callbacks_are_typed_with_explicit_options():
+    # A `mypy --strict` training script may call them (no-untyped-call otherwise), and the
+    # options are `gpumon.start`'s, by name, not hidden behind **kwargs.
+    import inspect
+
+    from gpumon import hf, keras as kr, lightning as lt
+
+    start = inspect.signature(gpumon.start)
+    for cls in (hf.GpumonTrainerCallback, lt.GpumonLightningCallback, kr.GpumonCallback):
+        init = inspect.signature(cls.__init__)
+        opts = [p for p in init.parameters.values() if p.name != "self"]
+        assert [p.name for p in opts] == list(start.parameters), cls
+        assert all(p.kind is p.KEYWORD_ONLY and p.annotation is not p.empty for p in opts), cls
+        for name, fn in vars(cls).items():
+            if callable(fn) and (name.startswith("on_") or name == "__init__"):
+                sig = inspect.signature(fn)
+                assert sig.return_annotation is None or sig.return_annotation == "None", (cls, name)
+                assert all(p.annotation is not p.empty for p in sig.parameters.values()
+                           if p.name != "self"), (cls, name)

@@ -43,6 +43,8 @@ def test_torch_hello_names_the_card(companion, fake_torch):
     assert d["uuid"] == "GPU-58f4a8b1-0000-1111-2222-333344445555"
     assert d["pci_bus_id"] == "00000000:65:00.0"
     assert h["allocator"] == "native" and "free_blocks" in h["capabilities"]
+    caps = h["capabilities"]
+    assert "epochs" in caps and len(caps) == len(set(caps)), "each capability once: %s" % caps
 
 
 def test_torch_oom_observer_reports_request_and_free_blocks(companion, fake_torch):
@@ -124,6 +126,13 @@ def test_jax_stats(companion, fake_jax):
     f = _first(m, "frag")
     assert f["free_total"] == 1300 * MIB and f["largest_free"] == 130 * MIB
     assert f["hist"] is None and "JAX" in f["na"]["free_blocks"]
+
+
+def test_jax_on_cpu_claims_no_pool(fake_jax):
+    fake_jax.mod.local_devices = lambda: [types.SimpleNamespace(platform="cpu", id=0)]
+    d = _sources.JaxSource(fake_jax.mod).describe()
+    assert "preallocated" not in d["policy"] and "CPU" in d["policy"]
+    assert d.get("allocator") is None and d["capabilities"] == ["epochs"]
 
 
 def test_jax_sentinels_are_unknown_not_zero(fake_jax):

@@ -8,12 +8,13 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::model::label::process_label;
 use crate::model::sample::Tick;
 use crate::model::state::State;
 use crate::model::time::rfc3339;
 
 /// Column order of both formats; the CSV header row.
-pub const COLUMNS: [&str; 20] = [
+pub const COLUMNS: [&str; 28] = [
     "time",
     "time_unix_ms",
     "hostname",
@@ -34,6 +35,14 @@ pub const COLUMNS: [&str; 20] = [
     "temperature_celsius",
     "power_watts",
     "error",
+    "command",
+    "allocator_allocated_bytes",
+    "allocator_reserved_bytes",
+    "allocator_epoch",
+    "allocator_epoch_floor_bytes",
+    "allocator_fragmentation_ratio",
+    "allocator_largest_free_block_bytes",
+    "allocator_free_bytes",
 ];
 
 /// One row; `None` is an empty CSV cell or JSON null: unknown, never 0.
@@ -59,6 +68,14 @@ struct Row<'a> {
     temperature_celsius: Option<u32>,
     power_watts: Option<f64>,
     error: Option<&'a str>,
+    command: Option<&'a str>,
+    allocator_allocated_bytes: Option<u64>,
+    allocator_reserved_bytes: Option<u64>,
+    allocator_epoch: Option<u64>,
+    allocator_epoch_floor_bytes: Option<u64>,
+    allocator_fragmentation_ratio: Option<f64>,
+    allocator_largest_free_block_bytes: Option<u64>,
+    allocator_free_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +131,12 @@ impl FlatLog {
             .map(|h| h.host.as_str())
             .filter(|h| !h.is_empty())
             .unwrap_or(&self.hostname);
+        // The allocator of each process on each GPU, as /metrics has it (companions only).
+        let allocs = if state.companions.by_pid.is_empty() {
+            Vec::new()
+        } else {
+            super::snapshot::alloc_rows(state)
+        };
         for s in &tick.gpus {
             let g = state.gpu(s.index);
             let (uuid, pci, name) = g.map_or(("", "", ""), |g| {
@@ -140,6 +163,14 @@ impl FlatLog {
                 temperature_celsius: s.temp_c,
                 power_watts: s.power_mw.map(|mw| f64::from(mw) / 1000.0),
                 error: s.error.as_deref(),
+                command: None,
+                allocator_allocated_bytes: None,
+                allocator_reserved_bytes: None,
+                allocator_epoch: None,
+                allocator_epoch_floor_bytes: None,
+                allocator_fragmentation_ratio: None,
+                allocator_largest_free_block_bytes: None,
+                allocator_free_bytes: None,
             };
             write_row(&mut self.sink, &gpu_row)?;
             if s.error.is_some() {
@@ -152,11 +183,22 @@ impl FlatLog {
                     .and_then(|ps| ps.gpus.get(&s.index))
                     .filter(|pg| pg.peak.at != 0)
                     .map(|pg| pg.peak.value);
+                let process =
+                    info.and_then(|i| process_label(i.cmdline.as_deref(), i.name.as_deref()));
+                let alloc = allocs.iter().find(|a| a.gpu == s.index && a.pid == p.pid);
                 let row = Row {
                     row: "process",
                     pid: Some(p.pid),
                     user: info.and_then(|i| i.user.as_deref()),
-                    process: info.and_then(|i| i.name.as_deref()),
+                    process: process.as_deref(),
+                    command: info.and_then(|i| i.cmdline.as_deref()),
+                    allocator_allocated_bytes: alloc.and_then(|a| a.allocated),
+                    allocator_reserved_bytes: alloc.and_then(|a| a.reserved),
+                    allocator_epoch: alloc.and_then(|a| a.epoch),
+                    allocator_epoch_floor_bytes: alloc.and_then(|a| a.epoch_floor),
+                    allocator_fragmentation_ratio: alloc.and_then(|a| a.frag_index),
+                    allocator_largest_free_block_bytes: alloc.and_then(|a| a.largest_free),
+                    allocator_free_bytes: alloc.and_then(|a| a.free_total),
                     memory_used_bytes: p.used,
                     memory_total_bytes: None,
                     memory_free_bytes: None,

@@ -2,6 +2,7 @@
 //! the HTTP side never touches the model and never waits on it.
 
 use crate::model::allocator::DevAlloc;
+use crate::model::label::process_label;
 use crate::model::sample::MemInfo;
 use crate::model::series::Peak;
 use crate::model::state::State;
@@ -121,7 +122,8 @@ impl Snapshot {
                     gpu: pg.gpu,
                     pid: p.info.pid,
                     user: p.info.user.clone().unwrap_or_default(),
-                    process: p.info.name.clone().unwrap_or_default(),
+                    process: process_label(p.info.cmdline.as_deref(), p.info.name.as_deref())
+                        .unwrap_or_default(),
                     used: pg.last_used,
                     peak: peak(&pg.peak),
                     placement: placement(state, p.info.pid),
@@ -151,7 +153,7 @@ impl Snapshot {
 /// Companion devices matched to physical GPUs (UUID, PCI bus id, else the
 /// process's `CUDA_VISIBLE_DEVICES`); a device that matches none is left out,
 /// since without a GPU its series could not be told apart across processes.
-fn alloc_rows(state: &State) -> Vec<AllocRow> {
+pub(super) fn alloc_rows(state: &State) -> Vec<AllocRow> {
     let infos = state.gpu_infos();
     let mut rows = Vec::new();
     for &pid in state.companions.by_pid.keys() {
@@ -160,9 +162,14 @@ fn alloc_rows(state: &State) -> Vec<AllocRow> {
             .companions
             .get(pid)
             .and_then(|p| p.hello.as_ref())
-            .and_then(|h| h.cmdline.as_deref())
-            .and_then(|c| c.split_whitespace().next())
-            .map(|c| c.rsplit('/').next().unwrap_or(c));
+            .and_then(|h| h.cmdline.as_deref());
+        // /proc's command line, else the one the companion's hello sent (a process /proc
+        // cannot read, in another container).
+        let process = process_label(
+            info.and_then(|i| i.cmdline.as_deref()).or(hello_cmd),
+            info.and_then(|i| i.name.as_deref()),
+        )
+        .unwrap_or_default();
         for g in infos {
             let Some(d) = state.companions.for_gpu_in(pid, g, infos) else {
                 continue;
@@ -172,9 +179,7 @@ fn alloc_rows(state: &State) -> Vec<AllocRow> {
                 pid,
                 placement(state, pid),
                 info.and_then(|i| i.user.clone()).unwrap_or_default(),
-                info.and_then(|i| i.name.clone())
-                    .or_else(|| hello_cmd.map(str::to_string))
-                    .unwrap_or_default(),
+                process.clone(),
                 d,
             ));
         }

@@ -102,6 +102,8 @@ named! {
         /// A sink (flat log, alert log) that stopped.
         Output = "output",
         Alert = "alert",
+        /// `--gpu/--user/--pid` that match nothing.
+        Filter = "filter",
     }
 }
 

@@ -16,6 +16,7 @@ use anyhow::{Result, bail};
 use crate::model::frame::Frame;
 use crate::model::sample::GpuInfo;
 use crate::model::state::State;
+use crate::model::time::Ts;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GpuSel {
@@ -34,7 +35,16 @@ pub struct Filter {
     kept_gpus: Option<BTreeSet<u32>>,
     /// Owner of every process seen in a `Procs` frame (None: unreadable).
     owners: HashMap<u32, Option<String>>,
+    /// Data time since which `--user`/`--pid` have kept no process (None: they keep one);
+    /// past `QUIET_MS` the filter says so once, so a job does not export nothing for hours
+    /// in silence.
+    unmatched_since: Option<Ts>,
+    quiet_told: bool,
+    notice: Option<String>,
 }
+
+/// How long `--user`/`--pid` may keep no process before the filter says so.
+pub const QUIET_MS: i64 = 60_000;
 
 impl Filter {
     /// From `--gpu` ids (indices or UUID prefixes), `--user` names or uids and `--pid`s.
@@ -64,6 +74,106 @@ impl Filter {
             pids: pid.iter().copied().collect(),
             ..Filter::default()
         })
+    }
+
+    /// What `--gpu` finds among `gpus`: an error naming the GPUs there are when a selector
+    /// matches none, and the candidates when a UUID prefix matches several.
+    pub fn check_gpus(&self, gpus: &[GpuInfo]) -> Result<(), String> {
+        // Short enough for a status line: the index and the UUID up to where it differs
+        // from every other GPU's (at least 8 hex digits).
+        let short = |u: &str| {
+            let b = u.as_bytes();
+            let common = gpus
+                .iter()
+                .filter(|g| g.uuid != u)
+                .map(|g| g.uuid.bytes().zip(b).take_while(|(x, y)| x == *y).count())
+                .max()
+                .unwrap_or(0);
+            let n = (common + 1).max("GPU-".len() + 8);
+            // Not worth an ellipsis for a character or two.
+            let n = if n + 2 >= u.len() { u.len() } else { n };
+            let cut = if n < u.len() { "…" } else { "" };
+            format!("{}{cut}", u.get(..n).unwrap_or(u))
+        };
+        let here = || {
+            if gpus.is_empty() {
+                return "no GPU could be read".to_string();
+            }
+            let list: Vec<String> = gpus
+                .iter()
+                .map(|g| format!("{} {}", g.index, short(&g.uuid)))
+                .collect();
+            format!("the GPUs are {}", list.join(", "))
+        };
+        // Selectors are kept lowercase; NVML spells the prefix `GPU-`.
+        let shown = |u: &str| match u.strip_prefix("gpu-") {
+            Some(rest) => format!("GPU-{rest}"),
+            None => u.to_string(),
+        };
+        for sel in &self.gpus {
+            let one = Filter {
+                gpus: vec![sel.clone()],
+                ..Filter::default()
+            };
+            let hits: Vec<&GpuInfo> = gpus.iter().filter(|g| one.keep_gpu(g)).collect();
+            match (sel, hits.len()) {
+                (GpuSel::Index(i), 0) => {
+                    return Err(format!("--gpu {i} matches no GPU: {}", here()));
+                }
+                (GpuSel::Uuid(u), 0) => {
+                    return Err(format!("--gpu {u} matches no GPU: {}", here()));
+                }
+                (GpuSel::Uuid(u), n) if n > 1 => {
+                    let list: Vec<String> = hits
+                        .iter()
+                        .map(|g| format!("{} (GPU {})", short(&g.uuid), g.index))
+                        .collect();
+                    return Err(format!(
+                        "--gpu {} is ambiguous: it matches {}; give more of the UUID",
+                        shown(u),
+                        list.join(" and ")
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A notice the filter has for the user (a `--user`/`--pid` that has kept nothing for
+    /// `QUIET_MS`, a `--gpu` a recording's GPUs do not match), once.
+    pub fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
+    }
+
+    fn processes_filtered(&self) -> bool {
+        !self.users.is_empty() || !self.pids.is_empty()
+    }
+
+    /// After a tick: has any process been kept for a while?
+    fn note_matches(&mut self, t: Ts, kept: bool) {
+        if kept {
+            self.unmatched_since = None;
+            self.quiet_told = false;
+            return;
+        }
+        let since = *self.unmatched_since.get_or_insert(t);
+        if !self.quiet_told && t.saturating_sub(since) >= QUIET_MS {
+            self.quiet_told = true;
+            let mut what = Vec::new();
+            if !self.users.is_empty() {
+                what.push(format!("--user {}", self.users.join(",")));
+            }
+            if !self.pids.is_empty() {
+                let pids: Vec<String> = self.pids.iter().map(u32::to_string).collect();
+                what.push(format!("--pid {}", pids.join(",")));
+            }
+            self.notice = Some(format!(
+                "{} has matched no GPU process for {}",
+                what.join(" "),
+                crate::fmt::rough_duration(t.saturating_sub(since))
+            ));
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -111,6 +221,11 @@ impl Filter {
                 if !self.gpus.is_empty() {
                     let kept = h.gpus.iter().filter(|g| self.keep_gpu(g)).map(|g| g.index);
                     self.kept_gpus = Some(kept.collect());
+                    // Live modes refuse this before they start (`check_gpus`); a recording
+                    // from another machine is still played, with the reason nothing shows.
+                    if let Err(e) = self.check_gpus(&h.gpus) {
+                        self.notice = Some(e);
+                    }
                 }
                 Some(Cow::Borrowed(f))
             }
@@ -119,6 +234,10 @@ impl Filter {
                 t.gpus.retain(|g| self.keep_index(g.index));
                 for g in &mut t.gpus {
                     g.procs.retain(|p| self.keep_pid(p.pid));
+                }
+                if self.processes_filtered() {
+                    let kept = t.gpus.iter().any(|g| !g.procs.is_empty());
+                    self.note_matches(t.t, kept);
                 }
                 Some(Cow::Owned(Frame::Tick(t)))
             }
@@ -258,6 +377,92 @@ mod tests {
             .flat_map(|g| g.procs.iter().map(|p| p.pid))
             .collect();
         assert_eq!(pids, vec![10], "11 has no known owner, 12 is bob's");
+    }
+
+    #[test]
+    fn a_gpu_selector_matching_none_or_several_is_named() {
+        let gpus: Vec<GpuInfo> = (0..2)
+            .map(|i| info(i, &format!("GPU-{i}aaa-bbbb")))
+            .collect();
+        assert_eq!(filter(&["0", "GPU-1a"], &[], &[]).check_gpus(&gpus), Ok(()));
+        let e = filter(&["7"], &[], &[])
+            .check_gpus(&gpus)
+            .expect_err("no GPU 7");
+        assert_eq!(
+            e,
+            "--gpu 7 matches no GPU: the GPUs are 0 GPU-0aaa-bbbb, 1 GPU-1aaa-bbbb"
+        );
+        let e = filter(&["GPU-"], &[], &[])
+            .check_gpus(&gpus)
+            .expect_err("ambiguous");
+        assert!(
+            e.contains("ambiguous")
+                && e.contains("GPU-0aaa-bbbb (GPU 0)")
+                && e.contains("GPU-1aaa-bbbb (GPU 1)"),
+            "{e}"
+        );
+        let e = filter(&["0"], &[], &[])
+            .check_gpus(&[])
+            .expect_err("no GPUs");
+        assert!(e.ends_with("no GPU could be read"), "{e}");
+        // UUIDs are cut where they differ from every other GPU's, 8 hex digits at least.
+        let twins = [
+            info(0, "GPU-12345678-aaaa-0000-0000-000000000000"),
+            info(1, "GPU-12345678-aaab-0000-0000-000000000000"),
+            info(2, "GPU-fedcba98-0000-0000-0000-000000000000"),
+        ];
+        let e = filter(&["9"], &[], &[])
+            .check_gpus(&twins)
+            .expect_err("no GPU 9");
+        assert!(
+            e.ends_with("0 GPU-12345678-aaaa…, 1 GPU-12345678-aaab…, 2 GPU-fedcba98…"),
+            "{e}"
+        );
+        // A recording's header the filter does not match: kept playing, with a notice.
+        let mut f = filter(&["7"], &[], &[]);
+        assert!(f.frame(&header()).is_some());
+        assert!(
+            f.take_notice()
+                .is_some_and(|n| n.starts_with("--gpu 7 matches no GPU"))
+        );
+        assert_eq!(f.take_notice(), None, "said once");
+    }
+
+    #[test]
+    fn a_process_filter_that_keeps_nothing_for_a_while_says_so_once() {
+        let at = |t: i64, pids: &[u32]| {
+            let Frame::Tick(mut tick) = tick() else {
+                unreachable!()
+            };
+            tick.t = t;
+            tick.gpus[0].procs.retain(|p| pids.contains(&p.pid));
+            tick.gpus[1].procs.clear();
+            Frame::Tick(tick)
+        };
+        let mut f = filter(&[], &[], &[99]);
+        f.frame(&at(0, &[10]));
+        f.frame(&at(QUIET_MS - 1, &[10]));
+        assert_eq!(f.take_notice(), None, "not yet");
+        f.frame(&at(QUIET_MS, &[10]));
+        assert_eq!(
+            f.take_notice().as_deref(),
+            Some("--pid 99 has matched no GPU process for ~1 min")
+        );
+        f.frame(&at(3 * QUIET_MS, &[10]));
+        assert_eq!(f.take_notice(), None, "once");
+        // A match re-arms it.
+        let mut f = filter(&[], &[], &[10]);
+        f.frame(&at(0, &[]));
+        f.frame(&at(QUIET_MS / 2, &[10]));
+        f.frame(&at(QUIET_MS, &[]));
+        assert_eq!(f.take_notice(), None, "matched half-way");
+        f.frame(&at(2 * QUIET_MS, &[]));
+        assert!(f.take_notice().is_some());
+        // Without a process filter, nothing to say.
+        let mut f = filter(&["0"], &[], &[]);
+        f.frame(&at(0, &[]));
+        f.frame(&at(10 * QUIET_MS, &[]));
+        assert_eq!(f.take_notice(), None);
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub struct Pipeline {
     /// Why the recorder stopped on a write error; a mode that exists to record
     /// (`record`, headless `--record`) stops loudly on it (`take_recording_failure`).
     recording_failed: Option<String>,
+    notices: Vec<String>,
 }
 
 impl Default for Pipeline {
@@ -74,6 +75,7 @@ impl Pipeline {
             rebuild_until: Ts::MIN,
             filter: crate::pipeline::filter::Filter::default(),
             recording_failed: None,
+            notices: Vec::new(),
         }
     }
 
@@ -86,10 +88,26 @@ impl Pipeline {
     }
 
     pub fn apply(&mut self, f: &Frame) {
-        let Some(kept) = self.filter.frame(f) else {
-            return;
-        };
-        self.apply_kept(&kept);
+        let kept = self.filter.frame(f);
+        if let Some(kept) = kept {
+            self.apply_kept(&kept);
+        }
+        if let Some(text) = self.filter.take_notice() {
+            // On the status line, and on stderr for the headless modes (`take_notices`).
+            let t = f.time();
+            self.state.apply(&Frame::status(
+                t,
+                StatusSource::Filter,
+                Level::Warn,
+                text.clone(),
+            ));
+            self.notices.push(text);
+        }
+    }
+
+    /// What the filter had to say since the last call (headless modes print it).
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
     }
 
     fn apply_kept(&mut self, f: &Frame) {

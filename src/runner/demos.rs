@@ -86,6 +86,11 @@ pub(super) fn find(name: Option<&str>) -> Result<(&'static Demo, PathBuf), Strin
     Ok((demo, path))
 }
 
+/// Whether `name` is a bundled recording (an unknown one is a usage error, status 2).
+pub(super) fn is_known(name: &str) -> bool {
+    DEMOS.iter().any(|d| d.name == name)
+}
+
 /// `gpumon demo list`: one entry per recording.
 pub(super) fn list() -> String {
     let mut out = String::from("bundled recordings (gpumon demo NAME):\n");

@@ -65,6 +65,7 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
                 eprintln!("gpumon: {e}; serving companion metrics only");
                 header_without_gpus(s.interval)
             });
+            check_live_filter(&s.filter, &header.gpus)?;
             pipe.apply(&Frame::Header(header));
             Box::new(channel)
         }
@@ -117,6 +118,9 @@ pub(super) async fn headless(
                         }
                     }
                     pipe.apply(&f);
+                    for n in pipe.take_notices() {
+                        eprintln!("gpumon: {n}");
+                    }
                 }
                 Event::Reset => pipe.reset(),
                 Event::Replay(s) if stop_at_replay_end && s.ended => stop = true,
@@ -153,6 +157,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
         eprintln!("gpumon: {e}; recording companions only");
         header_without_gpus(r.interval)
     });
+    check_live_filter(&r.filter, &header.gpus)?;
     let recorder = Recorder::create(&r.output, &header)?;
     let out = OutputArgs {
         csv: r.csv.clone(),

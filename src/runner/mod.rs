@@ -37,8 +37,10 @@ const INPUT_FRAME: Duration = Duration::from_millis(16);
 const LIVE_DATA_FRAME: Duration = Duration::from_secs(1);
 const REPLAY_DATA_FRAME: Duration = Duration::from_millis(250);
 
+mod completions;
 mod demos;
 mod headless;
+pub mod man;
 mod threads;
 mod tui;
 
@@ -55,17 +57,15 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
     match &cli.command {
         Some(Command::Run { cmd }) => return crate::launch::run(cmd),
         Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
-        Some(Command::Completions { shell }) => {
-            use clap::CommandFactory;
-            let mut out = Vec::new();
-            clap_complete::generate(*shell, &mut Cli::command(), "gpumon", &mut out);
-            return print_all(&out);
-        }
-        Some(Command::Man) => {
-            use clap::CommandFactory;
-            let mut out = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-            return print_all(&out);
+        Some(Command::Completions { shell }) => return print_all(&completions::script(*shell)),
+        Some(Command::Man(m)) => {
+            let Some(dir) = &m.dir else {
+                return print_all(&man::main_page()?);
+            };
+            for p in man::write_all(dir)? {
+                println!("{}", p.display());
+            }
+            return Ok(0);
         }
         _ => {}
     }
@@ -88,6 +88,10 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
                 Ok(0)
             }
             Some(Command::Demo(d)) => {
+                if let Some(n) = d.name.as_deref().filter(|n| !demos::is_known(n)) {
+                    let text = format!("no bundled recording named '{n}'\n\n{}", demos::list());
+                    return Err(crate::cli::UsageError(text).into());
+                }
                 let (demo, file) = demos::find(d.name.as_deref()).map_err(anyhow::Error::msg)?;
                 let args = ReplayArgs {
                     file,
@@ -109,7 +113,7 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
             | Some(Command::Run { .. })
             | Some(Command::Config(_))
             | Some(Command::Completions { .. })
-            | Some(Command::Man) => Ok(0),
+            | Some(Command::Man(_)) => Ok(0),
         }
     })
 }
@@ -155,6 +159,31 @@ pub(super) fn alert_exit(pipe: &Pipeline) -> Option<i32> {
         a.message
     );
     Some(crate::cli::exit::ALERT)
+}
+
+/// Live modes refuse a filter that matches nothing on start, before any output is created:
+/// a `--gpu` no GPU here answers to (or a UUID prefix several do), a `--user` this machine
+/// does not know, a `--pid` that is not running. A replay only warns (the pipeline's filter
+/// notices): a recording may come from another machine.
+pub(super) fn check_live_filter(
+    f: &crate::cli::FilterArgs,
+    gpus: &[crate::model::sample::GpuInfo],
+) -> Result<()> {
+    let usage = |m: String| anyhow::Error::new(crate::cli::UsageError(m));
+    let filter = crate::pipeline::filter::Filter::new(&f.gpu, &f.user, &f.pid)?;
+    filter.check_gpus(gpus).map_err(usage)?;
+    for u in &f.user {
+        let u = u.trim();
+        if u.parse::<u32>().is_err() && crate::source::procfs::user_id(u).is_none() {
+            return Err(usage(format!("--user {u}: no such user on this machine")));
+        }
+    }
+    for p in &f.pid {
+        if !Path::new(&format!("/proc/{p}")).exists() {
+            return Err(usage(format!("--pid {p}: no such process")));
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn set_filter(pipe: &mut Pipeline, f: &crate::cli::FilterArgs) -> Result<()> {

@@ -60,6 +60,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
             return replay_tui(args, true, Some(notice)).await;
         }
     };
+    check_live_filter(&w.filter, &header.gpus)?;
     let recorder = match &w.record {
         Some(p) => Some(Recorder::create(p, &header)?),
         None => None,

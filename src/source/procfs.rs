@@ -105,9 +105,35 @@ pub fn user_name(uid: u32) -> Option<String> {
     Some(name.to_string_lossy().into_owned())
 }
 
+/// The uid of a user name (`getpwnam_r`), or None when this machine has no such user.
+pub fn user_id(name: &str) -> Option<u32> {
+    let cname = std::ffi::CString::new(name).ok()?;
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: all pointers are valid for the call and buf outlives it; only pw_uid is read.
+    let rc = unsafe {
+        libc::getpwnam_r(
+            cname.as_ptr(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    (rc == 0 && !result.is_null()).then_some(pwd.pw_uid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_ids_by_name() {
+        assert_eq!(user_id("root"), Some(0));
+        assert_eq!(user_id("no-such-user-gpumon"), None);
+        assert_eq!(user_id("a\0b"), None);
+    }
 
     #[test]
     fn reads_own_process_and_survives_missing_one() {

@@ -106,6 +106,8 @@ pub fn two_gpu_frames() -> Vec<Frame> {
                     pid: 5151,
                     user: Some("bob".into()),
                     name: Some("python3".into()),
+                    // Every Python job's `comm` is python3: the label is its script.
+                    cmdline: Some("/usr/bin/python3 -u /home/bob/eval_bob.py --split test".into()),
                     ..ProcInfo::default()
                 },
             ],

@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Each room and the rooms it may import (besides itself). Rooms not listed (`runner`,
-/// `cli`, `config`, `launch`, `embed`) are the top floor and may import anything.
+/// Every room, bottom to top in the order src/lib.rs's map lists them, with the rooms it
+/// may import besides itself (each only rooms listed before it; a test checks both).
 const BELOW: &[(&str, &[&str])] = &[
     ("wire", &[]),
     ("fmt", &[]),
@@ -25,6 +25,21 @@ const BELOW: &[(&str, &[&str])] = &[
     (
         "tui",
         &["model", "wire", "fmt", "source", "pipeline", "export"],
+    ),
+    // The bundled interposer and demos unpack where the channel looks for sockets.
+    ("embed", &["wire", "fmt", "channel"]),
+    ("launch", &["wire", "fmt", "model", "channel", "embed"]),
+    ("cli", &["wire", "fmt", "model", "source", "export"]),
+    (
+        "config",
+        &["wire", "fmt", "model", "export", "pipeline", "tui", "cli"],
+    ),
+    (
+        "runner",
+        &[
+            "wire", "fmt", "model", "channel", "record", "source", "export", "pipeline", "tui",
+            "embed", "launch", "cli", "config",
+        ],
     ),
 ];
 
@@ -56,14 +71,103 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
     out
 }
 
-/// The non-test part of a file: tests sit at the bottom, after `#[cfg(test)]`, and may
-/// reach anywhere.
+/// The non-test part of a file: each `#[cfg(test)] mod` (a `mod x { .. }` block or a
+/// `mod x;` line) is cut out, because tests may reach anywhere. Only those: an item-level
+/// `#[cfg(test)]` (an `impl`, a `use`, a helper) is compiled into the crate's unit tests
+/// beside production code and is read like it, so an import hidden after one is caught.
 fn code(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).expect("readable source");
-    match text.find("#[cfg(test)]") {
-        Some(i) => text[..i].to_string(),
-        None => text,
+    strip_test_mods(&std::fs::read_to_string(path).expect("readable source"))
+}
+
+fn strip_test_mods(text: &str) -> String {
+    const ATTR: &str = "#[cfg(test)]";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(ATTR) {
+        let after = &rest[i + ATTR.len()..];
+        let item = after.trim_start();
+        let item = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|v| item.strip_prefix(v))
+            .unwrap_or(item);
+        let Some(decl) = item.strip_prefix("mod ") else {
+            out.push_str(&rest[..i + ATTR.len()]);
+            rest = after;
+            continue;
+        };
+        out.push_str(&rest[..i]);
+        let body = decl.find(['{', ';']).unwrap_or(decl.len());
+        rest = if decl[body..].starts_with('{') {
+            &decl[body + block_len(&decl[body..])..]
+        } else {
+            &decl[(body + 1).min(decl.len())..]
+        };
     }
+    out.push_str(rest);
+    out
+}
+
+/// `r"`, `r#"`: the number of `#` of a raw string's opening (not a raw identifier's `r#x`).
+fn raw_hashes(s: &str) -> Option<usize> {
+    let n = s.bytes().take_while(|&c| c == b'#').count();
+    s[n..].starts_with('"').then_some(n)
+}
+
+/// Length of the `{ .. }` block `s` starts with, braces inside strings, chars and
+/// comments not counted (a test module's fixtures are full of them).
+fn block_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    let (mut i, mut depth) = (0, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i += s[i..].find('\n').unwrap_or(s.len() - i);
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += s[i..].find("*/").map_or(s.len() - i, |e| e + 1);
+            }
+            b'r' if i > 0
+                && !b[i - 1].is_ascii_alphanumeric()
+                && raw_hashes(&s[i + 1..]).is_some() =>
+            {
+                let hashes = raw_hashes(&s[i + 1..]).unwrap_or(0);
+                let close = format!("\"{}", "#".repeat(hashes));
+                let open = i + 2 + hashes;
+                i = s[open..]
+                    .find(&close)
+                    .map_or(s.len(), |e| open + e + close.len())
+                    - 1;
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            // A char literal ('{', '\'', '\u{7b}'), not a lifetime ('a).
+            b'\'' => {
+                if b.get(i + 1) == Some(&b'\\') {
+                    i += s[i + 3..].find('\'').map_or(s.len() - i, |e| e + 3);
+                } else if b.get(i + 2) == Some(&b'\'') {
+                    i += 2;
+                } else if let Some(c) = s[i + 1..].chars().next()
+                    && s[i + 1 + c.len_utf8()..].starts_with('\'')
+                {
+                    i += c.len_utf8() + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    s.len()
 }
 
 /// Every path a file names through `crate::` (groups expanded), as segment lists.
@@ -227,6 +331,7 @@ fn upward(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     let mut bad = Vec::new();
     for (m, deps) in g {
         let Some((_, allowed)) = BELOW.iter().find(|(r, _)| *r == room(m)) else {
+            bad.push(format!("{m}: its room is not in the floor plan"));
             continue;
         };
         for d in deps {
@@ -257,14 +362,39 @@ fn every_room_imports_only_rooms_below_it() {
     assert!(bad.is_empty(), "imports against the floor plan: {bad:#?}");
 }
 
+/// The map in lib.rs, the table above and the tree name the same rooms in the same order,
+/// and each room's allowance reaches only rooms listed before it: the map's "each imports
+/// only rooms listed before it" is then what `every_room_imports_only_rooms_below_it` checks.
 #[test]
-fn the_lib_map_lists_every_room() {
+fn the_lib_map_lists_every_room_in_the_checks_order() {
     let lib = std::fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
+    let map: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! - `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let table: Vec<&str> = BELOW.iter().map(|(r, _)| *r).collect();
+    assert_eq!(
+        map, table,
+        "lib.rs's map and the check list the rooms in one order"
+    );
     let mods = modules(&src());
     let rooms: BTreeSet<&str> = mods.keys().map(|m| room(m)).collect();
-    for r in rooms {
+    assert_eq!(
+        rooms,
+        table.iter().copied().collect::<BTreeSet<_>>(),
+        "every room of src/ is on the plan, and only those"
+    );
+    for r in &rooms {
         assert!(lib.contains(&format!("mod {r};")), "lib.rs declares {r}");
-        assert!(lib.contains(&format!("`{r}`")), "lib.rs's map names {r}");
+    }
+    for (i, (r, allowed)) in BELOW.iter().enumerate() {
+        for a in *allowed {
+            assert!(
+                table[..i].contains(a),
+                "{r} may import {a}, listed after it"
+            );
+        }
     }
 }
 
@@ -289,4 +419,79 @@ fn the_checks_fail_on_a_bad_tree() {
         vec![vec!["model::a".to_string(), "model::b".to_string()]]
     );
     assert_eq!(upward(&g), vec!["model::b -> tui::app".to_string()]);
+}
+
+/// An import after an item-level `#[cfg(test)]` is production code to the check (the rest of
+/// the file compiles into the product); only a `#[cfg(test)] mod` is cut. The real
+/// `model/alerts/oom.rs` has such an item (its `Default` for the rule's tests) before its
+/// production code: an upward import planted after it fails the check, one planted in its
+/// test module does not.
+#[test]
+fn an_import_after_an_item_level_cfg_test_is_read() {
+    let real = std::fs::read_to_string(src().join("model/alerts/oom.rs")).expect("oom.rs");
+    let item = real
+        .find("#[cfg(test)]\nimpl")
+        .expect("oom.rs still has an item-level #[cfg(test)]");
+    let tests = real
+        .find("#[cfg(test)]\nmod ")
+        .expect("oom.rs has a test module");
+    assert!(item < tests);
+    let after_item = item + real[item..].find("\n}\n").expect("the item ends") + 3;
+    let plant = "use crate::tui::app::App;\n";
+    let build = |text: &str| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = dir.path();
+        std::fs::create_dir_all(s.join("model/alerts")).expect("mkdir");
+        std::fs::create_dir_all(s.join("tui")).expect("mkdir");
+        std::fs::write(s.join("model/mod.rs"), "pub mod alerts;\n").expect("write");
+        std::fs::write(s.join("model/alerts/mod.rs"), "pub mod oom;\n").expect("write");
+        std::fs::write(s.join("model/alerts/oom.rs"), text).expect("write");
+        std::fs::write(s.join("tui/app.rs"), "pub struct App;\n").expect("write");
+        upward(&graph(s))
+    };
+    assert_eq!(
+        build(&real),
+        Vec::<String>::new(),
+        "the copy is clean as it is"
+    );
+    let planted = format!("{}{plant}{}", &real[..after_item], &real[after_item..]);
+    assert_eq!(
+        build(&planted),
+        vec!["model::alerts::oom -> tui::app".to_string()]
+    );
+    let in_tests = tests + real[tests..].find('{').expect("mod body") + 1;
+    let planted = format!("{}\n{plant}{}", &real[..in_tests], &real[in_tests..]);
+    assert_eq!(
+        build(&planted),
+        Vec::<String>::new(),
+        "tests may reach anywhere"
+    );
+}
+
+/// The cut skips a test module whole, braces in its strings, chars and comments included,
+/// and keeps what follows it.
+#[test]
+fn a_test_module_is_cut_whole() {
+    let text = r##"use crate::model::A;
+#[cfg(test)]
+mod tests {
+    use crate::tui::X;
+    const S: &str = "}}";
+    const R: &str = r#"}"#;
+    const C: char = '}';
+    const Q: char = '\'';
+    // }
+    /* } */
+    fn f<'a>(x: &'a str) -> &'a str { x }
+}
+#[cfg(test)]
+pub(crate) mod helpers;
+use crate::export::B;
+"##;
+    let kept = strip_test_mods(text);
+    assert!(!kept.contains("tui") && !kept.contains("helpers"), "{kept}");
+    assert!(
+        kept.contains("crate::model::A") && kept.contains("crate::export::B"),
+        "{kept}"
+    );
 }

@@ -130,3 +130,23 @@ fn example_prometheus_config_is_valid() {
         }
     }
 }
+
+/// docs/metrics.md's paragraph on misbehaving clients states the endpoint's real limits.
+#[test]
+fn the_documented_http_limits_are_the_code_s() {
+    let docs = std::fs::read_to_string(root("docs/metrics.md")).expect("docs/metrics.md");
+    let docs = docs.split_whitespace().collect::<Vec<_>>().join(" ");
+    let l = gpumon::export::http::Limits::default();
+    for said in [
+        format!("head within {} s", l.header_read_timeout.as_secs()),
+        format!("completes no request for {} s", l.request_timeout.as_secs()),
+        format!("At most {} connections", l.max_connections),
+        format!(
+            "closed after {} minutes",
+            l.max_connection_age.as_secs() / 60
+        ),
+        format!("over {} KiB 431", l.max_header_bytes / 1024),
+    ] {
+        assert!(docs.contains(&said), "docs/metrics.md should say '{said}'");
+    }
+}

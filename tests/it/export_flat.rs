@@ -166,3 +166,112 @@ fn create_writes_a_file() {
         "flushed after each tick: {text}"
     );
 }
+
+/// The flat logs carry what only gpumon has: written from a recording with companions, the
+/// process rows of a companion's process have its allocator (allocated, reserved, epoch,
+/// epoch floor, F, L, T), every process row names the script, not `python3`, and keeps the
+/// full command; GPU rows leave the allocator columns empty.
+#[test]
+fn a_csv_from_a_recording_with_a_companion_has_the_allocator_columns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (csv_path, jsonl_path) = (dir.path().join("c.csv"), dir.path().join("c.jsonl"));
+    let rec =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-companion.gpumon.jsonl");
+    crate::support::gpumon()
+        .args(["replay", "--headless", "--csv"])
+        .arg(&csv_path)
+        .arg("--jsonl")
+        .arg(&jsonl_path)
+        .arg(&rec)
+        .assert()
+        .success();
+    let allocator = [
+        "allocator_allocated_bytes",
+        "allocator_reserved_bytes",
+        "allocator_epoch",
+        "allocator_epoch_floor_bytes",
+        "allocator_fragmentation_ratio",
+        "allocator_largest_free_block_bytes",
+        "allocator_free_bytes",
+    ];
+    // Appended after the columns files already had: readers by position keep working.
+    assert_eq!(COLUMNS[19], "error");
+    assert_eq!(COLUMNS[20], "command");
+    assert_eq!(&COLUMNS[21..], allocator);
+
+    let mut r = csv::Reader::from_path(&csv_path).expect("csv");
+    let header: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(header, COLUMNS);
+    let rows: Vec<csv::StringRecord> = r.records().map(|r| r.expect("row")).collect();
+    let col = |n: &str| COLUMNS.iter().position(|c| *c == n).expect("column");
+    let get = |row: &csv::StringRecord, n: &str| row.get(col(n)).unwrap_or("?").to_string();
+    let full = rows
+        .iter()
+        .filter(|r| get(r, "row") == "process")
+        .filter(|r| allocator.iter().all(|c| !get(r, c).is_empty()))
+        .count();
+    assert!(
+        full > 50,
+        "process rows with every allocator column: {full}"
+    );
+    let grab = rows
+        .iter()
+        .find(|r| get(r, "pid") == "600" && allocator.iter().all(|c| !get(r, c).is_empty()))
+        .expect("pid 600 with its allocator");
+    assert_eq!(
+        get(grab, "process"),
+        "scenario.py",
+        "the script, not python3"
+    );
+    assert!(get(grab, "command").contains("scenario.py --name grab_all"));
+    let frag: f64 = get(grab, "allocator_fragmentation_ratio")
+        .parse()
+        .expect("F");
+    assert!((0.0..=1.0).contains(&frag));
+    let (l, t): (u64, u64) = (
+        get(grab, "allocator_largest_free_block_bytes")
+            .parse()
+            .expect("L"),
+        get(grab, "allocator_free_bytes").parse().expect("T"),
+    );
+    assert!(l <= t, "L {l} <= T {t}");
+    assert!(
+        !rows
+            .iter()
+            .any(|r| get(r, "process") == "python3" && get(r, "command").contains(".py")),
+        "no script is labelled python3"
+    );
+    for g in rows.iter().filter(|r| get(r, "row") == "gpu") {
+        assert!(allocator.iter().all(|c| get(g, c).is_empty()));
+    }
+
+    let text = std::fs::read_to_string(&jsonl_path).expect("jsonl");
+    let row: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+        .find(|v| v["pid"] == 600 && v["allocator_fragmentation_ratio"].is_f64())
+        .expect("pid 600 in the JSONL with its allocator");
+    assert_eq!(row["process"], "scenario.py");
+    assert!(row["allocator_epoch"].is_u64() && row["allocator_allocated_bytes"].is_u64());
+}
+
+/// docs/metrics.md's flat-log table names every column.
+#[test]
+fn every_column_is_documented() {
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/metrics.md"),
+    )
+    .expect("docs/metrics.md");
+    let table = &docs[docs.find("## Flat logs").expect("flat logs section")..];
+    for c in COLUMNS {
+        assert!(
+            table.contains(&format!("`{c}`")),
+            "docs/metrics.md leaves out {c}"
+        );
+    }
+}

@@ -588,12 +588,22 @@ pub(crate) fn alloc_summary(pa: &ProcAlloc, d: &DevAlloc, theme: &Theme) -> Line
 fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let s = app.view_state();
     let procs: Vec<_> = s.companions.by_pid.values().collect();
+    // GPUs were reported, and --gpu left none of them (the status line says which exist).
+    let filtered = !s.gpu_infos().is_empty();
     if procs.is_empty() {
-        let msg = "waiting for the first sample (no GPUs reported yet, no companion connected)";
+        let msg = if filtered {
+            "no GPU matches --gpu (the status line names the GPUs there are)"
+        } else {
+            "waiting for the first sample (no GPUs reported yet, no companion connected)"
+        };
         buf.set_stringn(area.x, area.y, msg, usize::from(area.width), theme.dim());
         return;
     }
-    let head = "no NVML data: allocator state reported by companions";
+    let head = if filtered {
+        "no GPU matches --gpu: allocator state reported by companions"
+    } else {
+        "no NVML data: allocator state reported by companions"
+    };
     buf.set_stringn(area.x, area.y, head, usize::from(area.width), theme.title());
     let mut y = area.y + 1;
     for pa in procs {

@@ -1,0 +1,116 @@
+//! The name a person knows a process by, for the `process` label of every output: the
+//! script of an interpreter (`python3 -u train.py --lr 3e-4` is `train.py`, every Python job
+//! would otherwise be `python3`), the module of `python -m` and otherwise the executable
+//! (its whole name: the kernel's `comm` stops at 15 bytes). The full command stays in the
+//! outputs that have room for it (the flat logs' `command`).
+
+/// Launchers whose first argument names the program that runs.
+fn is_launcher(word: &str) -> bool {
+    let base = word.rsplit('/').next().unwrap_or(word);
+    base.starts_with("python")
+        || base.starts_with("pypy")
+        || matches!(
+            base,
+            "env" | "uv" | "torchrun" | "accelerate" | "deepspeed" | "mpirun"
+        )
+}
+
+fn base(word: &str) -> &str {
+    word.rsplit('/')
+        .next()
+        .filter(|b| !b.is_empty())
+        .unwrap_or(word)
+}
+
+/// The label from a command line (`/proc/PID/cmdline`, arguments joined by spaces), else
+/// the executable name `comm`; None when neither is known.
+pub fn process_label(cmdline: Option<&str>, comm: Option<&str>) -> Option<String> {
+    let comm = comm.filter(|c| !c.is_empty()).map(str::to_string);
+    let Some(cmd) = cmdline.filter(|c| !c.trim().is_empty()) else {
+        return comm;
+    };
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    let launchers = words.iter().take_while(|w| is_launcher(w)).count();
+    if launchers == 0 {
+        return Some(base(words[0]).to_string());
+    }
+    let rest = &words[launchers..];
+    // `uv run train.py`, `accelerate launch train.py`: a subcommand before the script.
+    let rest = match rest.first() {
+        Some(&("run" | "launch")) => &rest[1..],
+        _ => rest,
+    };
+    if let Some(script) = rest
+        .iter()
+        .find(|w| w.ends_with(".py") && !w.starts_with('-'))
+    {
+        return Some(base(script).to_string());
+    }
+    let mut i = 0;
+    while i < rest.len() {
+        match rest[i] {
+            "-m" => return rest.get(i + 1).map(|m| m.to_string()),
+            "-c" => break,
+            // Python's options that take a value.
+            "-X" | "-W" | "-Q" => i += 2,
+            w if w.starts_with('-') => i += 1,
+            w => return Some(base(w).to_string()),
+        }
+    }
+    // `python3 -c '...'`, a bare interpreter: the interpreter it is.
+    Some(base(words[launchers - 1]).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::process_label;
+
+    fn label(cmd: &str) -> String {
+        process_label(Some(cmd), Some("comm")).expect("a label")
+    }
+
+    #[test]
+    fn interpreters_are_named_by_their_script() {
+        assert_eq!(label("python3 train.py --lr 3e-4"), "train.py");
+        assert_eq!(
+            label("/usr/bin/python3.12 -u /home/a/runs/train_bert.py --name run7"),
+            "train_bert.py"
+        );
+        assert_eq!(
+            label("/usr/bin/env python3 -X dev scripts/eval.py"),
+            "eval.py"
+        );
+        assert_eq!(
+            label("torchrun --nproc_per_node 8 --standalone train.py --bs 4"),
+            "train.py"
+        );
+        assert_eq!(label("uv run finetune.py"), "finetune.py");
+        assert_eq!(
+            label("python -m torch.distributed.run --nproc_per_node 2 x"),
+            "torch.distributed.run"
+        );
+        assert_eq!(
+            label("python3 -m vllm.entrypoints.api_server"),
+            "vllm.entrypoints.api_server"
+        );
+        assert_eq!(label("python3 -c import torch"), "python3");
+        assert_eq!(label("python3"), "python3");
+        assert_eq!(label("python3 ./serve"), "serve");
+    }
+
+    #[test]
+    fn other_programs_by_their_whole_executable_name() {
+        assert_eq!(
+            label("/opt/llama.cpp/bin/llama-server-cuda-12 --port 8080"),
+            "llama-server-cuda-12"
+        );
+        assert_eq!(label("./a.out"), "a.out");
+        assert_eq!(
+            process_label(None, Some("python3")).as_deref(),
+            Some("python3")
+        );
+        assert_eq!(process_label(Some("  "), Some("x")).as_deref(), Some("x"));
+        assert_eq!(process_label(None, None), None);
+        assert_eq!(process_label(None, Some("")), None);
+    }
+}

@@ -1,0 +1,100 @@
+//! scripts/wheel_glibc.py, the release wheel's glibc check, catches what it is for: wheels
+//! are made here from this build's binary (linked against this machine's glibc, with the
+//! interposer embedded), so the script must see the interposer inside it, refuse a glibc
+//! floor both exceed, refuse a tag that is not manylinux, and refuse a binary with nothing
+//! embedded. (scripts/wheel_check.sh runs it on the real manylinux2014 wheel.)
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn python() -> Option<&'static str> {
+    Command::new("python3")
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|_| "python3")
+}
+
+/// A wheel holding `binary` as its script, with the platform tag `tag`.
+fn wheel(dir: &Path, binary: &Path, tag: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("gpumon_memory-0.1.0-py3-none-{tag}.whl"));
+    let status = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1], 'w')\n\
+             z.writestr('gpumon_memory-0.1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nTag: py3-none-' + sys.argv[3] + '\\n')\n\
+             z.write(sys.argv[2], 'gpumon_memory-0.1.0.data/scripts/gpumon')\n",
+        ])
+        .arg(&path)
+        .arg(binary)
+        .arg(tag)
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+    path
+}
+
+fn check(wheel: &Path, max: &str) -> Output {
+    Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/wheel_glibc.py"))
+        .arg(wheel)
+        .args(["--max-glibc", max])
+        .output()
+        .expect("python3 runs")
+}
+
+#[test]
+fn the_glibc_check_reads_the_embedded_interposer_and_the_tags() {
+    if python().is_none() {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gpumon = Path::new(env!("CARGO_BIN_EXE_gpumon"));
+    let good = wheel(dir.path(), gpumon, "manylinux_2_17_x86_64");
+
+    let out = check(&good, "99.0");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("(embedded)"),
+        "the interposer inside the binary is read: {said}"
+    );
+
+    // Every glibc symbol version is above 2.0: both the binary and the interposer fail.
+    let out = check(&good, "2.0");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("scripts/gpumon needs GLIBC_"), "{err}");
+    assert!(err.contains("(embedded) needs GLIBC_"), "{err}");
+
+    let host = wheel(dir.path(), gpumon, "linux_x86_64");
+    let out = check(&host, "99.0");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("linux_x86_64 is not manylinux"),
+        "{err}"
+    );
+
+    let newer = wheel(dir.path(), gpumon, "manylinux_2_34_x86_64");
+    let out = check(&newer, "2.17");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("manylinux_2_34_x86_64 asks for more than glibc 2.17"),
+        "{err}"
+    );
+
+    // A binary with nothing inside: the check must not pass by reading nothing.
+    let bare = wheel(dir.path(), Path::new("/bin/true"), "manylinux_2_17_x86_64");
+    let out = check(&bare, "99.0");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no embedded ELF"),
+        "{err}"
+    );
+}
