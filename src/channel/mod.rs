@@ -6,6 +6,7 @@ pub mod budget;
 mod conn;
 pub mod dirs;
 mod forward;
+mod liveness;
 mod verify;
 
 use std::collections::HashMap;
