@@ -93,6 +93,43 @@ pub fn clock_pos(ms: i64, hours: bool) -> String {
     }
 }
 
+/// Characters that steer a terminal or reorder text rather than show: controls (C0, DEL,
+/// C1: escape sequences start with them), bidi overrides and isolates, zero-width and
+/// line-separator characters. A name or message from a file or a peer loses them
+/// before gpumon prints it, so printed text is inert.
+pub fn is_steering(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// `s` with every steering character (`is_steering`) shown as `?`.
+pub fn inert(s: &str) -> String {
+    s.chars()
+        .map(|c| if is_steering(c) { '?' } else { c })
+        .collect()
+}
+
+/// A message of several lines for stderr: each line made inert, the line breaks kept.
+pub fn inert_lines(s: &str) -> String {
+    s.split('\n').map(inert).collect::<Vec<_>>().join("\n")
+}
+
+/// Longest part of a value an error message repeats.
+pub const QUOTE_MAX: usize = 120;
+
+/// A value quoted in a message: inert, and cut at `QUOTE_MAX` characters with the
+/// length said (a 200 MB config line gives a line of error, not 200 MB).
+pub fn quote(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= QUOTE_MAX {
+        return inert(s);
+    }
+    let head: String = s.chars().take(QUOTE_MAX).collect();
+    format!("{}… ({} bytes in all)", inert(&head), s.len())
+}
+
 fn fmt3(v: f64, unit: &str) -> String {
     if v >= 100.0 {
         format!("{v:.0} {unit}")
@@ -118,6 +155,26 @@ mod tests {
         assert_eq!(compact_signed(-1.5 * GIB), "-1.50GiB");
         assert_eq!(compact_signed(96.0 * MIB), "+96.0MiB");
         assert_eq!(gib1(61 * GIB_U64 + GIB_U64 / 5), "61.2");
+    }
+
+    #[test]
+    fn printed_text_is_inert_and_quotes_are_capped() {
+        let hostile = "\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m a\u{202E}b\u{2066}c\u{200B}d";
+        let out = inert(hostile);
+        assert!(!out.chars().any(is_steering), "{out:?}");
+        assert_eq!(out, "?]0;PWNED??[2J?31m a?b?c?d");
+        assert_eq!(inert_lines("x\u{1b}\ny"), "x?\ny");
+        assert_eq!(
+            inert("GPU 0: 80 GiB · ünïcode ✓"),
+            "GPU 0: 80 GiB · ünïcode ✓"
+        );
+        let long = "v".repeat(10_000_000);
+        let q = quote(&long);
+        assert!(
+            q.len() < 200 && q.ends_with("(10000000 bytes in all)"),
+            "{q}"
+        );
+        assert_eq!(quote("short"), "short");
     }
 
     #[test]

@@ -234,8 +234,8 @@ where
                         let _ = h.control.send(c);
                     }
                 }
-                Some(Effect::Signal { pid, sig }) => {
-                    app.signal_done(pid, sig, crate::tui::signal::send(pid, sig));
+                Some(Effect::Signal { pid, sig, started }) => {
+                    app.signal_done(pid, sig, crate::tui::signal::send(pid, sig, started));
                 }
                 Some(Effect::Bell) => {
                     use std::io::Write;
