@@ -268,11 +268,15 @@ pub(super) fn header_without_gpus(interval: Duration) -> crate::model::frame::He
 pub(super) fn companions_waiting(dir: Option<&Path>) -> bool {
     let dirs = match dir {
         Some(d) => vec![d.to_path_buf()],
-        None => crate::channel::dirs::scan_dirs(),
+        None => crate::channel::dirs::scan_dirs(&Default::default())
+            .into_iter()
+            .map(|d| d.path)
+            .collect(),
     };
+    // Bounded like a scan: a directory full of other names is not read to its end.
     dirs.iter()
         .filter_map(|d| std::fs::read_dir(d).ok())
-        .flatten()
+        .flat_map(|rd| rd.take(crate::channel::scan_share()))
         .flatten()
         .any(|e| crate::channel::dirs::sock_pid(&e.file_name()).is_some())
 }

@@ -22,6 +22,7 @@ mod alerts_ui;
 mod architecture;
 mod channel;
 mod channel_fairness;
+mod channel_floods;
 mod channel_fuzz;
 mod channel_identity;
 mod cli;
