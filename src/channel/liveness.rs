@@ -35,7 +35,7 @@ pub(crate) enum NotAlive {
 
 /// Before connecting: the named process exists and is older than the socket file.
 pub(crate) fn started_before(pid: u32, socket: BorrowedFd<'_>) -> Result<(), NotAlive> {
-    let Some(ticks) = crate::source::procfs::start_ticks(pid) else {
+    let Some(ticks) = start_ticks(pid) else {
         return Err(NotAlive::NoProcess);
     };
     let Some(made_ms) = socket_made_ms(socket) else {
@@ -76,7 +76,7 @@ pub(crate) fn holds_our_peer(
     match holds_socket(pid, peer) {
         Ok(true) => Ok(()),
         Ok(false) => {
-            if crate::source::procfs::start_ticks(pid).is_none() {
+            if start_ticks(pid).is_none() {
                 Err(NotAlive::NoProcess)
             } else {
                 Err(NotAlive::Refused(format!(
@@ -92,6 +92,20 @@ pub(crate) fn holds_our_peer(
             "cannot read pid {pid}'s descriptors: {e}"
         ))),
     }
+}
+
+/// Start time in clock ticks since boot (field 22 of /proc/PID/stat); `None`: no
+/// such process. The same reading as `source::procfs::start_ticks`, which the
+/// channel may not import (it sits below `source`).
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
 }
 
 /// Whether `/proc/PID/fd` has a descriptor on the socket with inode `ino`.
