@@ -57,7 +57,8 @@ pub(super) fn asset_path(file: &str) -> Option<PathBuf> {
         .map(|d| d.join(file))
         .find(|p| p.is_file())
         .or_else(|| {
-            crate::embed::asset(&crate::embed::cache_root(), file)
+            crate::embed::cache_root()
+                .and_then(|root| crate::embed::asset(&root, file))
                 .map_err(|e| eprintln!("gpumon: {e:#}"))
                 .ok()
                 .flatten()
