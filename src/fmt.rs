@@ -116,17 +116,50 @@ pub fn inert_lines(s: &str) -> String {
     s.split('\n').map(inert).collect::<Vec<_>>().join("\n")
 }
 
+/// Longest line, and most lines, of one message gpumon prints on stderr.
+pub const LINE_MAX: usize = 1_000;
+pub const LINES_MAX: usize = 40;
+
+/// A message for stderr: every line inert (`inert`) and cut at `LINE_MAX` characters,
+/// at most `LINES_MAX` lines, so a hostile value in an error (a recording line, a config
+/// value, a peer's text) can neither steer the terminal nor flood it.
+pub fn printable(s: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let total = s.split('\n').count();
+    for line in s.split('\n').take(LINES_MAX) {
+        out.push(quote_at(line, LINE_MAX));
+    }
+    if total > LINES_MAX {
+        out.push(format!("… ({} more lines)", total - LINES_MAX));
+    }
+    out.join("\n")
+}
+
+/// `eprintln!` for gpumon's own messages: what they carry is made `printable`.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::fmt::printable(&format!($($arg)*)))
+    };
+}
+
 /// Longest part of a value an error message repeats.
 pub const QUOTE_MAX: usize = 120;
 
 /// A value quoted in a message: inert, and cut at `QUOTE_MAX` characters with the
 /// length said (a 200 MB config line gives a line of error, not 200 MB).
 pub fn quote(s: &str) -> String {
-    let n = s.chars().count();
-    if n <= QUOTE_MAX {
+    quote_at(s, QUOTE_MAX)
+}
+
+fn quote_at(s: &str, max: usize) -> String {
+    if s.len() <= max {
         return inert(s);
     }
-    let head: String = s.chars().take(QUOTE_MAX).collect();
+    let head: String = s.chars().take(max).collect();
+    if head.len() == s.len() {
+        return inert(s);
+    }
     format!("{}… ({} bytes in all)", inert(&head), s.len())
 }
 
@@ -175,6 +208,12 @@ mod tests {
             "{q}"
         );
         assert_eq!(quote("short"), "short");
+        let msg = format!("bad value '{}'\n\u{1b}[2Jnext", "x".repeat(5_000_000));
+        let p = printable(&msg);
+        assert!(p.len() < 2 * LINE_MAX, "{}", p.len());
+        assert!(p.ends_with("\n?[2Jnext"), "{p}");
+        let many = "l\n".repeat(1000);
+        assert_eq!(printable(&many).lines().count(), LINES_MAX + 1);
     }
 
     #[test]

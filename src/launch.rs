@@ -103,7 +103,7 @@ pub(crate) fn preload_env(cmd: &mut Command, cache: &Path) {
         None => match embed::preload_library(cache) {
             Ok(p) => p,
             Err(e) => {
-                eprintln!(
+                crate::say!(
                     "gpumon run: cannot write the interposer ({e:#}); driver-level allocations \
                      will not be reported"
                 );
@@ -185,7 +185,7 @@ fn run_with_cache(cmd: &[OsString], cache: &Path) -> Result<i32> {
                         .with_context(|| format!("cannot start {}", prog.to_string_lossy()));
                 }
             };
-            eprintln!("gpumon run: {}: {e}", prog.to_string_lossy());
+            crate::say!("gpumon run: {}: {e}", prog.to_string_lossy());
             return Ok(code);
         }
     };

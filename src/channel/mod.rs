@@ -136,7 +136,7 @@ pub fn spawn_with(cfg: Config, tx: Sender<Frame>) -> ChannelHandle {
         });
     if let Err(e) = started {
         // No thread: no companions, said once; gpumon itself keeps running.
-        eprintln!("gpumon: companion channel not started: {e}");
+        crate::say!("gpumon: companion channel not started: {e}");
     }
     ChannelHandle {
         _stop: stop_tx,

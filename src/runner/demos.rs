@@ -59,7 +59,7 @@ pub(super) fn asset_path(file: &str) -> Option<PathBuf> {
         .or_else(|| {
             crate::embed::cache_root()
                 .and_then(|root| crate::embed::asset(&root, file))
-                .map_err(|e| eprintln!("gpumon: {e:#}"))
+                .map_err(|e| crate::say!("gpumon: {e:#}"))
                 .ok()
                 .flatten()
         })

@@ -62,14 +62,14 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
         None => {
             let (header, channel) = start_live(s.interval, s.socket_dir.clone(), &tx);
             let header = header.unwrap_or_else(|e| {
-                eprintln!("gpumon: {e}; serving companion metrics only");
+                crate::say!("gpumon: {e}; serving companion metrics only");
                 header_without_gpus(s.interval)
             });
             pipe.apply(&Frame::Header(header));
             Box::new(channel)
         }
     };
-    eprintln!("gpumon: serving metrics on http://{}/metrics", s.listen);
+    crate::say!("gpumon: serving metrics on http://{}/metrics", s.listen);
     spawn_signals(tx.clone())?;
     drop(tx);
     Ok(headless(rx, pipe, None, false).await)
@@ -111,7 +111,7 @@ pub(super) async fn headless(
                     {
                         // The text may quote the file: no control characters reach the terminal.
                         let text: String = text.chars().filter(|c| !c.is_control()).collect();
-                        eprintln!("gpumon: {text}");
+                        crate::say!("gpumon: {text}");
                         if *level == crate::model::frame::Level::Error {
                             return 1;
                         }
@@ -121,7 +121,7 @@ pub(super) async fn headless(
                 Event::Reset => pipe.reset(),
                 Event::Replay(s) if stop_at_replay_end && s.ended => stop = true,
                 Event::Quit(reason) => {
-                    eprintln!("gpumon: {reason}");
+                    crate::say!("gpumon: {reason}");
                     stop = true;
                 }
                 _ => {}
@@ -130,7 +130,7 @@ pub(super) async fn headless(
         }
         pipe.publish();
         if let Some(e) = pipe.take_recording_failure() {
-            eprintln!("gpumon: recording stopped: {e}");
+            crate::say!("gpumon: recording stopped: {e}");
             return 1;
         }
         if let Some(code) = alert_exit(&pipe) {
@@ -138,7 +138,7 @@ pub(super) async fn headless(
         }
         if stop {
             if let Some(e) = pipe.finish_recording() {
-                eprintln!("gpumon: recording stopped: {e}");
+                crate::say!("gpumon: recording stopped: {e}");
                 return 1;
             }
             return 0;
@@ -150,7 +150,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let (header, channel) = start_live(r.interval, r.socket_dir.clone(), &tx);
     let header = header.unwrap_or_else(|e| {
-        eprintln!("gpumon: {e}; recording companions only");
+        crate::say!("gpumon: {e}; recording companions only");
         header_without_gpus(r.interval)
     });
     let recorder = Recorder::create(&r.output, &header)?;
@@ -162,7 +162,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     let mut pipe = Pipeline::new(sinks(&out, Some(recorder)).await?);
     set_filter(&mut pipe, &r.filter)?;
     pipe.apply(&Frame::Header(header.clone()));
-    eprintln!(
+    crate::say!(
         "gpumon: recording {} GPU(s) every {} ms to {}{}",
         header.gpus.len(),
         r.interval.as_millis(),
@@ -183,7 +183,7 @@ pub(super) fn snapshot() -> Result<i32> {
     let (header, tick, procs) = match nvml::snapshot() {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("gpumon: {e}");
+            crate::say!("gpumon: {e}");
             return Ok(crate::cli::exit::NO_GPU);
         }
     };

@@ -39,6 +39,7 @@ const REPLAY_DATA_FRAME: Duration = Duration::from_millis(250);
 
 mod demos;
 mod headless;
+mod inert_out;
 mod threads;
 mod tui;
 
@@ -149,7 +150,7 @@ pub(super) async fn pipeline(
 /// How both loops end on `--exit-on-alert`: say which alert fired, exit with `ALERT`.
 pub(super) fn alert_exit(pipe: &Pipeline) -> Option<i32> {
     let a = pipe.tripped.as_ref()?;
-    eprintln!(
+    crate::say!(
         "gpumon: alert fired ({}): {}",
         a.severity.label(),
         a.message
@@ -225,7 +226,7 @@ pub(super) async fn start_exporter(addr: SocketAddr, host: &str) -> Result<Arc<E
     let e = Arc::clone(&exporter);
     tokio::spawn(async move {
         if let Err(err) = serve_on(e, listener, Limits::default()).await {
-            eprintln!("gpumon: metrics endpoint stopped: {err}");
+            crate::say!("gpumon: metrics endpoint stopped: {err}");
         }
     });
     Ok(exporter)

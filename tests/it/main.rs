@@ -35,6 +35,7 @@ mod export_metrics;
 mod export_placement;
 mod follow_hostile;
 mod http_hostile;
+mod inert_output;
 mod interact;
 mod legend;
 mod model_bounds;
