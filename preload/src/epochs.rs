@@ -150,12 +150,17 @@ mod tests {
     fn signal_names() {
         assert_eq!(parse_signal("USR2"), Some(libc::SIGUSR2));
         assert_eq!(parse_signal("sigusr1"), Some(libc::SIGUSR1));
-        assert_eq!(parse_signal(&format!(" {} ", libc::SIGUSR2)), Some(libc::SIGUSR2));
+        assert_eq!(
+            parse_signal(&format!(" {} ", libc::SIGUSR2)),
+            Some(libc::SIGUSR2)
+        );
         assert_eq!(parse_signal("KILL"), None);
         assert_eq!(parse_signal("9"), None);
         assert_eq!(parse_signal("usr3"), None);
         // Issue 25, N9: a counting handler on these hangs or unkillable programs.
-        for bad in ["11", "15", "SEGV", "TERM", "HUP", "2", "1", "17", "28", "0", "65"] {
+        for bad in [
+            "11", "15", "SEGV", "TERM", "HUP", "2", "1", "17", "28", "0", "65",
+        ] {
             assert_eq!(parse_signal(bad), None, "{bad}");
         }
         let lo = libc::SIGRTMIN();

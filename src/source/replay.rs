@@ -312,7 +312,10 @@ impl<E: From<ReplayEvent>> Replay<E> {
                 }
                 last_status = Some((Instant::now(), st));
             }
-            if self.ended && self.looping && !self.follow && !self.paused {
+            // A recording that spans no time (a header only, or every frame at one `t`)
+            // has nothing to loop over: starting again at once would spin a core (N10).
+            let spans_time = self.last_t > self.start;
+            if self.ended && self.looping && !self.follow && !self.paused && spans_time {
                 self.seek_to(self.start)?;
                 continue;
             }
@@ -476,6 +479,51 @@ impl<E: From<ReplayEvent>> Replay<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// CPU ticks the thread named `name` of this process has used.
+    fn thread_ticks(name: &str) -> Option<u64> {
+        for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim_end() == name {
+                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+                let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+                return Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?);
+            }
+        }
+        None
+    }
+
+    /// Issue 25, N10: `L` on a recording without a time span spun a core (499 of 500
+    /// ticks). Looping now waits for controls like the end of any recording.
+    #[test]
+    fn looping_a_recording_without_time_span_does_not_spin() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let path = tmp.path().join("header.jsonl");
+        std::fs::write(
+            &path,
+            "{\"type\":\"header\",\"v\":1,\"format\":\"gpumon\",\"host\":\"h\",\"started\":1796000000000,\"interval_ms\":1000,\"gpus\":[],\"gpumon_version\":\"0.1.0\"}\n",
+        )
+        .expect("write");
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<ReplayEvent>(1 << 16);
+        let opts = Options {
+            path,
+            speed: Speed::Times(1.0),
+            follow: false,
+            skip_ms: 0,
+            looping: true,
+            controls: false,
+        };
+        let _h = spawn(opts, tx).expect("replays");
+        std::thread::sleep(Duration::from_millis(300));
+        let before = thread_ticks("replay").expect("replay thread");
+        std::thread::sleep(Duration::from_millis(1000));
+        let used = thread_ticks("replay").expect("replay thread") - before;
+        while rx.try_recv().is_ok() {}
+        assert!(
+            used < 20,
+            "the replay thread used {used} ticks of 100 in a second"
+        );
+    }
 
     #[test]
     fn speeds_parse_and_step() {
