@@ -69,7 +69,9 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
             Box::new(channel)
         }
     };
-    crate::say!("gpumon: serving metrics on http://{}/metrics", s.listen);
+    if s.listen.port() != 0 {
+        crate::say!("gpumon: serving metrics on http://{}/metrics", s.listen);
+    }
     spawn_signals(tx.clone())?;
     drop(tx);
     Ok(headless(rx, pipe, None, false).await)

@@ -223,6 +223,11 @@ pub(super) async fn start_exporter(addr: SocketAddr, host: &str) -> Result<Arc<E
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
+    if addr.port() == 0 {
+        // Port 0 asks the system for one: say which it gave, or nobody can scrape it.
+        let got = listener.local_addr().map_or(addr, |a| a);
+        crate::say!("gpumon: serving metrics on http://{got}/metrics");
+    }
     let e = Arc::clone(&exporter);
     tokio::spawn(async move {
         if let Err(err) = serve_on(e, listener, Limits::default()).await {

@@ -51,5 +51,6 @@ mod replay_follow;
 mod replay_streams;
 mod screens;
 mod signals_tmux;
+mod small_holes;
 mod tmux_e2e;
 mod ui_snapshots;
