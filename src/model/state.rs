@@ -409,7 +409,11 @@ mod tests {
         s.apply(&Frame::Header(Header::bare(gpus)));
         assert_eq!(s.gpus.len(), MAX_GPUS);
         assert_eq!(s.header.as_ref().map(|h| h.gpus.len()), Some(MAX_GPUS));
-        assert!(t0.elapsed() < std::time::Duration::from_secs(1), "{:?}", t0.elapsed());
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            t0.elapsed()
+        );
     }
 
     fn tick(t: Ts, used: Option<u64>, procs: &[(u32, u64)]) -> Frame {
