@@ -231,11 +231,16 @@ struct Replay<E> {
     rush: bool,
     looping: bool,
     scan: Arc<OnceLock<Scan>>,
+    /// (device, inode) of the file being read: tells a truncation from a replacement.
+    file_id: Option<(u64, u64)>,
+    /// Said once that the path now names a FIFO or device, which --follow does not open.
+    said_not_file: bool,
 }
 
 impl<E: From<ReplayEvent>> Replay<E> {
     fn new(reader: Reader, opts: Options, tx: Sender<E>, scan: Arc<OnceLock<Scan>>) -> Self {
         let start = reader.header.started;
+        let id = file_id(&opts.path);
         Replay {
             reader,
             path: opts.path,
@@ -251,6 +256,8 @@ impl<E: From<ReplayEvent>> Replay<E> {
             rush: false,
             looping: opts.looping,
             scan,
+            file_id: id,
+            said_not_file: false,
         }
     }
 
@@ -345,10 +352,12 @@ impl<E: From<ReplayEvent>> Replay<E> {
                 None => match self.reader.next()? {
                     Next::Frame(f) => f,
                     Next::End { .. } if self.follow && self.reader.replaced() => {
-                        if !self.reopen_replaced()? {
-                            return Ok(None);
+                        match self.reopen_replaced()? {
+                            Reopen::Done => continue,
+                            // Polled again on the next turn of the loop, never spun on.
+                            Reopen::Waiting => return Ok(Some(())),
+                            Reopen::UiGone => return Ok(None),
                         }
-                        continue;
                     }
                     Next::End { .. } => {
                         self.ended = true;
@@ -397,16 +406,48 @@ impl<E: From<ReplayEvent>> Replay<E> {
     /// `--follow` found the file replaced: say so, and start over on the new
     /// one (its frames may start anew). A new file still without its header
     /// is waited for. Returns false when the UI has gone away.
-    fn reopen_replaced(&mut self) -> Result<bool, RecordingError> {
+    fn reopen_replaced(&mut self) -> Result<Reopen, RecordingError> {
+        use std::os::unix::fs::FileTypeExt;
+        let md = std::fs::metadata(&self.path).ok();
+        if let Some(m) = md.as_ref().filter(|m| !m.file_type().is_file()) {
+            // Opening a FIFO blocks until someone writes to it: --follow went silent
+            // (issue 25, N15). Say so once and wait for a file.
+            if !std::mem::replace(&mut self.said_not_file, true) {
+                let kind = if m.file_type().is_fifo() {
+                    "a FIFO"
+                } else {
+                    "not a regular file"
+                };
+                let text = format!(
+                    "{}: the file was replaced by {kind}; --follow waits for a regular file there",
+                    self.path.display()
+                );
+                let st = Frame::status(self.last_t, StatusSource::Replay, Level::Warn, text);
+                if !self.send(ReplayEvent::Frame(st)) {
+                    return Ok(Reopen::UiGone);
+                }
+            }
+            return Ok(Reopen::Waiting);
+        }
+        self.said_not_file = false;
+        let now_id = md.as_ref().map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        });
         let reader = match Reader::open(&self.path) {
             Ok(r) => r,
-            Err(RecordingError::Empty { .. } | RecordingError::Open { .. }) => return Ok(true),
+            Err(RecordingError::Empty { .. } | RecordingError::Open { .. }) => {
+                return Ok(Reopen::Waiting);
+            }
             Err(e) => return Err(e),
         };
-        let text = format!(
-            "{}: the file was replaced; following the new one",
-            self.path.display()
-        );
+        let what = if now_id.is_some() && now_id == self.file_id {
+            "the file was replaced (truncated, or written anew at the same inode); reading it again from its start"
+        } else {
+            "the file was replaced; following the new one"
+        };
+        self.file_id = now_id;
+        let text = format!("{}: {what}", self.path.display());
         // Stamped with the old file's last time: a later stamp would count as
         // already written and keep the new file's first frames out of the outputs.
         let said = self.send(ReplayEvent::Frame(Frame::status(
@@ -420,11 +461,12 @@ impl<E: From<ReplayEvent>> Replay<E> {
         self.start = self.reader.header.started;
         self.last_t = self.start;
         self.pos = self.start;
-        Ok(said
+        let ok = said
             && self.send(ReplayEvent::Reset)
             && self.send(ReplayEvent::Frame(Frame::Header(
                 self.reader.header.clone(),
-            ))))
+            )));
+        Ok(if ok { Reopen::Done } else { Reopen::UiGone })
     }
 
     /// Go to recorded time `target`: forward just moves the clock (the frames in between
@@ -474,6 +516,19 @@ impl<E: From<ReplayEvent>> Replay<E> {
         }
         Ok(())
     }
+}
+
+/// What re-opening a followed file that changed came to.
+enum Reopen {
+    Done,
+    /// Not a file yet (a FIFO, or nothing with a header): try again later.
+    Waiting,
+    UiGone,
+}
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 #[cfg(test)]
