@@ -134,7 +134,7 @@ impl Conn<'_> {
         // The peer has answered, so it has accepted: its end is in someone's descriptors.
         if self.cfg.check_peer_pid {
             let fd = rd.as_ref().as_fd();
-            match liveness::holds_our_peer(self.pid, fd, self.own_uid) {
+            match liveness::holds_our_peer(self.pid, fd, self.own_uid, path) {
                 Ok(()) => {}
                 Err(liveness::NotAlive::NoProcess) => {
                     return Outcome::Unreachable(format!("no process {}", self.pid));

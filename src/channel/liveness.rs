@@ -59,21 +59,21 @@ pub(crate) fn holds_our_peer(
     pid: u32,
     stream: BorrowedFd<'_>,
     own_uid: u32,
+    path: &std::path::Path,
 ) -> Result<(), NotAlive> {
-    let peer = match peer_inode(stream) {
-        Ok(Some(i)) => i,
+    let held = match peer_inode(stream) {
+        Ok(Some(peer)) => holds_socket(pid, peer),
         Ok(None) => {
             return Err(NotAlive::Refused(
                 "its end of the connection is gone".into(),
             ));
         }
-        Err(e) => {
-            return Err(NotAlive::Refused(format!(
-                "the kernel cannot say who holds its end of the connection (sock_diag: {e})"
-            )));
-        }
+        // No sock_diag (a kernel without unix_diag, a filtered container): the weaker
+        // test that the process holds a socket listening at this path, which a listener
+        // handed to another process fails as well.
+        Err(_) => holds_listener_at(pid, path),
     };
-    match holds_socket(pid, peer) {
+    match held {
         Ok(true) => Ok(()),
         Ok(false) => {
             if start_ticks(pid).is_none() {
@@ -114,6 +114,29 @@ pub(crate) fn holds_socket(pid: u32, ino: u64) -> io::Result<bool> {
     for e in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
         let Ok(e) = e else { continue };
         if std::fs::read_link(e.path()).is_ok_and(|t| t.as_os_str() == want.as_str()) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Whether `pid` holds a socket that `/proc/net/unix` lists as listening at `path`.
+fn holds_listener_at(pid: u32, path: &std::path::Path) -> io::Result<bool> {
+    let table = std::fs::read_to_string("/proc/net/unix")?;
+    let want = path.to_string_lossy();
+    let inodes: Vec<u64> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            // Num RefCount Protocol Flags Type St Inode Path (the inode may be padded)
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let listening = f.get(3).is_some_and(|fl| *fl == "00010000");
+            (listening && f.len() > 7 && f[7..].join(" ") == want)
+                .then(|| f.get(6)?.parse().ok())?
+        })
+        .collect();
+    for ino in inodes {
+        if holds_socket(pid, ino)? {
             return Ok(true);
         }
     }
@@ -292,9 +315,16 @@ mod tests {
         assert_eq!(peer, server_ino);
         let me = std::process::id();
         assert_eq!(holds_socket(me, peer).ok(), Some(true));
-        assert!(holds_our_peer(me, c.as_fd(), 0).is_ok());
+        assert!(holds_our_peer(me, c.as_fd(), 0, &path).is_ok());
+        assert_eq!(
+            holds_listener_at(me, &path).ok(),
+            Some(true),
+            "the fallback"
+        );
+        let other = dir.path().join("t.sock");
+        assert_eq!(holds_listener_at(me, &other).ok(), Some(false));
         drop(server);
-        assert_ne!(holds_our_peer(me, c.as_fd(), 0), Ok(()));
+        assert_ne!(holds_our_peer(me, c.as_fd(), 0, &path), Ok(()));
     }
 
     #[test]
