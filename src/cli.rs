@@ -335,6 +335,14 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     }
     let (host, port) = t.rsplit_once(':').ok_or_else(hint)?;
     let port: u16 = port.parse().map_err(|_| hint())?;
+    // The resolver takes `0`, `127.1` or `2130706433` as IPv4 addresses (`0:9464` bound
+    // every interface): a host of digits and dots must be a whole dotted quad.
+    if !host.is_empty() && host.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err(format!(
+            "invalid address '{s}': '{host}' is not a whole IPv4 address; write all four \
+             parts (0.0.0.0:{port} listens on every interface, :{port} on loopback)"
+        ));
+    }
     let mut addrs: Vec<SocketAddr> = (host.trim_matches(['[', ']']), port)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve '{host}' in '{s}': {e}"))?
@@ -392,6 +400,11 @@ mod tests {
         assert!(parse_addr("9464").is_err());
         assert!(parse_addr(":99999").is_err());
         assert!(parse_addr("no-such-host.invalid:1").is_err());
+        // Issue 25: `0:9464` bound every interface; shorthand quads are refused.
+        for short in ["0:9464", "127.1:9464", "2130706433:9464"] {
+            let e = parse_addr(short).expect_err(short);
+            assert!(e.contains("0.0.0.0:9464"), "{e}");
+        }
     }
 
     #[test]

@@ -124,6 +124,9 @@ pub fn load(explicit: Option<&Path>) -> Result<Resolved> {
 pub fn parse(text: &str) -> Result<Resolved> {
     let file: Config =
         toml::from_str(text).map_err(|e| anyhow::anyhow!(did_you_mean(&e.to_string())))?;
+    if let Ok(table) = text.parse::<toml::Table>() {
+        non_finite(&toml::Value::Table(table), "")?;
+    }
     let interval = file
         .interval
         .as_deref()
@@ -185,6 +188,34 @@ pub fn parse(text: &str) -> Result<Resolved> {
         sort,
         listen,
     })
+}
+
+/// `nan` and `inf` are TOML floats, and every threshold compared with one is silently
+/// never (or always) crossed: `alpha = nan` passed as valid and cut the demo's growth
+/// alerts from 4 to 1 (issue 25, N11). Refused wherever they appear, naming the key.
+fn non_finite(v: &toml::Value, key: &str) -> Result<()> {
+    match v {
+        toml::Value::Float(f) if !f.is_finite() => {
+            bail!("{key}: {f} is not a usable number; thresholds take finite values")
+        }
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let path = if key.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{key}.{k}")
+                };
+                non_finite(v, &crate::fmt::quote(&path))?;
+            }
+        }
+        toml::Value::Array(a) => {
+            for v in a {
+                non_finite(v, key)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Fill every setting the command line left at its default from the file. `matches` tells
@@ -385,6 +416,27 @@ mod tests {
         apply_to_app(&parse("sort = \"growth\"").expect("valid"), &mut app);
         assert_eq!(app.sort.key, SortKey::Growth);
         assert!(app.sort.desc);
+    }
+
+    /// Issue 25, N11: `alpha = nan` was "valid" and silenced growth alerts.
+    #[test]
+    fn nan_and_infinity_are_refused_naming_the_key() {
+        for (text, key) in [
+            ("[alerts.growth]\nalpha = nan", "alerts.growth.alpha"),
+            (
+                "[alerts.growth]\nsustained_frac = nan",
+                "alerts.growth.sustained_frac",
+            ),
+            (
+                "[alerts.growth]\nmin_signal_to_noise = -inf",
+                "alerts.growth.min_signal_to_noise",
+            ),
+        ] {
+            let e = parse(text).expect_err(text);
+            let msg = format!("{e:#}");
+            assert!(msg.contains(key) && msg.contains("finite"), "{msg}");
+        }
+        assert!(parse("[alerts.growth]\nalpha = 0.3").is_ok());
     }
 
     #[test]

@@ -93,6 +93,76 @@ pub fn clock_pos(ms: i64, hours: bool) -> String {
     }
 }
 
+/// Characters that steer a terminal or reorder text rather than show: controls (C0, DEL,
+/// C1: escape sequences start with them), bidi overrides and isolates, zero-width and
+/// line-separator characters. A name or message from a file or a peer loses them
+/// before gpumon prints it, so printed text is inert.
+pub fn is_steering(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// `s` with every steering character (`is_steering`) shown as `?`.
+pub fn inert(s: &str) -> String {
+    s.chars()
+        .map(|c| if is_steering(c) { '?' } else { c })
+        .collect()
+}
+
+/// A message of several lines for stderr: each line made inert, the line breaks kept.
+pub fn inert_lines(s: &str) -> String {
+    s.split('\n').map(inert).collect::<Vec<_>>().join("\n")
+}
+
+/// Longest line, and most lines, of one message gpumon prints on stderr.
+pub const LINE_MAX: usize = 1_000;
+pub const LINES_MAX: usize = 40;
+
+/// A message for stderr: every line inert (`inert`) and cut at `LINE_MAX` characters,
+/// at most `LINES_MAX` lines, so a hostile value in an error (a recording line, a config
+/// value, a peer's text) can neither steer the terminal nor flood it.
+pub fn printable(s: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let total = s.split('\n').count();
+    for line in s.split('\n').take(LINES_MAX) {
+        out.push(quote_at(line, LINE_MAX));
+    }
+    if total > LINES_MAX {
+        out.push(format!("… ({} more lines)", total - LINES_MAX));
+    }
+    out.join("\n")
+}
+
+/// `eprintln!` for gpumon's own messages: what they carry is made `printable`.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::fmt::printable(&format!($($arg)*)))
+    };
+}
+
+/// Longest part of a value an error message repeats.
+pub const QUOTE_MAX: usize = 120;
+
+/// A value quoted in a message: inert, and cut at `QUOTE_MAX` characters with the
+/// length said (a 200 MB config line gives a line of error, not 200 MB).
+pub fn quote(s: &str) -> String {
+    quote_at(s, QUOTE_MAX)
+}
+
+fn quote_at(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return inert(s);
+    }
+    let head: String = s.chars().take(max).collect();
+    if head.len() == s.len() {
+        return inert(s);
+    }
+    format!("{}… ({} bytes in all)", inert(&head), s.len())
+}
+
 fn fmt3(v: f64, unit: &str) -> String {
     if v >= 100.0 {
         format!("{v:.0} {unit}")
@@ -118,6 +188,32 @@ mod tests {
         assert_eq!(compact_signed(-1.5 * GIB), "-1.50GiB");
         assert_eq!(compact_signed(96.0 * MIB), "+96.0MiB");
         assert_eq!(gib1(61 * GIB_U64 + GIB_U64 / 5), "61.2");
+    }
+
+    #[test]
+    fn printed_text_is_inert_and_quotes_are_capped() {
+        let hostile = "\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{9b}31m a\u{202E}b\u{2066}c\u{200B}d";
+        let out = inert(hostile);
+        assert!(!out.chars().any(is_steering), "{out:?}");
+        assert_eq!(out, "?]0;PWNED??[2J?31m a?b?c?d");
+        assert_eq!(inert_lines("x\u{1b}\ny"), "x?\ny");
+        assert_eq!(
+            inert("GPU 0: 80 GiB · ünïcode ✓"),
+            "GPU 0: 80 GiB · ünïcode ✓"
+        );
+        let long = "v".repeat(10_000_000);
+        let q = quote(&long);
+        assert!(
+            q.len() < 200 && q.ends_with("(10000000 bytes in all)"),
+            "{q}"
+        );
+        assert_eq!(quote("short"), "short");
+        let msg = format!("bad value '{}'\n\u{1b}[2Jnext", "x".repeat(5_000_000));
+        let p = printable(&msg);
+        assert!(p.len() < 2 * LINE_MAX, "{}", p.len());
+        assert!(p.ends_with("\n?[2Jnext"), "{p}");
+        let many = "l\n".repeat(1000);
+        assert_eq!(printable(&many).lines().count(), LINES_MAX + 1);
     }
 
     #[test]

@@ -107,7 +107,7 @@ pub(crate) fn preload_env(cmd: &mut Command, cache: &Path) {
         None => match embed::preload_library(cache) {
             Ok(p) => p,
             Err(e) => {
-                eprintln!(
+                crate::say!(
                     "gpumon run: cannot write the interposer ({e:#}); driver-level allocations \
                      will not be reported"
                 );
@@ -132,17 +132,44 @@ fn terminal_delivers_sigint() -> bool {
 
 /// Run `cmd` with the companion; returns its exit code (128 + signal when killed).
 pub(crate) fn run(cmd: &[OsString]) -> Result<i32> {
-    run_with_cache(cmd, &embed::cache_root())
+    run_with_cache(cmd, &embed::cache_root()?)
 }
 
 /// Exit status when the program cannot be started, as POSIX shells report it.
 pub(crate) const NOT_FOUND: i32 = 127;
 pub(crate) const NOT_EXECUTABLE: i32 = 126;
 
+/// ld.so splits `LD_PRELOAD` at spaces and colons, Python splits `PYTHONPATH` at colons:
+/// a path with either would load other files (issue 25, N5), so it is refused.
+pub(crate) fn list_safe(path: &Path, what: &str) -> Result<()> {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    if let Some(&b) = bytes
+        .iter()
+        .find(|b| matches!(b, b' ' | b':' | b'\t' | b'\n'))
+    {
+        let which = match b {
+            b':' => "a colon",
+            b' ' => "a space",
+            _ => "a tab or line break",
+        };
+        bail!(
+            "{what} '{}' contains {which}: LD_PRELOAD and PYTHONPATH split paths there, so \
+             the program would load other files. Set XDG_CACHE_HOME (or GPUMON_PRELOAD) to a \
+             path without spaces or colons",
+            crate::fmt::quote(&path.to_string_lossy())
+        );
+    }
+    Ok(())
+}
+
 fn run_with_cache(cmd: &[OsString], cache: &Path) -> Result<i32> {
     let Some((prog, args)) = cmd.split_first() else {
         bail!("usage: gpumon run -- COMMAND [ARGS...]");
     };
+    list_safe(cache, "the cache directory")?;
+    if let Some(p) = std::env::var_os("GPUMON_PRELOAD").filter(|v| !v.is_empty()) {
+        list_safe(Path::new(&p), "GPUMON_PRELOAD")?;
+    }
     let pkg = materialize(cache)?;
     let mut c = Command::new(prog);
     c.args(args);
@@ -162,7 +189,7 @@ fn run_with_cache(cmd: &[OsString], cache: &Path) -> Result<i32> {
                         .with_context(|| format!("cannot start {}", prog.to_string_lossy()));
                 }
             };
-            eprintln!("gpumon run: {}: {e}", prog.to_string_lossy());
+            crate::say!("gpumon run: {}: {e}", prog.to_string_lossy());
             return Ok(code);
         }
     };
@@ -274,6 +301,26 @@ mod tests {
         std::fs::create_dir(&root).expect("mkdir");
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).expect("chmod");
         assert!(materialize(&root).is_err());
+    }
+
+    /// N5 of issue 25: a space in the cache path split LD_PRELOAD into two files, one of
+    /// them planted by another user. Refused before anything runs, saying why.
+    #[test]
+    fn a_cache_path_with_a_space_or_colon_is_refused_before_the_program_runs() {
+        let tmp = tempfile::tempdir().expect("temp");
+        for bad in ["my cache", "a:b"] {
+            let cache = tmp.path().join(bad).join("gpumon");
+            let marker = tmp.path().join("ran");
+            let e = run_with_cache(
+                &[OsString::from("touch"), marker.clone().into_os_string()],
+                &cache,
+            )
+            .expect_err("refused");
+            let text = format!("{e:#}");
+            assert!(text.contains("XDG_CACHE_HOME"), "{text}");
+            assert!(!marker.exists(), "the program ran with a split path");
+        }
+        assert!(list_safe(Path::new("/home/u/.cache/gpumon"), "x").is_ok());
     }
 
     #[test]

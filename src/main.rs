@@ -26,17 +26,17 @@ fn main() {
         }
         Err(e) if matches!(cli.command, Some(Command::Config(ref c)) if c.print_default || c.path) =>
         {
-            eprintln!("gpumon: {e:#}");
+            gpumon::say!("gpumon: {e:#}");
         }
         Err(e) => {
-            eprintln!("gpumon: {e:#}");
+            gpumon::say!("gpumon: {e:#}");
             std::process::exit(exit::USAGE);
         }
     }
     match gpumon::runner::main_entry(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("gpumon: {e:#}");
+            gpumon::say!("gpumon: {e:#}");
             let usage = e.downcast_ref::<gpumon::cli::UsageError>().is_some();
             std::process::exit(if usage { exit::USAGE } else { 1 });
         }

@@ -3,8 +3,8 @@
 //!
 //! * by calling the exported `gpumon_epoch()` (found with `dlsym(RTLD_DEFAULT, ...)`, so the
 //!   program runs unchanged without the interposer), or
-//! * by a signal named in `GPUMON_EPOCH_SIGNAL` (`USR1`, `SIGUSR2`, or a number), which a
-//!   shell can send: `kill -USR2 PID`.
+//! * by a signal named in `GPUMON_EPOCH_SIGNAL` (`USR1`, `SIGUSR2`, `RTMIN+n`, or the
+//!   number of one of those), which a shell can send: `kill -USR2 PID`.
 //!
 //! Both only bump an atomic counter (async-signal-safe); the reporter thread turns each new
 //! count into one `epoch` record per device with `floor` = the live bytes at that moment
@@ -29,22 +29,33 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     REQUESTED.fetch_add(1, Ordering::Relaxed);
 }
 
-/// `USR1`, `SIGUSR1`, `usr2`, `10` -> the signal number; `None` for anything else (a
-/// typo must not install a handler for a signal the user did not mean).
+/// `USR1`, `SIGUSR2`, `RTMIN+3`, `10`, `40` -> the signal number; `None` for anything else.
+/// Only signals that mean nothing to the program by default are taken (issue 25, N9):
+/// USR1, USR2 and the real-time ones. A handler that only counts would turn SEGV into
+/// an endless loop, and TERM, INT or HUP into signals the program no longer obeys.
 pub fn parse_signal(s: &str) -> Option<libc::c_int> {
     let t = s.trim().to_ascii_uppercase();
     let name = t.strip_prefix("SIG").unwrap_or(&t);
-    match name {
+    let (lo, hi) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    let rt = |base: libc::c_int, off: &str, sign: libc::c_int| {
+        off.parse::<libc::c_int>().ok().map(|n| base + sign * n)
+    };
+    let n = match name {
         "USR1" => Some(libc::SIGUSR1),
         "USR2" => Some(libc::SIGUSR2),
-        "HUP" => Some(libc::SIGHUP),
-        "URG" => Some(libc::SIGURG),
-        "WINCH" => Some(libc::SIGWINCH),
-        _ => name
-            .parse::<libc::c_int>()
-            .ok()
-            .filter(|&n| n > 0 && n < 65 && n != libc::SIGKILL && n != libc::SIGSTOP),
-    }
+        "RTMIN" => Some(lo),
+        "RTMAX" => Some(hi),
+        _ => {
+            if let Some(off) = name.strip_prefix("RTMIN+") {
+                rt(lo, off, 1)
+            } else if let Some(off) = name.strip_prefix("RTMAX-") {
+                rt(hi, off, -1)
+            } else {
+                name.parse::<libc::c_int>().ok()
+            }
+        }
+    }?;
+    (n == libc::SIGUSR1 || n == libc::SIGUSR2 || (lo..=hi).contains(&n)).then_some(n)
 }
 
 /// Installed at load (before the program can be sent the signal), only when asked for.
@@ -58,7 +69,7 @@ extern "C" fn install_from_env() {
     let val = unsafe { std::ffi::CStr::from_ptr(raw) }.to_string_lossy();
     let Some(sig) = parse_signal(&val) else {
         crate::lifecycle::notice(&format!(
-            "GPUMON_EPOCH_SIGNAL={val} is not a signal (use USR1, USR2 or a number); no epoch markers"
+            "GPUMON_EPOCH_SIGNAL={val} is not USR1, USR2 or a real-time signal (RTMIN+n); no epoch markers"
         ));
         return;
     };
@@ -139,10 +150,25 @@ mod tests {
     fn signal_names() {
         assert_eq!(parse_signal("USR2"), Some(libc::SIGUSR2));
         assert_eq!(parse_signal("sigusr1"), Some(libc::SIGUSR1));
-        assert_eq!(parse_signal(" 12 "), Some(12));
+        assert_eq!(
+            parse_signal(&format!(" {} ", libc::SIGUSR2)),
+            Some(libc::SIGUSR2)
+        );
         assert_eq!(parse_signal("KILL"), None);
         assert_eq!(parse_signal("9"), None);
         assert_eq!(parse_signal("usr3"), None);
+        // Issue 25, N9: a counting handler on these hangs or unkillable programs.
+        for bad in [
+            "11", "15", "SEGV", "TERM", "HUP", "2", "1", "17", "28", "0", "65",
+        ] {
+            assert_eq!(parse_signal(bad), None, "{bad}");
+        }
+        let lo = libc::SIGRTMIN();
+        assert_eq!(parse_signal("RTMIN"), Some(lo));
+        assert_eq!(parse_signal("SIGRTMIN+3"), Some(lo + 3));
+        assert_eq!(parse_signal(&(lo + 1).to_string()), Some(lo + 1));
+        assert_eq!(parse_signal("RTMAX-1"), Some(libc::SIGRTMAX() - 1));
+        assert_eq!(parse_signal("RTMAX+1"), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! that turns lines into frames. Each connection is its own task, so a slow,
 //! silent or hostile peer only ever costs its own task.
 
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::Instant;
 
@@ -17,7 +18,7 @@ use super::Config;
 use super::budget::Budget;
 use super::dirs::{peer_allowed, pid_alive};
 use super::forward::Forwarder;
-use super::verify;
+use super::{liveness, verify};
 use crate::model::frame::CompanionFrame;
 
 /// After this many refused lines the peer is broken or hostile: hang up.
@@ -83,6 +84,17 @@ impl Conn<'_> {
             Err(verify::FileProblem::Gone(e)) => return Outcome::Unreachable(e),
             Err(verify::FileProblem::Refused(e)) => return self.refuse(e).await,
         };
+        if self.cfg.check_peer_pid {
+            // A socket whose pid has no process is stale or outlived its listener: never
+            // connected to (the scanner removes it when it is ours).
+            match liveness::started_before(self.pid, checked.fd()) {
+                Ok(()) => {}
+                Err(liveness::NotAlive::NoProcess) => {
+                    return Outcome::Unreachable(format!("no process {}", self.pid));
+                }
+                Err(liveness::NotAlive::Refused(e)) => return self.refuse(e).await,
+            }
+        }
         let connect = UnixStream::connect(checked.connect_path());
         let stream = match tokio::time::timeout(self.cfg.hello_timeout, connect).await {
             Ok(Ok(s)) => s,
@@ -119,6 +131,17 @@ impl Conn<'_> {
             Ok(h) => h,
             Err(o) => return o,
         };
+        // The peer has answered, so it has accepted: its end is in someone's descriptors.
+        if self.cfg.check_peer_pid {
+            let fd = rd.as_ref().as_fd();
+            match liveness::holds_our_peer(self.pid, fd, self.own_uid, path) {
+                Ok(()) => {}
+                Err(liveness::NotAlive::NoProcess) => {
+                    return Outcome::Unreachable(format!("no process {}", self.pid));
+                }
+                Err(liveness::NotAlive::Refused(e)) => return self.refuse(e).await,
+            }
+        }
         let what = hello_summary(&hello);
         self.emit(Message::Hello(hello)).await;
         self.status(

@@ -22,7 +22,12 @@ pub fn peer_allowed(own: u32, peer: u32, dir_owner: u32) -> bool {
 /// Companions of the same user may run with a different environment than the
 /// monitor (no `XDG_RUNTIME_DIR` under cron or in a container), so every place
 /// a companion could have picked is scanned.
-pub fn candidate_dirs(gpumon_dir: Option<&OsStr>, xdg: Option<&OsStr>, uid: u32) -> Vec<PathBuf> {
+pub fn candidate_dirs(
+    places: &Places,
+    gpumon_dir: Option<&OsStr>,
+    xdg: Option<&OsStr>,
+    uid: u32,
+) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let mut add = |p: PathBuf| {
         if !out.contains(&p) {
@@ -35,48 +40,102 @@ pub fn candidate_dirs(gpumon_dir: Option<&OsStr>, xdg: Option<&OsStr>, uid: u32)
     if let Some(x) = xdg.filter(|x| !x.is_empty()) {
         add(Path::new(x).join("gpumon"));
     }
-    add(PathBuf::from(format!("/run/user/{uid}/gpumon")));
-    add(PathBuf::from(format!("/tmp/gpumon-{uid}")));
+    add(places.run_user.join(uid.to_string()).join("gpumon"));
+    add(places.tmp.join(format!("gpumon-{uid}")));
     out
 }
 
-/// Every directory this monitor should look at: its own user's, and when it
-/// runs as root, every user's default places.
-pub fn scan_dirs() -> Vec<PathBuf> {
+/// The roots of the default places (tests point them at a temporary tree).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Places {
+    pub tmp: PathBuf,
+    pub run_user: PathBuf,
+    pub proc: PathBuf,
+}
+
+impl Default for Places {
+    fn default() -> Self {
+        Places {
+            tmp: PathBuf::from("/tmp"),
+            run_user: PathBuf::from("/run/user"),
+            proc: PathBuf::from("/proc"),
+        }
+    }
+}
+
+/// Most directories one scan looks at (distinct users with a process, times two).
+pub const MAX_DIRS: usize = 1024;
+
+/// A directory to scan, and whose it must be when it is another user's default place
+/// (`/tmp/gpumon-1000` made by uid 1001 is a squatter's, not uid 1000's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanDir {
+    pub path: PathBuf,
+    pub owner: Option<u32>,
+}
+
+/// Every directory this monitor should look at: its own user's, and when it runs as
+/// root, the default places of every user that has a process now. A companion is a
+/// process, so its user has one; `/tmp` is never listed, so directories made for uids
+/// that run nothing cost nothing however many there are (issue 25, N2).
+pub fn scan_dirs(places: &Places) -> Vec<ScanDir> {
     let uid = own_uid();
-    let mut dirs = candidate_dirs(
-        std::env::var_os("GPUMON_DIR").as_deref(),
+    let gpumon_dir = std::env::var_os("GPUMON_DIR");
+    let mut dirs: Vec<ScanDir> = candidate_dirs(
+        places,
+        gpumon_dir.as_deref(),
         std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
         uid,
-    );
+    )
+    .into_iter()
+    .map(|path| {
+        // A directory named in GPUMON_DIR is whoever's the user chose; the default
+        // places are this user's own, and one made by somebody else is a squatter's.
+        let chosen = gpumon_dir.as_deref().is_some_and(|g| path.as_os_str() == g);
+        ScanDir {
+            path,
+            owner: (!chosen).then_some(uid),
+        }
+    })
+    .collect();
     if uid == 0 {
-        for (parent, prefix, suffix) in [("/tmp", "gpumon-", ""), ("/run/user", "", "gpumon")] {
-            let Ok(rd) = std::fs::read_dir(parent) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                let name = e.file_name();
-                let Some(name) = name.to_str() else { continue };
-                // Only per-uid directories (`gpumon-1000`, `/run/user/1000`): other
-                // names are not ours to judge, so they are skipped, not refused.
-                let Some(rest) = name.strip_prefix(prefix) else {
-                    continue;
-                };
-                if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit()) {
-                    continue;
-                }
-                let p = if suffix.is_empty() {
-                    e.path()
-                } else {
-                    e.path().join(suffix)
-                };
-                if !dirs.contains(&p) {
-                    dirs.push(p);
+        for other in live_uids(&places.proc, MAX_DIRS / 2) {
+            for path in [
+                places.run_user.join(other.to_string()).join("gpumon"),
+                places.tmp.join(format!("gpumon-{other}")),
+            ] {
+                if dirs.len() < MAX_DIRS && !dirs.iter().any(|d| d.path == path) {
+                    dirs.push(ScanDir {
+                        path,
+                        owner: Some(other),
+                    });
                 }
             }
         }
     }
     dirs
+}
+
+/// The distinct owners of the processes under `proc` (at most `cap`; the list of
+/// processes is bounded by `pid_max`), root's first.
+pub fn live_uids(proc: &Path, cap: usize) -> Vec<u32> {
+    let mut uids = std::collections::BTreeSet::new();
+    let Ok(rd) = std::fs::read_dir(proc) else {
+        return Vec::new();
+    };
+    for e in rd.flatten() {
+        if uids.len() >= cap {
+            break;
+        }
+        let numeric = e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if numeric && let Ok(m) = e.metadata() {
+            uids.insert(m.uid());
+        }
+    }
+    uids.into_iter().collect()
 }
 
 /// Check a socket directory before trusting anything in it; returns its owner.
@@ -143,7 +202,12 @@ mod tests {
 
     #[test]
     fn candidates_cover_every_place_a_companion_may_use() {
-        let d = candidate_dirs(Some(OsStr::new("/x")), Some(OsStr::new("/run/user/7")), 7);
+        let d = candidate_dirs(
+            &Places::default(),
+            Some(OsStr::new("/x")),
+            Some(OsStr::new("/run/user/7")),
+            7,
+        );
         assert_eq!(
             d,
             vec![
@@ -152,8 +216,24 @@ mod tests {
                 PathBuf::from("/tmp/gpumon-7")
             ]
         );
-        let d = candidate_dirs(None, Some(OsStr::new("")), 3);
+        let d = candidate_dirs(&Places::default(), None, Some(OsStr::new("")), 3);
         assert_eq!(d[0], PathBuf::from("/run/user/3/gpumon"));
+    }
+
+    #[test]
+    fn users_with_a_process_are_found_in_proc_and_others_are_not_looked_for() {
+        let uids = live_uids(Path::new("/proc"), 1000);
+        assert!(uids.contains(&own_uid()), "{uids:?}");
+        let fake = tempfile::tempdir().expect("tmp");
+        for name in ["12", "self", "x1"] {
+            std::fs::create_dir(fake.path().join(name)).expect("mkdir");
+        }
+        assert_eq!(
+            live_uids(fake.path(), 10),
+            vec![own_uid()],
+            "only numeric entries"
+        );
+        assert!(live_uids(Path::new("/proc"), 1).len() == 1, "capped");
     }
 
     #[test]

@@ -6,11 +6,14 @@ pub mod budget;
 mod conn;
 pub mod dirs;
 mod forward;
+mod liveness;
+mod scan;
+mod slots;
 mod verify;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -45,7 +48,15 @@ pub struct Config {
     pub check_peer_pid: bool,
     /// What one connection may cost (`budget`).
     pub budget: budget::Rates,
+    /// Where the default places are (`dirs`; tests move them).
+    pub places: dirs::Places,
 }
+
+/// Connections open or being opened at once, all users together (as many as the
+/// model keeps companions), and per directory owner: a user who fills their
+/// directory with sockets holds at most a quarter of them.
+pub const MAX_CONNS: usize = 256;
+pub const MAX_CONNS_PER_OWNER: usize = 64;
 
 impl Default for Config {
     fn default() -> Self {
@@ -59,6 +70,7 @@ impl Default for Config {
             stats_interval: Duration::from_secs(1),
             check_peer_pid: true,
             budget: budget::Rates::default(),
+            places: dirs::Places::default(),
         }
     }
 }
@@ -68,12 +80,18 @@ pub struct ChannelHandle {
     /// Dropping it ends the channel's thread (and every connection task with its runtime).
     _stop: tokio::sync::oneshot::Sender<()>,
     connected: Arc<AtomicUsize>,
+    remembered: Arc<AtomicUsize>,
 }
 
 impl ChannelHandle {
     /// Connections open or being opened right now.
     pub fn connected(&self) -> usize {
         self.connected.load(Ordering::Relaxed)
+    }
+
+    /// Socket paths the scanner remembers (bounded: docs/limits.md).
+    pub fn remembered(&self) -> usize {
+        self.remembered.load(Ordering::Relaxed)
     }
 }
 
@@ -96,7 +114,9 @@ pub fn spawn(dir: Option<PathBuf>, tx: Sender<Frame>) -> ChannelHandle {
 /// through `tx`, which works across runtimes.
 pub fn spawn_with(cfg: Config, tx: Sender<Frame>) -> ChannelHandle {
     let connected = Arc::new(AtomicUsize::new(0));
+    let remembered = Arc::new(AtomicUsize::new(0));
     let c = connected.clone();
+    let r = remembered.clone();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let started = std::thread::Builder::new()
         .name("gpumon-channel".into())
@@ -109,50 +129,52 @@ pub fn spawn_with(cfg: Config, tx: Sender<Frame>) -> ChannelHandle {
             };
             rt.block_on(async move {
                 tokio::select! {
-                    () = Scanner::new(cfg, tx, c).run() => {}
+                    () = Scanner::new(cfg, tx, c, r).run() => {}
                     _ = stop_rx => {}
                 }
             });
         });
     if let Err(e) = started {
         // No thread: no companions, said once; gpumon itself keeps running.
-        eprintln!("gpumon: companion channel not started: {e}");
+        crate::say!("gpumon: companion channel not started: {e}");
     }
     ChannelHandle {
         _stop: stop_tx,
         connected,
+        remembered,
     }
-}
-
-/// Identity of a socket file, so a refused one is retried only once replaced.
-type FileId = (u64, u64, i64);
-
-enum Slot {
-    Connected,
-    RetryAt(Instant),
-    RefusedUntilChanged(FileId),
 }
 
 struct Scanner {
     cfg: Config,
     fwd: forward::Forwarder,
     own_uid: u32,
-    slots: HashMap<PathBuf, Slot>,
+    slots: slots::Slots,
     dir_errors: HashMap<PathBuf, String>,
+    /// Open or opening connections per directory owner (`MAX_CONNS_PER_OWNER`).
+    per_owner: HashMap<u32, usize>,
     connected: Arc<AtomicUsize>,
-    tasks: JoinSet<(PathBuf, Outcome)>,
+    remembered: Arc<AtomicUsize>,
+    tasks: JoinSet<(PathBuf, u32, Outcome)>,
 }
 
 impl Scanner {
-    fn new(cfg: Config, tx: Sender<Frame>, connected: Arc<AtomicUsize>) -> Self {
+    fn new(
+        cfg: Config,
+        tx: Sender<Frame>,
+        connected: Arc<AtomicUsize>,
+        remembered: Arc<AtomicUsize>,
+    ) -> Self {
         let fwd = forward::Forwarder::new(tx, cfg.important_wait);
         Scanner {
             cfg,
             fwd,
             own_uid: dirs::own_uid(),
-            slots: HashMap::new(),
+            slots: slots::Slots::default(),
             dir_errors: HashMap::new(),
+            per_owner: HashMap::new(),
             connected,
+            remembered,
             tasks: JoinSet::new(),
         }
     }
@@ -164,33 +186,41 @@ impl Scanner {
             tokio::select! {
                 _ = tick.tick() => self.scan().await,
                 Some(done) = self.tasks.join_next() => {
-                    if let Ok((path, outcome)) = done {
-                        self.finished(path, outcome);
+                    if let Ok((path, owner, outcome)) = done {
+                        self.finished(path, owner, outcome);
                     }
                 }
             }
         }
     }
 
-    fn finished(&mut self, path: PathBuf, outcome: Outcome) {
+    fn finished(&mut self, path: PathBuf, owner: u32, outcome: Outcome) {
         self.connected.fetch_sub(1, Ordering::Relaxed);
+        if let Some(n) = self.per_owner.get_mut(&owner) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_owner.remove(&owner);
+            }
+        }
+        let retry = slots::Slot::RetryAt(Instant::now() + self.cfg.retry_after);
         let slot = match &outcome {
-            Outcome::Refused(_) => match file_id(&path) {
-                Some(id) => Slot::RefusedUntilChanged(id),
-                None => Slot::RetryAt(Instant::now() + self.cfg.retry_after),
+            Outcome::Refused(_) => match scan::file_id(&path) {
+                Some(id) => slots::Slot::RefusedUntilChanged(id),
+                None => retry,
             },
-            Outcome::Ended(_) => Slot::RetryAt(Instant::now() + self.cfg.retry_after),
+            Outcome::Ended(_) => retry,
             Outcome::Unreachable(_) => {
                 self.unlink_if_stale(&path);
-                Slot::RetryAt(Instant::now() + self.cfg.retry_after)
+                retry
             }
         };
-        self.slots.insert(path, slot);
+        self.slots.set(path, slot);
     }
 
-    /// A socket nobody listens on, of a process that no longer exists, owned by
-    /// us: left behind by a crash. Removing it keeps the directory small.
-    fn unlink_if_stale(&self, path: &std::path::Path) {
+    /// A socket of a process that no longer exists (nobody listens, or a listener
+    /// outlived it), owned by us: left behind. Removing it keeps the directory small;
+    /// another user's is never touched.
+    fn unlink_if_stale(&self, path: &Path) {
         let Some(pid) = path.file_name().and_then(dirs::sock_pid) else {
             return;
         };
@@ -202,84 +232,72 @@ impl Scanner {
     }
 
     async fn scan(&mut self) {
-        let dirs = self.cfg.dirs.clone().unwrap_or_else(dirs::scan_dirs);
-        let explicit = self.cfg.dirs.is_some();
-        for dir in dirs {
-            let owner = match dirs::check_dir(&dir, self.own_uid) {
-                Ok(o) => {
-                    self.dir_errors.remove(&dir);
-                    o
-                }
-                Err(e) => {
-                    let missing = !dir.exists();
-                    // Default places that do not exist are normal; say each problem once.
-                    if (explicit || !missing) && self.dir_errors.get(&dir) != Some(&e) {
-                        self.dir_errors.insert(dir.clone(), e.clone());
-                        let text = format!("companion directory refused: {e}");
-                        self.fwd
-                            .status(Frame::status(
-                                now_ms(),
-                                StatusSource::Companion,
-                                Level::Warn,
-                                text,
-                            ))
-                            .await;
-                    }
-                    continue;
-                }
-            };
-            let Ok(rd) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in rd.flatten() {
-                let Some(pid) = dirs::sock_pid(&entry.file_name()) else {
-                    continue;
-                };
-                let path = entry.path();
-                // A process with both the Python companion and the interposer reports one
-                // model per pid: the framework's view is the richer one, so it wins.
-                let is_driver = entry
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|n| n.ends_with(".driver.sock"));
-                if is_driver && dir.join(format!("{pid}.sock")).exists() {
-                    continue;
-                }
-                if !self.due(&path) {
-                    continue;
-                }
-                self.slots.insert(path.clone(), Slot::Connected);
-                self.connected.fetch_add(1, Ordering::Relaxed);
-                let cfg = self.cfg.clone();
-                let fwd = self.fwd.clone();
-                let own_uid = self.own_uid;
-                self.tasks.spawn(async move {
-                    let c = conn::Conn {
-                        pid,
-                        dir_owner: owner,
-                        own_uid,
-                        cfg: &cfg,
-                        fwd: &fwd,
-                    };
-                    let outcome = c.run(&path).await;
-                    (path, outcome)
-                });
+        let explicit = self.cfg.dirs.clone();
+        let places = self.cfg.places.clone();
+        let own = self.own_uid;
+        // Listing directories and reading /proc may take a while under a flood: it
+        // runs beside the connections, never in their way.
+        let Ok(found) =
+            tokio::task::spawn_blocking(move || scan::run(explicit, &places, own)).await
+        else {
+            return;
+        };
+        for (dir, e) in &found.problems {
+            if self.dir_errors.get(dir) != Some(e) {
+                self.dir_errors.insert(dir.clone(), e.clone());
+                let text = format!("companion directory refused: {}", crate::fmt::inert(e));
+                self.fwd
+                    .status(Frame::status(
+                        now_ms(),
+                        StatusSource::Companion,
+                        Level::Warn,
+                        text,
+                    ))
+                    .await;
             }
         }
+        let refused: HashSet<&Path> = found.problems.iter().map(|(d, _)| d.as_path()).collect();
+        self.dir_errors.retain(|d, _| refused.contains(d.as_path()));
+        let seen: HashSet<&Path> = found.found.iter().map(|f| f.path.as_path()).collect();
+        self.slots.keep_seen(&seen);
+        let now = Instant::now();
+        for f in &found.found {
+            if self.tasks.len() >= MAX_CONNS {
+                break;
+            }
+            if self.per_owner.get(&f.dir_owner).copied().unwrap_or(0) >= MAX_CONNS_PER_OWNER {
+                continue;
+            }
+            if !self.slots.due(&f.path, f.id, now) {
+                continue;
+            }
+            self.spawn_conn(f.path.clone(), f.pid, f.dir_owner);
+        }
+        self.remembered.store(self.slots.len(), Ordering::Relaxed);
     }
 
-    fn due(&mut self, path: &std::path::Path) -> bool {
-        match self.slots.get(path) {
-            None => true,
-            Some(Slot::Connected) => false,
-            Some(Slot::RetryAt(at)) => Instant::now() >= *at,
-            Some(Slot::RefusedUntilChanged(id)) => file_id(path).is_some_and(|now| now != *id),
-        }
+    fn spawn_conn(&mut self, path: PathBuf, pid: u32, owner: u32) {
+        self.slots.set(path.clone(), slots::Slot::Connected);
+        self.connected.fetch_add(1, Ordering::Relaxed);
+        *self.per_owner.entry(owner).or_insert(0) += 1;
+        let cfg = self.cfg.clone();
+        let fwd = self.fwd.clone();
+        let own_uid = self.own_uid;
+        self.tasks.spawn(async move {
+            let c = conn::Conn {
+                pid,
+                dir_owner: owner,
+                own_uid,
+                cfg: &cfg,
+                fwd: &fwd,
+            };
+            let outcome = c.run(&path).await;
+            (path, owner, outcome)
+        });
     }
 }
 
-fn file_id(path: &std::path::Path) -> Option<FileId> {
-    std::fs::symlink_metadata(path)
-        .ok()
-        .map(|m| (m.dev(), m.ino(), m.ctime()))
+/// Entries one scan reads from one directory (`companions_waiting` reads as few).
+pub fn scan_share() -> usize {
+    scan::MAX_ENTRIES_PER_DIR
 }

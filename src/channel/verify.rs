@@ -11,7 +11,10 @@
 //!   checked, so the file cannot be swapped between the check and the connect;
 //! - the peer's `SO_PEERCRED` pid must be the pid in the file name (the kernel
 //!   reports it in our pid namespace), so a user cannot publish data under
-//!   another process's pid (impersonation).
+//!   another process's pid (impersonation);
+//! - and since that pid may name a listener's creator long gone, the process must
+//!   be alive, older than the socket, and hold our connection's other end
+//!   (`liveness`).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -26,6 +29,12 @@ impl Checked {
     /// The path that reaches exactly the checked inode.
     pub(crate) fn connect_path(&self) -> String {
         format!("/proc/self/fd/{}", self.fd.as_raw_fd())
+    }
+
+    /// The checked file itself (for its time stamps).
+    pub(crate) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd.as_fd()
     }
 }
 

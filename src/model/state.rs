@@ -146,15 +146,38 @@ impl State {
     }
 
     fn apply_header(&mut self, h: &Header) {
+        // A header may list any number of GPUs (48,000 cost 425 MB and 2.1 s): the
+        // model keeps the first `MAX_GPUS`, as it does for ticks (issue 25, N12).
+        let mut at: std::collections::HashMap<u32, usize> = self
+            .gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.info.index, i))
+            .collect();
         for info in &h.gpus {
-            match self.gpus.iter_mut().find(|g| g.info.index == info.index) {
-                Some(g) => g.info = info.clone(),
-                None => self.gpus.push(GpuState::new(info.clone())),
+            match at.get(&info.index) {
+                Some(&i) => self.gpus[i].info = info.clone(),
+                None if self.gpus.len() >= MAX_GPUS => {}
+                None => {
+                    at.insert(info.index, self.gpus.len());
+                    self.gpus.push(GpuState::new(info.clone()));
+                }
             }
         }
         self.gpus.sort_by_key(|g| g.info.index);
         self.refresh_infos();
-        self.header = Some(h.clone());
+        self.header = Some(Header {
+            v: h.v,
+            format: h.format.clone(),
+            host: h.host.clone(),
+            driver_version: h.driver_version.clone(),
+            nvml_version: h.nvml_version.clone(),
+            cuda_version: h.cuda_version.clone(),
+            started: h.started,
+            interval_ms: h.interval_ms,
+            gpus: h.gpus.iter().take(MAX_GPUS).cloned().collect(),
+            gpumon_version: h.gpumon_version.clone(),
+        });
     }
 
     fn refresh_infos(&mut self) {
@@ -366,6 +389,31 @@ mod tests {
             memory_total: 100,
             mig_uuids: vec![],
         }]))
+    }
+
+    /// Issue 25, N12: a header with tens of thousands of GPUs.
+    #[test]
+    fn a_header_keeps_at_most_max_gpus() {
+        let gpus: Vec<GpuInfo> = (0..48_000u32)
+            .map(|i| GpuInfo {
+                index: i,
+                name: "H200".into(),
+                uuid: format!("GPU-{i}"),
+                pci_bus_id: String::new(),
+                memory_total: 100,
+                mig_uuids: vec![],
+            })
+            .collect();
+        let t0 = std::time::Instant::now();
+        let mut s = State::default();
+        s.apply(&Frame::Header(Header::bare(gpus)));
+        assert_eq!(s.gpus.len(), MAX_GPUS);
+        assert_eq!(s.header.as_ref().map(|h| h.gpus.len()), Some(MAX_GPUS));
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            t0.elapsed()
+        );
     }
 
     fn tick(t: Ts, used: Option<u64>, procs: &[(u32, u64)]) -> Frame {

@@ -57,8 +57,9 @@ pub(super) fn asset_path(file: &str) -> Option<PathBuf> {
         .map(|d| d.join(file))
         .find(|p| p.is_file())
         .or_else(|| {
-            crate::embed::asset(&crate::embed::cache_root(), file)
-                .map_err(|e| eprintln!("gpumon: {e:#}"))
+            crate::embed::cache_root()
+                .and_then(|root| crate::embed::asset(&root, file))
+                .map_err(|e| crate::say!("gpumon: {e:#}"))
                 .ok()
                 .flatten()
         })

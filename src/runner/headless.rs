@@ -62,7 +62,7 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
         None => {
             let (header, channel) = start_live(s.interval, s.socket_dir.clone(), &tx);
             let header = header.unwrap_or_else(|e| {
-                eprintln!("gpumon: {e}; serving companion metrics only");
+                crate::say!("gpumon: {e}; serving companion metrics only");
                 header_without_gpus(s.interval)
             });
             check_live_filter(&s.filter, &header.gpus)?;
@@ -70,7 +70,9 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
             Box::new(channel)
         }
     };
-    eprintln!("gpumon: serving metrics on http://{}/metrics", s.listen);
+    if s.listen.port() != 0 {
+        crate::say!("gpumon: serving metrics on http://{}/metrics", s.listen);
+    }
     spawn_signals(tx.clone())?;
     drop(tx);
     Ok(headless(rx, pipe, None, false).await)
@@ -112,7 +114,7 @@ pub(super) async fn headless(
                     {
                         // The text may quote the file: no control characters reach the terminal.
                         let text: String = text.chars().filter(|c| !c.is_control()).collect();
-                        eprintln!("gpumon: {text}");
+                        crate::say!("gpumon: {text}");
                         if *level == crate::model::frame::Level::Error {
                             return 1;
                         }
@@ -125,7 +127,7 @@ pub(super) async fn headless(
                 Event::Reset => pipe.reset(),
                 Event::Replay(s) if stop_at_replay_end && s.ended => stop = true,
                 Event::Quit(reason) => {
-                    eprintln!("gpumon: {reason}");
+                    crate::say!("gpumon: {reason}");
                     stop = true;
                 }
                 _ => {}
@@ -134,7 +136,7 @@ pub(super) async fn headless(
         }
         pipe.publish();
         if let Some(e) = pipe.take_recording_failure() {
-            eprintln!("gpumon: recording stopped: {e}");
+            crate::say!("gpumon: recording stopped: {e}");
             return 1;
         }
         if let Some(code) = alert_exit(&pipe) {
@@ -142,7 +144,7 @@ pub(super) async fn headless(
         }
         if stop {
             if let Some(e) = pipe.finish_recording() {
-                eprintln!("gpumon: recording stopped: {e}");
+                crate::say!("gpumon: recording stopped: {e}");
                 return 1;
             }
             return 0;
@@ -154,7 +156,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let (header, channel) = start_live(r.interval, r.socket_dir.clone(), &tx);
     let header = header.unwrap_or_else(|e| {
-        eprintln!("gpumon: {e}; recording companions only");
+        crate::say!("gpumon: {e}; recording companions only");
         header_without_gpus(r.interval)
     });
     check_live_filter(&r.filter, &header.gpus)?;
@@ -167,7 +169,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     let mut pipe = Pipeline::new(sinks(&out, Some(recorder)).await?);
     set_filter(&mut pipe, &r.filter)?;
     pipe.apply(&Frame::Header(header.clone()));
-    eprintln!(
+    crate::say!(
         "gpumon: recording {} GPU(s) every {} ms to {}{}",
         header.gpus.len(),
         r.interval.as_millis(),
@@ -188,7 +190,7 @@ pub(super) fn snapshot() -> Result<i32> {
     let (header, tick, procs) = match nvml::snapshot() {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("gpumon: {e}");
+            crate::say!("gpumon: {e}");
             return Ok(crate::cli::exit::NO_GPU);
         }
     };

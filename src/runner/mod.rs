@@ -40,6 +40,7 @@ const REPLAY_DATA_FRAME: Duration = Duration::from_millis(250);
 mod completions;
 mod demos;
 mod headless;
+mod inert_out;
 pub mod man;
 mod threads;
 mod tui;
@@ -153,7 +154,7 @@ pub(super) async fn pipeline(
 /// How both loops end on `--exit-on-alert`: say which alert fired, exit with `ALERT`.
 pub(super) fn alert_exit(pipe: &Pipeline) -> Option<i32> {
     let a = pipe.tripped.as_ref()?;
-    eprintln!(
+    crate::say!(
         "gpumon: alert fired ({}): {}",
         a.severity.label(),
         a.message
@@ -251,10 +252,15 @@ pub(super) async fn start_exporter(addr: SocketAddr, host: &str) -> Result<Arc<E
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
+    if addr.port() == 0 {
+        // Port 0 asks the system for one: say which it gave, or nobody can scrape it.
+        let got = listener.local_addr().map_or(addr, |a| a);
+        crate::say!("gpumon: serving metrics on http://{got}/metrics");
+    }
     let e = Arc::clone(&exporter);
     tokio::spawn(async move {
         if let Err(err) = serve_on(e, listener, Limits::default()).await {
-            eprintln!("gpumon: metrics endpoint stopped: {err}");
+            crate::say!("gpumon: metrics endpoint stopped: {err}");
         }
     });
     Ok(exporter)
@@ -297,11 +303,15 @@ pub(super) fn header_without_gpus(interval: Duration) -> crate::model::frame::He
 pub(super) fn companions_waiting(dir: Option<&Path>) -> bool {
     let dirs = match dir {
         Some(d) => vec![d.to_path_buf()],
-        None => crate::channel::dirs::scan_dirs(),
+        None => crate::channel::dirs::scan_dirs(&Default::default())
+            .into_iter()
+            .map(|d| d.path)
+            .collect(),
     };
+    // Bounded like a scan: a directory full of other names is not read to its end.
     dirs.iter()
         .filter_map(|d| std::fs::read_dir(d).ok())
-        .flatten()
+        .flat_map(|rd| rd.take(crate::channel::scan_share()))
         .flatten()
         .any(|e| crate::channel::dirs::sock_pid(&e.file_name()).is_some())
 }

@@ -25,12 +25,12 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
     let header = match header {
         Ok(h) => h,
         Err(e) if w.out.headless => {
-            eprintln!("gpumon: {e}; watching companions only");
+            crate::say!("gpumon: {e}; watching companions only");
             header_without_gpus(w.interval)
         }
         Err(e) if companions_waiting(w.socket_dir.as_deref()) => {
             // No driver here, but instrumented processes are: show them rather than the demo.
-            eprintln!("gpumon: {e}; showing the companions that are running");
+            crate::say!("gpumon: {e}; showing the companions that are running");
             notice = Some(format!("{e}: companions only"));
             header_without_gpus(w.interval)
         }
@@ -45,7 +45,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
             let Some(file) = demo_path() else {
                 anyhow::bail!("{e}; and the bundled demo recording is missing");
             };
-            eprintln!("gpumon: {e} -- showing the bundled recording of a real H200 run instead");
+            crate::say!("gpumon: {e} -- showing the bundled recording of a real H200 run instead");
             // One short line on screen; the full reason went to stderr above.
             let notice = "no NVIDIA driver: replaying a recorded 2-GPU H200 run (gpumon demo list)"
                 .to_string();
@@ -156,13 +156,14 @@ pub(super) async fn run_tui(
     spawn_input(tx.clone());
     spawn_signals(tx.clone())?;
     drop(tx);
-    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    let out = super::inert_out::InertWriter::new(io::stdout());
+    let mut terminal = Terminal::new(CrosstermBackend::new(out))?;
     // No terminal.clear(): it asks the terminal for the cursor position, which pseudo-terminals
     // of some harnesses and multiplexers never answer; the alternate screen starts blank anyway.
     let result = event_loop(&mut terminal, &mut app, &mut rx, &theme, replay.as_ref()).await;
     drop(guard);
     if let Some(reason) = &app.quit_reason {
-        eprintln!("gpumon: {reason}");
+        crate::say!("gpumon: {reason}");
     }
     result.map(|()| alert_exit(&app.pipe).unwrap_or(0))
 }
@@ -235,8 +236,8 @@ where
                         let _ = h.control.send(c);
                     }
                 }
-                Some(Effect::Signal { pid, sig }) => {
-                    app.signal_done(pid, sig, crate::tui::signal::send(pid, sig));
+                Some(Effect::Signal { pid, sig, started }) => {
+                    app.signal_done(pid, sig, crate::tui::signal::send(pid, sig, started));
                 }
                 Some(Effect::Bell) => {
                     use std::io::Write;

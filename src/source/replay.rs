@@ -231,11 +231,16 @@ struct Replay<E> {
     rush: bool,
     looping: bool,
     scan: Arc<OnceLock<Scan>>,
+    /// (device, inode) of the file being read: tells a truncation from a replacement.
+    file_id: Option<(u64, u64)>,
+    /// Said once that the path now names a FIFO or device, which --follow does not open.
+    said_not_file: bool,
 }
 
 impl<E: From<ReplayEvent>> Replay<E> {
     fn new(reader: Reader, opts: Options, tx: Sender<E>, scan: Arc<OnceLock<Scan>>) -> Self {
         let start = reader.header.started;
+        let id = file_id(&opts.path);
         Replay {
             reader,
             path: opts.path,
@@ -251,6 +256,8 @@ impl<E: From<ReplayEvent>> Replay<E> {
             rush: false,
             looping: opts.looping,
             scan,
+            file_id: id,
+            said_not_file: false,
         }
     }
 
@@ -312,7 +319,10 @@ impl<E: From<ReplayEvent>> Replay<E> {
                 }
                 last_status = Some((Instant::now(), st));
             }
-            if self.ended && self.looping && !self.follow && !self.paused {
+            // A recording that spans no time (a header only, or every frame at one `t`)
+            // has nothing to loop over: starting again at once would spin a core (N10).
+            let spans_time = self.last_t > self.start;
+            if self.ended && self.looping && !self.follow && !self.paused && spans_time {
                 self.seek_to(self.start)?;
                 continue;
             }
@@ -342,10 +352,12 @@ impl<E: From<ReplayEvent>> Replay<E> {
                 None => match self.reader.next()? {
                     Next::Frame(f) => f,
                     Next::End { .. } if self.follow && self.reader.replaced() => {
-                        if !self.reopen_replaced()? {
-                            return Ok(None);
+                        match self.reopen_replaced()? {
+                            Reopen::Done => continue,
+                            // Polled again on the next turn of the loop, never spun on.
+                            Reopen::Waiting => return Ok(Some(())),
+                            Reopen::UiGone => return Ok(None),
                         }
-                        continue;
                     }
                     Next::End { .. } => {
                         self.ended = true;
@@ -394,16 +406,48 @@ impl<E: From<ReplayEvent>> Replay<E> {
     /// `--follow` found the file replaced: say so, and start over on the new
     /// one (its frames may start anew). A new file still without its header
     /// is waited for. Returns false when the UI has gone away.
-    fn reopen_replaced(&mut self) -> Result<bool, RecordingError> {
+    fn reopen_replaced(&mut self) -> Result<Reopen, RecordingError> {
+        use std::os::unix::fs::FileTypeExt;
+        let md = std::fs::metadata(&self.path).ok();
+        if let Some(m) = md.as_ref().filter(|m| !m.file_type().is_file()) {
+            // Opening a FIFO blocks until someone writes to it: --follow went silent
+            // (issue 25, N15). Say so once and wait for a file.
+            if !std::mem::replace(&mut self.said_not_file, true) {
+                let kind = if m.file_type().is_fifo() {
+                    "a FIFO"
+                } else {
+                    "not a regular file"
+                };
+                let text = format!(
+                    "{}: the file was replaced by {kind}; --follow waits for a regular file there",
+                    self.path.display()
+                );
+                let st = Frame::status(self.last_t, StatusSource::Replay, Level::Warn, text);
+                if !self.send(ReplayEvent::Frame(st)) {
+                    return Ok(Reopen::UiGone);
+                }
+            }
+            return Ok(Reopen::Waiting);
+        }
+        self.said_not_file = false;
+        let now_id = md.as_ref().map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        });
         let reader = match Reader::open(&self.path) {
             Ok(r) => r,
-            Err(RecordingError::Empty { .. } | RecordingError::Open { .. }) => return Ok(true),
+            Err(RecordingError::Empty { .. } | RecordingError::Open { .. }) => {
+                return Ok(Reopen::Waiting);
+            }
             Err(e) => return Err(e),
         };
-        let text = format!(
-            "{}: the file was replaced; following the new one",
-            self.path.display()
-        );
+        let what = if now_id.is_some() && now_id == self.file_id {
+            "the file was replaced (truncated, or written anew at the same inode); reading it again from its start"
+        } else {
+            "the file was replaced; following the new one"
+        };
+        self.file_id = now_id;
+        let text = format!("{}: {what}", self.path.display());
         // Stamped with the old file's last time: a later stamp would count as
         // already written and keep the new file's first frames out of the outputs.
         let said = self.send(ReplayEvent::Frame(Frame::status(
@@ -417,11 +461,12 @@ impl<E: From<ReplayEvent>> Replay<E> {
         self.start = self.reader.header.started;
         self.last_t = self.start;
         self.pos = self.start;
-        Ok(said
+        let ok = said
             && self.send(ReplayEvent::Reset)
             && self.send(ReplayEvent::Frame(Frame::Header(
                 self.reader.header.clone(),
-            ))))
+            )));
+        Ok(if ok { Reopen::Done } else { Reopen::UiGone })
     }
 
     /// Go to recorded time `target`: forward just moves the clock (the frames in between
@@ -473,9 +518,67 @@ impl<E: From<ReplayEvent>> Replay<E> {
     }
 }
 
+/// What re-opening a followed file that changed came to.
+enum Reopen {
+    Done,
+    /// Not a file yet (a FIFO, or nothing with a header): try again later.
+    Waiting,
+    UiGone,
+}
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// CPU ticks the thread named `name` of this process has used.
+    fn thread_ticks(name: &str) -> Option<u64> {
+        for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim_end() == name {
+                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+                let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+                return Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?);
+            }
+        }
+        None
+    }
+
+    /// Issue 25, N10: `L` on a recording without a time span spun a core (499 of 500
+    /// ticks). Looping now waits for controls like the end of any recording.
+    #[test]
+    fn looping_a_recording_without_time_span_does_not_spin() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let path = tmp.path().join("header.jsonl");
+        std::fs::write(
+            &path,
+            "{\"type\":\"header\",\"v\":1,\"format\":\"gpumon\",\"host\":\"h\",\"started\":1796000000000,\"interval_ms\":1000,\"gpus\":[],\"gpumon_version\":\"0.1.0\"}\n",
+        )
+        .expect("write");
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<ReplayEvent>(1 << 16);
+        let opts = Options {
+            path,
+            speed: Speed::Times(1.0),
+            follow: false,
+            skip_ms: 0,
+            looping: true,
+            controls: false,
+        };
+        let _h = spawn(opts, tx).expect("replays");
+        std::thread::sleep(Duration::from_millis(300));
+        let before = thread_ticks("replay").expect("replay thread");
+        std::thread::sleep(Duration::from_millis(1000));
+        let used = thread_ticks("replay").expect("replay thread") - before;
+        while rx.try_recv().is_ok() {}
+        assert!(
+            used < 20,
+            "the replay thread used {used} ticks of 100 in a second"
+        );
+    }
 
     #[test]
     fn speeds_parse_and_step() {

@@ -59,6 +59,8 @@ pub enum Effect {
     Signal {
         pid: u32,
         sig: i32,
+        /// Start time (clock ticks) of the process the prompt named.
+        started: u64,
     },
 }
 
@@ -69,8 +71,13 @@ pub enum Prompt {
     Filter,
     /// Acknowledge all this many active alerts?
     AckAll(usize),
-    /// Send `sig` to `pid` (`what` names it: PID and command)?
-    Signal { pid: u32, sig: i32, what: String },
+    /// Send `sig` to `pid` (`what` names it: PID and command as /proc says)?
+    Signal {
+        pid: u32,
+        sig: i32,
+        what: String,
+        started: u64,
+    },
 }
 
 /// Something a click can select; the renderers register where they drew each.
@@ -142,7 +149,7 @@ pub struct App {
     /// Last process sent SIGTERM: `k` on it again offers SIGKILL.
     pub terminated: Option<u32>,
     /// The permission check before a kill prompt (replaceable in tests).
-    pub may_signal: fn(u32) -> Result<(), String>,
+    pub may_signal: fn(u32) -> Result<crate::tui::signal::Live, String>,
     /// Where the last frame drew clickable things; rebuilt by every draw.
     pub hits: RefCell<Vec<(Rect, Target)>>,
 }

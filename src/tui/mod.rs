@@ -7,6 +7,6 @@ pub mod app;
 pub mod event;
 pub mod keys;
 pub mod selection;
-pub(crate) mod signal;
+pub mod signal;
 pub(crate) mod term;
 pub mod ui;

@@ -1,10 +1,29 @@
 //! Sending a signal to a monitored process (`k`/F9): whether the user may, and doing it.
 //! libc directly: two system calls do not justify a dependency.
 
-/// Why a process cannot be signalled, in words for the status line; `Ok` when it can.
-/// `kill(pid, 0)` asks the kernel the very question (ownership, capabilities), without
-/// sending anything.
-pub(crate) fn may_signal(pid: u32) -> Result<(), String> {
+/// What /proc says about a process now: the prompt names this, never what a companion
+/// said about itself (a peer may lie, or its pid may have been reused since).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Live {
+    /// `/proc/PID/cmdline`, arguments joined by spaces (the comm name if empty).
+    pub cmdline: String,
+    /// Start time in clock ticks: the signal goes only to the process that was named.
+    pub started: u64,
+}
+
+/// Why a process cannot be signalled, in words for the status line; what it is when it
+/// can. `kill(pid, 0)` asks the kernel the very question (ownership, capabilities),
+/// without sending anything.
+pub fn may_signal(pid: u32) -> Result<Live, String> {
+    permitted(pid)?;
+    let started = crate::source::procfs::start_ticks(pid)
+        .ok_or_else(|| format!("PID {pid} no longer exists"))?;
+    let info = crate::source::procfs::read(pid);
+    let cmdline = info.cmdline.or(info.name).unwrap_or_default();
+    Ok(Live { cmdline, started })
+}
+
+fn permitted(pid: u32) -> Result<(), String> {
     let Ok(p) = libc::pid_t::try_from(pid) else {
         return Err(format!("PID {pid} is out of range"));
     };
@@ -22,9 +41,16 @@ pub(crate) fn may_signal(pid: u32) -> Result<(), String> {
     })
 }
 
-/// Send `sig` (SIGTERM or SIGKILL) to `pid`; the result as a sentence for the status line.
-pub(crate) fn send(pid: u32, sig: i32) -> Result<String, String> {
-    may_signal(pid)?;
+/// Send `sig` (SIGTERM or SIGKILL) to `pid` if it is still the process that started at
+/// `started` (the one the prompt named); the result as a sentence for the status line.
+pub fn send(pid: u32, sig: i32, started: u64) -> Result<String, String> {
+    permitted(pid)?;
+    if crate::source::procfs::start_ticks(pid) != Some(started) {
+        return Err(format!(
+            "PID {pid} is no longer the process that was named: {} not sent",
+            name(sig)
+        ));
+    }
     let p = pid as libc::pid_t;
     // SAFETY: a plain kill(2) on a PID checked above; no memory is involved.
     if unsafe { libc::kill(p, sig) } == 0 {
@@ -39,7 +65,7 @@ pub(crate) fn send(pid: u32, sig: i32) -> Result<String, String> {
 }
 
 /// `SIGTERM`/`SIGKILL`, for prompts and results.
-pub(crate) fn name(sig: i32) -> &'static str {
+pub fn name(sig: i32) -> &'static str {
     match sig {
         libc::SIGTERM => "SIGTERM",
         libc::SIGKILL => "SIGKILL",
@@ -57,9 +83,16 @@ mod tests {
             .arg("30")
             .spawn()
             .expect("sleep runs");
-        assert_eq!(may_signal(child.id()), Ok(()));
+        // spawn returns once exec has begun; its arguments are set a moment later.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let live = may_signal(child.id()).expect("may signal");
+        assert_eq!(live.cmdline, "sleep 30");
+        assert!(
+            send(child.id(), libc::SIGTERM, live.started + 1).is_err(),
+            "a process started at another time is another process"
+        );
         assert_eq!(
-            send(child.id(), libc::SIGTERM),
+            send(child.id(), libc::SIGTERM, live.started),
             Ok(format!("SIGTERM sent to PID {}", child.id()))
         );
         let status = child.wait().expect("wait");

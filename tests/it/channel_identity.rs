@@ -133,3 +133,111 @@ async fn a_socket_of_another_user_in_the_directory_is_refused() {
     assert!(pids.is_empty());
     assert!(texts.iter().any(|t| t.contains("uid 4242")), "{texts:?}");
 }
+
+/// Plays the attacker of issue 25 (N1): a child binds and listens on a socket named
+/// after its own pid, hands the listener to its parent, and then either exits
+/// (`dead`: the pid has no process) or becomes another program (`reused`: the pid now
+/// belongs to a process that does not serve the socket, as a recycled pid would). The
+/// parent serves every connection a hello and a 1 PiB sample. Prints the child's pid.
+const HANDED_OFF_LISTENER: &str = r#"
+import os, socket, sys
+d, mode, hello, sample = sys.argv[1:5]
+a, b = socket.socketpair()
+pid = os.fork()
+if pid == 0:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(f"{d}/{os.getpid()}.sock")
+    s.listen(16)
+    socket.send_fds(a, [b"x"], [s.fileno()])
+    s.close(); a.close(); b.close()
+    if mode == "reused":
+        os.execvp("sleep", ["sleep", "30"])
+    os._exit(0)
+_, fds, _, _ = socket.recv_fds(b, 1, 1)
+listener = socket.socket(fileno=fds[0])
+if mode == "dead":
+    os.waitpid(pid, 0)
+print(pid, flush=True)
+held = []
+while True:
+    c, _ = listener.accept()
+    c.sendall((hello + "\n" + sample + "\n").encode())
+    held.append(c)
+"#;
+
+struct Attacker {
+    script: std::process::Child,
+    pid: u32,
+}
+
+impl Drop for Attacker {
+    fn drop(&mut self) {
+        let _ = self.script.kill();
+        let _ = self.script.wait();
+        if let Ok(p) = libc::pid_t::try_from(self.pid) {
+            // The `reused` child runs `sleep`: ended by its pid, which this test made.
+            // SAFETY: a plain kill(2).
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+    }
+}
+
+fn handed_off_listener(dir: &Path, mode: &str) -> Attacker {
+    use std::io::BufRead;
+    let mut script = std::process::Command::new("python3")
+        .args(["-c", HANDED_OFF_LISTENER])
+        .arg(dir)
+        .args([mode, HELLO, SAMPLE])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    let out = script.stdout.take().expect("stdout");
+    std::io::BufReader::new(out)
+        .read_line(&mut line)
+        .expect("pid line");
+    let pid = line.trim().parse().expect("a pid");
+    Attacker { script, pid }
+}
+
+/// N1, the pid now belongs to another process: the kernel's peer credentials still
+/// name it (so the old pid check passed and its data was shown), but that process
+/// does not hold the connection's other end. Refused, and the status line says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_whose_pid_now_runs_another_program_is_refused() {
+    let dir = private_dir();
+    let a = handed_off_listener(dir.path(), "reused");
+    let (tx, mut rx) = mpsc::channel(256);
+    let _h = spawn_with(config(dir.path()), tx);
+    let (pids, texts) = watch(&mut rx, Duration::from_millis(1200)).await;
+    assert!(
+        !pids.contains(&a.pid),
+        "data of a listener its named process does not serve was shown: {texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains(&format!("companion {} refused", a.pid))
+                && t.contains("does not hold")),
+        "status line does not say why: {texts:?}"
+    );
+}
+
+/// N1, the pid has no process at all: never connected to, and not a word about it
+/// (a stale socket); the socket file is ours, so it is removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_whose_pid_has_no_process_is_ignored() {
+    let dir = private_dir();
+    let a = handed_off_listener(dir.path(), "dead");
+    let (tx, mut rx) = mpsc::channel(256);
+    let _h = spawn_with(config(dir.path()), tx);
+    let (pids, texts) = watch(&mut rx, Duration::from_millis(1000)).await;
+    assert!(
+        !pids.contains(&a.pid),
+        "data under a pid with no process was shown: {texts:?}"
+    );
+    assert!(
+        !dir.path().join(format!("{}.sock", a.pid)).exists(),
+        "a socket of ours whose pid has no process is left behind"
+    );
+}

@@ -401,7 +401,11 @@ fn kill_asks_naming_the_pid_refuses_in_replay_and_escalates_to_sigkill() {
     assert!(flash.starts_with("replay: PID"), "{flash}");
     assert!(app.prompt.is_none());
     app.source = SourceKind::Live { interval_ms: 1000 };
-    app.may_signal = |_| Ok(());
+    app.may_signal = |_| {
+        Ok(live(
+            "python3 /work/main/scripts/gpu/grow_shrink.py 70 2 24",
+        ))
+    };
     let pid = app.sel_pid.expect("selected");
     key(&mut app, KeyCode::F(9));
     let footer = render(&app, 100, 24, &theme(false));
@@ -420,7 +424,8 @@ fn kill_asks_naming_the_pid_refuses_in_replay_and_escalates_to_sigkill() {
         e,
         Some(Effect::Signal {
             pid,
-            sig: libc::SIGTERM
+            sig: libc::SIGTERM,
+            started: 7
         })
     );
     app.signal_done(pid, libc::SIGTERM, Ok(format!("SIGTERM sent to PID {pid}")));
@@ -429,7 +434,8 @@ fn kill_asks_naming_the_pid_refuses_in_replay_and_escalates_to_sigkill() {
         key(&mut app, KeyCode::Char('y')),
         Some(Effect::Signal {
             pid,
-            sig: libc::SIGKILL
+            sig: libc::SIGKILL,
+            started: 7
         })
     );
     app.may_signal = |pid| Err(format!("PID {pid} belongs to another user"));
@@ -440,6 +446,70 @@ fn kill_asks_naming_the_pid_refuses_in_replay_and_escalates_to_sigkill() {
             .clone()
             .unwrap_or_default()
             .contains("another user")
+    );
+}
+
+fn live(cmdline: &str) -> gpumon::tui::signal::Live {
+    gpumon::tui::signal::Live {
+        cmdline: cmdline.into(),
+        started: 7,
+    }
+}
+
+/// Issue 25 (N1): the kill prompt named the command line a companion reported about
+/// itself, so a peer under a reused pid got root's `sleep` killed as "python3 train.py".
+/// The prompt names what /proc says, and refuses when that is not what the companion said.
+#[test]
+fn kill_names_what_proc_says_and_refuses_when_the_companion_said_otherwise() {
+    // pid 578's companion said "python3 scripts/gpu/companion_check.py --out …" (its bye
+    // comes at 4.9 s).
+    let mut app = app_from("h200_torch_companion.jsonl", Some(3_000));
+    app.sync();
+    app.source = SourceKind::Live { interval_ms: 1000 };
+    let pid = 578;
+    app.sel_pid = Some(pid);
+    app.may_signal = |_| Ok(live("sleep 600"));
+    key(&mut app, KeyCode::Char('k'));
+    assert!(
+        app.prompt.is_none(),
+        "prompted to signal a process that is not the companion"
+    );
+    let flash = app.flash.clone().unwrap_or_default();
+    assert!(
+        flash.contains(&format!("PID {pid} is now 'sleep 600'"))
+            && flash.contains("companion_check.py"),
+        "{flash}"
+    );
+    app.may_signal = |_| {
+        Ok(live(
+            "python3 scripts/gpu/companion_check.py --out /tmp/tmp.0TwqJQv268/companion \u{1b}]0;x\u{7}",
+        ))
+    };
+    key(&mut app, KeyCode::Char('k'));
+    assert!(
+        app.prompt.is_none(),
+        "an argument the companion did not report"
+    );
+    app.may_signal = |_| {
+        Ok(live(
+            "python3  scripts/gpu/companion_check.py --out /tmp/tmp.0TwqJQv268/companion",
+        ))
+    };
+    key(&mut app, KeyCode::Char('k'));
+    let footer = render(&app, 120, 24, &theme(false));
+    assert!(
+        footer.contains(&format!(
+            "send SIGTERM to PID {pid} python3 scripts/gpu/companion"
+        )),
+        "{footer}"
+    );
+    assert_eq!(
+        key(&mut app, KeyCode::Char('y')),
+        Some(Effect::Signal {
+            pid,
+            sig: libc::SIGTERM,
+            started: 7
+        })
     );
 }
 

@@ -61,31 +61,42 @@ impl App {
             ));
             return;
         }
-        if let Err(why) = (self.may_signal)(pid) {
-            self.flash = Some(why);
-            return;
-        }
+        let live = match (self.may_signal)(pid) {
+            Ok(l) => l,
+            Err(why) => {
+                self.flash = Some(why);
+                return;
+            }
+        };
         let sig = if self.terminated == Some(pid) {
             libc::SIGKILL
         } else {
             libc::SIGTERM
         };
-        let s = self.view_state();
-        let cmd = s
-            .procs
-            .get(&pid)
-            .map(|p| crate::tui::selection::name(p).to_string())
-            .or_else(|| {
-                s.companions
-                    .get(pid)
-                    .and_then(|c| c.hello.as_ref()?.cmdline.clone())
-            })
-            .unwrap_or_default();
-        let cmd: String = cmd.chars().take(40).collect();
+        // What a companion said about itself is a claim; /proc is what the signal
+        // reaches. When they differ the pid was reused or the peer lied: no prompt.
+        let claimed = self
+            .view_state()
+            .companions
+            .get(pid)
+            .and_then(|c| c.hello.as_ref()?.cmdline.clone());
+        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let now = crate::fmt::inert(&words(&live.cmdline));
+        if let Some(claimed) = claimed.filter(|c| words(c) != words(&live.cmdline)) {
+            self.flash = Some(format!(
+                "PID {pid} is now '{}', not '{}' as its companion said: not signalling it",
+                cut(&now, 40),
+                cut(&crate::fmt::inert(&claimed), 40)
+            ));
+            return;
+        }
         self.prompt = Some(Prompt::Signal {
             pid,
             sig,
-            what: format!("PID {pid} {cmd}").trim_end().to_string(),
+            what: format!("PID {pid} {}", cut(&now, 40))
+                .trim_end()
+                .to_string(),
+            started: live.started,
         });
     }
 
@@ -128,6 +139,10 @@ impl App {
         };
         Some(Effect::Replay(c))
     }
+}
+
+fn cut(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
 }
 
 /// A seek step that fits the recording: about a twentieth of it, as 5 s, 30 s or 5 min,

@@ -41,7 +41,9 @@ impl App {
                 self.flash = Some(format!("acknowledged {n} alerts"));
                 None
             }
-            Prompt::Signal { pid, sig, .. } if yes => Some(Effect::Signal { pid, sig }),
+            Prompt::Signal {
+                pid, sig, started, ..
+            } if yes => Some(Effect::Signal { pid, sig, started }),
             Prompt::AckAll(_) => {
                 self.flash = Some("nothing acknowledged".into());
                 None
