@@ -4,7 +4,7 @@ use crate::cli::{OutputArgs, RecordArgs, ReplayArgs, ServeArgs};
 use crate::model::frame::Frame;
 use crate::model::named::StatusSource;
 use crate::pipeline::Pipeline;
-use crate::record::{Recorder, validate};
+use crate::record::validate;
 use crate::source::replay::Speed;
 use crate::source::{nvml, replay};
 use crate::tui::event::Event;
@@ -153,7 +153,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
         eprintln!("gpumon: {e}; recording companions only");
         header_without_gpus(r.interval)
     });
-    let recorder = Recorder::create(&r.output, &header)?;
+    let (recorder, output) = start_recorder(r.output.as_deref(), &header, r.format)?;
     let out = OutputArgs {
         csv: r.csv.clone(),
         jsonl: r.jsonl.clone(),
@@ -166,7 +166,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
         "gpumon: recording {} GPU(s) every {} ms to {}{}",
         header.gpus.len(),
         r.interval.as_millis(),
-        r.output.display(),
+        output.display(),
         r.duration
             .map(|d| format!(" for {} s", d.as_secs_f64()))
             .unwrap_or_else(|| " until interrupted".into())

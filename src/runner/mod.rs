@@ -248,6 +248,46 @@ pub(super) fn start_live(
     (header, channel)
 }
 
+/// Start recording to `path` (`None`: a name from the host and the start time, in the
+/// current directory). A compressed file under a name that does not say so is written
+/// anyway (readers go by its first bytes), with a word about it.
+pub(super) fn start_recorder(
+    path: Option<&Path>,
+    header: &crate::model::frame::Header,
+    format: crate::record::Format,
+) -> Result<(Recorder, PathBuf)> {
+    let path = match path {
+        Some(p) => p.to_path_buf(),
+        None => PathBuf::from(default_recording_name(header, format)),
+    };
+    let gz_name = path.extension().is_some_and(|e| e == "gz");
+    // Not for a device (`/dev/null`) or a pipe, which have no name to mislead.
+    let device = std::fs::metadata(&path).is_ok_and(|m| !m.is_file());
+    if format == crate::record::Format::Gzip && !gz_name && !device {
+        eprintln!(
+            "gpumon: {}: writing a gzip-compressed recording (--format ndjson writes plain text)",
+            path.display()
+        );
+    }
+    Ok((Recorder::create(&path, header, format)?, path))
+}
+
+/// `HOST-YYYYmmdd-HHMMSS.gpumon.jsonl.gz`, in local time, the host cut to safe characters.
+fn default_recording_name(
+    header: &crate::model::frame::Header,
+    format: crate::record::Format,
+) -> String {
+    let host: String = header
+        .host
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(64)
+        .collect();
+    let host = if host.is_empty() { "gpumon".into() } else { host };
+    let when = chrono::Local::now().format("%Y%m%d-%H%M%S");
+    format!("{host}-{when}{}", format.extension())
+}
+
 /// A header for runs without NVML: companions are still served and recorded.
 pub(super) fn header_without_gpus(interval: Duration) -> crate::model::frame::Header {
     crate::model::frame::Header {

@@ -231,6 +231,8 @@ struct Replay<E> {
     rush: bool,
     looping: bool,
     scan: Arc<OnceLock<Scan>>,
+    /// The file's unclean end was reported (once, not at every loop or seek).
+    tail_noted: bool,
 }
 
 impl<E: From<ReplayEvent>> Replay<E> {
@@ -251,6 +253,7 @@ impl<E: From<ReplayEvent>> Replay<E> {
             rush: false,
             looping: opts.looping,
             scan,
+            tail_noted: false,
         }
     }
 
@@ -348,6 +351,16 @@ impl<E: From<ReplayEvent>> Replay<E> {
                         continue;
                     }
                     Next::End { .. } => {
+                        if !self.follow
+                            && !self.tail_noted
+                            && let Some(text) = self.reader.tail_note()
+                        {
+                            self.tail_noted = true;
+                            let note = Frame::status(self.last_t, StatusSource::Replay, Level::Warn, text);
+                            if !self.send(ReplayEvent::Frame(note)) {
+                                return Ok(None);
+                            }
+                        }
                         self.ended = true;
                         self.rush = false;
                         // The clock stops at the last frame; it never runs past the end.
