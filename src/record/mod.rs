@@ -49,7 +49,7 @@ pub enum RecordingError {
 
 /// Handle to the writer thread. Dropping it flushes and closes the file.
 pub struct Recorder {
-    tx: Option<mpsc::SyncSender<Frame>>,
+    tx: Option<mpsc::SyncSender<ToWriter>>,
     dropped: Arc<AtomicU64>,
     /// Why the writer stopped (disk full, file removed...), for the status line.
     error: Arc<std::sync::Mutex<Option<String>>>,
@@ -80,7 +80,7 @@ impl Recorder {
         encode(&mut line, &Frame::Header(header.clone())).map_err(werr)?;
         out.line(&line).map_err(werr)?;
         out.flush().map_err(werr)?;
-        let (tx, rx) = mpsc::sync_channel::<Frame>(4096);
+        let (tx, rx) = mpsc::sync_channel::<ToWriter>(4096);
         let dropped = Arc::new(AtomicU64::new(0));
         let error = Arc::new(std::sync::Mutex::new(None));
         let thread = thread::Builder::new()
@@ -111,7 +111,7 @@ impl Recorder {
             return;
         }
         let Some(tx) = &self.tx else { return };
-        match tx.try_send(frame.clone()) {
+        match tx.try_send(ToWriter::Frame(frame.clone())) {
             Ok(()) => {
                 let lost = self.dropped.swap(0, Ordering::Relaxed);
                 if lost > 0 {
@@ -121,7 +121,7 @@ impl Recorder {
                         crate::model::frame::Level::Warn,
                         format!("recorder fell behind: {lost} frames not written (gap)"),
                     );
-                    let _ = tx.try_send(note);
+                    let _ = tx.try_send(ToWriter::Frame(note));
                 }
             }
             Err(_) => {
@@ -131,7 +131,22 @@ impl Recorder {
     }
 }
 
+/// What the writer thread is sent.
+enum ToWriter {
+    Frame(Frame),
+    Flush,
+}
+
 impl Recorder {
+    /// Flush what is queued now rather than within the second (the writer's own
+    /// cadence): for a caller that knows a moment matters, such as a measurement
+    /// of what flushing costs. Never blocks; a full queue flushes soon anyway.
+    pub fn flush(&self) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.try_send(ToWriter::Flush);
+        }
+    }
+
     /// Set once the writer has stopped on an I/O error; later frames are lost.
     pub fn error(&self) -> Option<String> {
         self.error.lock().ok().and_then(|e| e.clone())
@@ -166,7 +181,7 @@ impl Drop for Recorder {
     }
 }
 
-fn writer_loop(mut out: Out, rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
+fn writer_loop(mut out: Out, rx: mpsc::Receiver<ToWriter>) -> std::io::Result<()> {
     let result = write_all_frames(&mut out, rx);
     if result.is_err() {
         let _ = out.cut_after_error();
@@ -174,13 +189,18 @@ fn writer_loop(mut out: Out, rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
     result
 }
 
-fn write_all_frames(out: &mut Out, rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
+fn write_all_frames(out: &mut Out, rx: mpsc::Receiver<ToWriter>) -> std::io::Result<()> {
     let mut last_flush = Instant::now();
     let mut budget = RecordBudget::default();
     let mut line = Vec::new();
     loop {
         match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(f) => {
+            Ok(ToWriter::Flush) => {
+                out.flush()?;
+                last_flush = Instant::now();
+                continue;
+            }
+            Ok(ToWriter::Frame(f)) => {
                 encode(&mut line, &f)?;
                 let (keep, note) = budget.admit(&f, line.len());
                 if keep {

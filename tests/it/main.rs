@@ -45,6 +45,7 @@ mod rank_row;
 mod readme_keys;
 mod record_budget;
 mod record_errors;
+mod record_gzip;
 mod replay_follow;
 mod replay_streams;
 mod screens;
