@@ -176,7 +176,8 @@ impl<R: Read> Read for Inflate<R> {
                 },
                 State::Body(z, crc) => {
                     let (in0, out0) = (z.total_in(), z.total_out());
-                    let status = z.decompress(&self.buf[self.lo..self.hi], out, FlushDecompress::None);
+                    let status =
+                        z.decompress(&self.buf[self.lo..self.hi], out, FlushDecompress::None);
                     let used = (z.total_in() - in0) as usize;
                     let made = (z.total_out() - out0) as usize;
                     crc.update(&out[..made]);
@@ -313,7 +314,10 @@ mod tests {
             }
         };
         assert!(got.starts_with(b"good\n"), "{got:?}");
-        assert!(err.to_string().contains("member 2 fails its checksum"), "{err}");
+        assert!(
+            err.to_string().contains("member 2 fails its checksum"),
+            "{err}"
+        );
 
         let mut file = member(b"good\n");
         file.extend(b"garbage!");
@@ -321,7 +325,8 @@ mod tests {
             .read_to_end(&mut Vec::new())
             .expect_err("garbage");
         assert!(
-            err.to_string().contains("after member 1: not the start of a gzip member"),
+            err.to_string()
+                .contains("after member 1: not the start of a gzip member"),
             "{err}"
         );
     }

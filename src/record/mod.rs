@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 use crate::model::frame::{FORMAT_VERSION, Frame, Header};
 use crate::model::named::StatusSource;
 use crate::record::budget::RecordBudget;
-use crate::record::sink::Out;
 pub use crate::record::reader::{Next, Reader, is_stream, validate};
 pub use crate::record::sink::Format;
+use crate::record::sink::Out;
 
 /// Longest line accepted when reading: bigger lines are corruption, not data.
 pub const MAX_RECORDING_LINE: usize = 4 << 20;
@@ -57,7 +57,11 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn create(path: &Path, header: &Header, format: Format) -> Result<Recorder, RecordingError> {
+    pub fn create(
+        path: &Path,
+        header: &Header,
+        format: Format,
+    ) -> Result<Recorder, RecordingError> {
         ignore_sigxfsz();
         // Read access too: after a failed write the tail of a plain file is read
         // back to cut it at its last complete line.
@@ -132,6 +136,7 @@ impl Recorder {
 }
 
 /// What the writer thread is sent.
+#[allow(clippy::large_enum_variant)] // sent one at a time, as the frames were before
 enum ToWriter {
     Frame(Frame),
     Flush,
@@ -280,8 +285,11 @@ mod tests {
         let bytes = std::fs::read(&path).expect("read");
         assert_eq!(bytes[..2], [0x1f, 0x8b]);
         let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut text)
-            .expect("any gzip reader reads it whole");
+        std::io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
+            &mut text,
+        )
+        .expect("any gzip reader reads it whole");
         assert_eq!(text.lines().count(), 51);
         let (h, n, partial) = validate(&path).expect("valid");
         assert_eq!((h.started, n, partial), (5, 50, false));

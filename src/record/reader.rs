@@ -357,4 +357,3 @@ pub fn validate(path: &Path) -> Result<(Header, usize, bool), RecordingError> {
         }
     }
 }
-

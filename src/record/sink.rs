@@ -283,11 +283,17 @@ mod tests {
         // Written but never flushed: what a refused write leaves half done.
         let mut x = 1u64;
         for _ in 0..20_000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             o.line(format!("lost {x}\n").as_bytes()).expect("line");
         }
         if let Out::Gzip(g) = &mut o {
-            g.enc().expect("enc").get_mut().flush().expect("some of it reaches the file");
+            g.enc()
+                .expect("enc")
+                .get_mut()
+                .flush()
+                .expect("some of it reaches the file");
         }
         let grown = std::fs::metadata(&path).expect("stat").len();
         assert!(grown > flushed + 10_000, "{flushed} -> {grown}");

@@ -283,7 +283,11 @@ fn default_recording_name(
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         .take(64)
         .collect();
-    let host = if host.is_empty() { "gpumon".into() } else { host };
+    let host = if host.is_empty() {
+        "gpumon".into()
+    } else {
+        host
+    };
     let when = chrono::Local::now().format("%Y%m%d-%H%M%S");
     format!("{host}-{when}{}", format.extension())
 }

@@ -356,7 +356,8 @@ impl<E: From<ReplayEvent>> Replay<E> {
                             && let Some(text) = self.reader.tail_note()
                         {
                             self.tail_noted = true;
-                            let note = Frame::status(self.last_t, StatusSource::Replay, Level::Warn, text);
+                            let note =
+                                Frame::status(self.last_t, StatusSource::Replay, Level::Warn, text);
                             if !self.send(ReplayEvent::Frame(note)) {
                                 return Ok(None);
                             }

@@ -142,7 +142,12 @@ fn a_file_size_limit_stops_the_recorder_loudly() {
     flooding_companion(sockets.path());
     let out_dir = tempfile::tempdir().expect("temp dir");
     let out = out_dir.path().join("r.jsonl");
-    let (code, stderr, secs) = record(sockets.path(), &out, Some(64 * 1024), &["--format", "ndjson"]);
+    let (code, stderr, secs) = record(
+        sockets.path(),
+        &out,
+        Some(64 * 1024),
+        &["--format", "ndjson"],
+    );
     assert_loud_and_replayable(code, &stderr, secs, &out, "File too large");
     assert!(std::fs::metadata(&out).expect("stat").len() <= 64 * 1024);
 }
@@ -202,7 +207,14 @@ fn without_a_limit_the_recording_runs_on() {
     for (name, format, limit) in [("r.jsonl", "ndjson", 64 * 1024), ("r.gz", "gz", GZ_LIMIT)] {
         let out = out_dir.path().join(name);
         let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
-            .args(["record", "--duration", "2s", "--format", format, "--socket-dir"])
+            .args([
+                "record",
+                "--duration",
+                "2s",
+                "--format",
+                format,
+                "--socket-dir",
+            ])
             .arg(sockets.path())
             .arg("-o")
             .arg(&out)

@@ -36,7 +36,11 @@ fn the_bundled_demos_record_at_least_5x_smaller_compressed() {
     let mut report = String::new();
     for e in std::fs::read_dir(&assets).expect("assets") {
         let src = e.expect("entry").path();
-        let name = src.file_name().expect("name").to_string_lossy().into_owned();
+        let name = src
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
         if !name.ends_with(".gpumon.jsonl") {
             continue;
         }
@@ -61,7 +65,10 @@ fn the_bundled_demos_record_at_least_5x_smaller_compressed() {
             assert_eq!(back.compressed(), format == Format::Gzip);
             read_back.push(serde_json::to_string(&again).expect("json"));
         }
-        assert_eq!(read_back[0], read_back[1], "{name}: the same frames both ways");
+        assert_eq!(
+            read_back[0], read_back[1],
+            "{name}: the same frames both ways"
+        );
         let ratio = sizes[0] as f64 / sizes[1] as f64;
         report += &format!("{name}: {} -> {} bytes, {ratio:.1}x\n", sizes[0], sizes[1]);
         assert!(ratio >= 5.0, "{name}: only {ratio:.1}x\n{report}");
