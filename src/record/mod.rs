@@ -37,6 +37,13 @@ pub enum RecordingError {
         line: usize,
         msg: String,
     },
+    /// Compressed data that does not decode: everything before it is good.
+    #[error("{path}:{line}: {msg}")]
+    CorruptCompressed {
+        path: PathBuf,
+        line: usize,
+        msg: String,
+    },
     #[error("{path}: empty file, not a gpumon recording")]
     Empty { path: PathBuf },
     #[error(

@@ -256,10 +256,11 @@ impl Reader {
     /// would have continued; everything before it was read.
     fn read_error(&self, err: std::io::Error) -> RecordingError {
         if err.kind() == std::io::ErrorKind::InvalidData && self.compressed() {
-            return self.corrupt(
-                self.line + 1,
-                format!("{err} (the {} lines before it were read)", self.line),
-            );
+            return RecordingError::CorruptCompressed {
+                path: self.path.clone(),
+                line: self.line + 1,
+                msg: format!("{err} (the {} lines before it were read)", self.line),
+            };
         }
         RecordingError::Read {
             path: self.path.clone(),
@@ -342,6 +343,9 @@ fn newer_header(line: &[u8]) -> Option<u32> {
 
 /// Check a whole recording up front so replay fails before the TUI starts.
 /// Returns the number of frames and whether the last line was truncated.
+/// Compressed data that stops decoding is not refused here: the frames before
+/// it play, and the replay stops at it with the error (a bit flipped late in a
+/// multi-day recording must not cost the days before it).
 /// A stream (`is_stream`) can be read only once, so it is not read here: its
 /// problems show when the replay reaches them.
 pub fn validate(path: &Path) -> Result<(Header, usize, bool), RecordingError> {
@@ -351,9 +355,13 @@ pub fn validate(path: &Path) -> Result<(Header, usize, bool), RecordingError> {
     let mut r = Reader::open(path)?;
     let mut n = 0;
     loop {
-        match r.next()? {
-            Next::Frame(_) => n += 1,
-            Next::End { partial } => return Ok((r.header.clone(), n, partial)),
+        match r.next() {
+            Ok(Next::Frame(_)) => n += 1,
+            Ok(Next::End { partial }) => return Ok((r.header.clone(), n, partial)),
+            Err(RecordingError::CorruptCompressed { .. }) => {
+                return Ok((r.header.clone(), n, true));
+            }
+            Err(e) => return Err(e),
         }
     }
 }

@@ -140,7 +140,14 @@ pub fn scan(path: &Path) -> Result<Scan, RecordingError> {
         end: r.header.started,
         ..Scan::default()
     };
-    while let Next::Frame(f) = r.next()? {
+    loop {
+        let f = match r.next() {
+            Ok(Next::Frame(f)) => f,
+            Ok(Next::End { .. }) => break,
+            // The player stops there and says why; the marks before it stand.
+            Err(RecordingError::CorruptCompressed { .. }) => break,
+            Err(e) => return Err(e),
+        };
         s.end = s.end.max(f.time());
         match &f {
             Frame::Alert(a) if matches!(a.change, ChangeKind::Raised | ChangeKind::Worsened) => {

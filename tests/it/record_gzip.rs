@@ -228,3 +228,69 @@ fn a_recorder_killed_with_sigkill_leaves_all_but_its_last_second() {
     assert!(replay.status.success(), "{stderr}");
     assert!(stderr.contains("ends unclosed"), "{stderr}");
 }
+
+/// A gzip recording of `n` ticks (100 ms apart, `used` = 1000 + i), closed.
+fn gz_recording(path: &Path, n: i64) {
+    let t0 = now_ms();
+    let mut gz = GzEncoder::new(
+        std::fs::File::create(path).expect("create"),
+        Compression::default(),
+    );
+    gz.write_all(header(t0).as_bytes()).expect("write");
+    for i in 0..n {
+        gz.write_all(tick(t0 + i * 100, 1000 + i as u64).as_bytes())
+            .expect("write");
+    }
+    gz.finish().expect("finish");
+}
+
+#[test]
+fn a_corrupt_compressed_tail_stops_replay_loudly_after_everything_before_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rec = dir.path().join("bad.gz");
+    gz_recording(&rec, 300);
+    // A second member whose deflate data is garbage after its header.
+    let mut bytes = std::fs::read(&rec).expect("read");
+    bytes.extend([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff]);
+    std::fs::write(&rec, &bytes).expect("write");
+    let csv = dir.path().join("rows.csv");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["replay", "--headless", "--csv"])
+        .arg(&csv)
+        .arg(&rec)
+        .output()
+        .expect("replay");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("bad.gz:302: compressed data corrupt at byte")
+            && stderr.contains("invalid deflate data")
+            && stderr.contains("(the 301 lines before it were read)"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let rows = std::fs::read_to_string(&csv).expect("the frames before it were played");
+    assert!(rows.contains(",1000,") && rows.contains(",1299,"), "{rows}");
+}
+
+#[test]
+fn a_compressed_recording_plays_from_stdin() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rec = dir.path().join("r.gpumon.jsonl.gz");
+    gz_recording(&rec, 50);
+    let csv = dir.path().join("rows.csv");
+    let out = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["replay", "--headless", "--csv"])
+        .arg(&csv)
+        .arg("-")
+        .stdin(std::fs::File::open(&rec).expect("open"))
+        .output()
+        .expect("replay");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = std::fs::read_to_string(&csv).expect("csv");
+    assert!(rows.contains(",1000,") && rows.contains(",1049,"), "{rows}");
+}
