@@ -288,12 +288,11 @@ impl Reader {
         let path = self.path.display();
         if self.unclosed() {
             Some(format!(
-                "{path}: the compressed recording ends unclosed (its recorder was killed or \
-                 stopped mid-write); replayed up to its last flush"
+                "{path}: unclosed gzip tail (recorder killed?); played to its last flush"
             ))
         } else if !self.buf.is_empty() {
             Some(format!(
-                "{path}: the last line is incomplete (its recorder was killed mid-write); left out"
+                "{path}: last line incomplete (recorder killed?); left out"
             ))
         } else {
             None

@@ -217,7 +217,10 @@ fn a_recorder_killed_with_sigkill_leaves_all_but_its_last_second() {
         lost_ms <= 1_500,
         "the last {lost_ms} ms before the kill were lost"
     );
-    assert!(r.tail_note().is_some_and(|n| n.contains("ends unclosed")));
+    assert!(
+        r.tail_note()
+            .is_some_and(|n| n.contains("unclosed gzip tail"))
+    );
 
     let replay = Command::new(env!("CARGO_BIN_EXE_gpumon"))
         .args(["replay", "--headless"])
@@ -226,7 +229,7 @@ fn a_recorder_killed_with_sigkill_leaves_all_but_its_last_second() {
         .expect("replay");
     let stderr = String::from_utf8_lossy(&replay.stderr);
     assert!(replay.status.success(), "{stderr}");
-    assert!(stderr.contains("ends unclosed"), "{stderr}");
+    assert!(stderr.contains("unclosed gzip tail"), "{stderr}");
 }
 
 /// A gzip recording of `n` ticks (100 ms apart, `used` = 1000 + i), closed.
