@@ -4,10 +4,10 @@
 
 pub mod filter;
 
-use std::io::Write;
 use std::sync::Arc;
 
 use crate::export::Exporter;
+use crate::export::LineFile;
 use crate::export::flat::FlatLog;
 use crate::model::alerts::{Alert, Severity};
 use crate::model::alerts::{AlertChange, AlertEngine, ChangeKind};
@@ -26,7 +26,7 @@ pub struct Sinks {
     pub recorder: Option<Recorder>,
     pub exporter: Option<Arc<Exporter>>,
     pub flat: Vec<FlatLog>,
-    pub alerts_out: Option<Box<dyn Write + Send>>,
+    pub alerts_out: Option<LineFile>,
 }
 
 pub struct Pipeline {
@@ -50,6 +50,9 @@ pub struct Pipeline {
     /// Why the recorder stopped on a write error; a mode that exists to record
     /// (`record`, headless `--record`) stops loudly on it (`take_recording_failure`).
     recording_failed: Option<String>,
+    /// The first flat log or alert log write error; that output is cut at its
+    /// last whole line and dropped, and a headless run stops loudly on it.
+    output_failed: Option<String>,
 }
 
 impl Default for Pipeline {
@@ -74,6 +77,7 @@ impl Pipeline {
             rebuild_until: Ts::MIN,
             filter: crate::pipeline::filter::Filter::default(),
             recording_failed: None,
+            output_failed: None,
         }
     }
 
@@ -116,13 +120,18 @@ impl Pipeline {
         }
         if let (Frame::Tick(t), true) = (f, fresh) {
             let mut failed = None;
-            for log in &mut self.sinks.flat {
-                if let Err(e) = log.write_tick(&self.state, t) {
-                    failed = Some(e);
-                }
-            }
+            let state = &self.state;
+            self.sinks
+                .flat
+                .retain_mut(|log| match log.write_tick(state, t) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failed.get_or_insert(e.to_string());
+                        false
+                    }
+                });
             if let Some(e) = failed {
-                self.sink_failed(format!("flat log write failed: {e}"));
+                self.output_failed(e);
             }
         }
         let event_like = match f {
@@ -169,9 +178,9 @@ impl Pipeline {
                 "message": c.alert.message,
                 "evidence": c.alert.evidence,
             });
-            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+            if let Err(e) = out.write_lines(format!("{line}\n").as_bytes()) {
                 self.sinks.alerts_out = None;
-                self.sink_failed("alert log write failed; alert logging stopped".into());
+                self.output_failed(e.to_string());
             }
         }
         let frame = Frame::Alert(Box::new(c));
@@ -179,6 +188,16 @@ impl Pipeline {
             r.write(&frame);
         }
         self.state.apply(&frame);
+    }
+
+    fn output_failed(&mut self, e: String) {
+        self.sink_failed(format!("output stopped: {e}"));
+        self.output_failed.get_or_insert(e);
+    }
+
+    /// The first flat or alert log write error, once.
+    pub fn take_output_failure(&mut self) -> Option<String> {
+        self.output_failed.take()
     }
 
     /// The recorder's write error, once.

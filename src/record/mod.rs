@@ -175,9 +175,10 @@ impl Recorder {
 }
 
 /// A file-size limit (`ulimit -f`) kills a writer with SIGXFSZ by default,
-/// without a word; ignored, the write fails with EFBIG, which the recorder
-/// reports and stops on like any other write error.
-fn ignore_sigxfsz() {
+/// without a word; ignored, the write fails with EFBIG, which the recorder (and
+/// every other output) reports and stops on like any other write error. Only
+/// in modes that write files: a program `gpumon run` starts would inherit it.
+pub fn ignore_sigxfsz() {
     // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);

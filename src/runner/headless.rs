@@ -133,6 +133,10 @@ pub(super) async fn headless(
             eprintln!("gpumon: recording stopped: {e}");
             return 1;
         }
+        if let Some(e) = pipe.take_output_failure() {
+            eprintln!("gpumon: output stopped: {e}");
+            return 1;
+        }
         if let Some(code) = alert_exit(&pipe) {
             return code;
         }

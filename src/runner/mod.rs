@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use crate::channel::ChannelHandle;
 use crate::cli::{Cli, Command, DisplayArgs, OutputArgs, ReplayArgs};
-use crate::export::Exporter;
 use crate::export::flat::{FlatFormat, FlatLog};
 use crate::export::http::{Limits, serve_on};
+use crate::export::{Exporter, LineFile};
 use crate::model::alerts::config::AlertConfig;
 use crate::model::alerts::engine::AlertEngine;
 use crate::model::frame::Frame;
@@ -173,6 +173,10 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
     if let Some(addr) = out.serve {
         s.exporter = Some(start_exporter(addr, &host).await?);
     }
+    if out.csv.is_some() || out.jsonl.is_some() || out.alerts_jsonl.is_some() {
+        // Past `ulimit -f` a write then fails with EFBIG, reported like any other.
+        crate::record::ignore_sigxfsz();
+    }
     if let Some(p) = &out.csv {
         let log = FlatLog::create(p, FlatFormat::Csv, host.clone())
             .with_context(|| format!("cannot write {}", p.display()))?;
@@ -185,12 +189,9 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
     }
     if let Some(p) = &out.alerts_jsonl {
         s.alerts_out = Some(if p.as_os_str() == "-" {
-            Box::new(io::stdout())
+            LineFile::new(Box::new(io::stdout()), "stdout")
         } else {
-            Box::new(
-                std::fs::File::create(p)
-                    .with_context(|| format!("cannot write {}", p.display()))?,
-            )
+            LineFile::create(p).with_context(|| format!("cannot write {}", p.display()))?
         });
     }
     Ok(s)
