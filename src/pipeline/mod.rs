@@ -183,9 +183,15 @@ impl Pipeline {
                 self.output_failed(e.to_string());
             }
         }
+        let raised = matches!(c.change, ChangeKind::Raised | ChangeKind::Worsened);
         let frame = Frame::Alert(Box::new(c));
         if let Some(r) = &self.sinks.recorder {
             r.write(&frame);
+            // On disk now, not within the second: the process an alert is about
+            // may take the machine down with it.
+            if raised {
+                r.flush();
+            }
         }
         self.state.apply(&frame);
     }

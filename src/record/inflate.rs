@@ -192,8 +192,14 @@ impl<R: Read> Read for Inflate<R> {
                     if made > 0 {
                         return Ok(made);
                     }
-                    if used == 0 && matches!(self.state, State::Body(..)) && !self.fill()? {
-                        return Ok(0);
+                    if used == 0 && matches!(self.state, State::Body(..)) {
+                        if self.lo == 0 && self.hi == self.buf.len() {
+                            // A full window that yields nothing: never valid deflate.
+                            return Err(self.fail("invalid deflate data (no progress)".into()));
+                        }
+                        if !self.fill()? {
+                            return Ok(0);
+                        }
                     }
                 }
                 State::Trailer(sum_want, len_want) => {

