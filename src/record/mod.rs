@@ -5,54 +5,24 @@
 //! either form, told apart by the first bytes.
 
 pub mod budget;
+mod error;
 mod inflate;
 mod reader;
 pub mod sink;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::model::frame::{FORMAT_VERSION, Frame, Header};
+use crate::model::frame::{Frame, Header};
 use crate::model::named::StatusSource;
 use crate::record::budget::RecordBudget;
+pub use crate::record::error::{MAX_RECORDING_LINE, RecordingError};
 pub use crate::record::reader::{Next, Reader, is_stream, validate};
 pub use crate::record::sink::Format;
 use crate::record::sink::Out;
-
-/// Longest line accepted when reading: bigger lines are corruption, not data.
-pub const MAX_RECORDING_LINE: usize = 4 << 20;
-
-#[derive(Debug, thiserror::Error)]
-pub enum RecordingError {
-    #[error("cannot open recording {path}: {err}")]
-    Open { path: PathBuf, err: std::io::Error },
-    #[error("cannot read recording {path}: {err}")]
-    Read { path: PathBuf, err: std::io::Error },
-    #[error("{path}:{line}: {msg}")]
-    Corrupt {
-        path: PathBuf,
-        line: usize,
-        msg: String,
-    },
-    /// Compressed data that does not decode: everything before it is good.
-    #[error("{path}:{line}: {msg}")]
-    CorruptCompressed {
-        path: PathBuf,
-        line: usize,
-        msg: String,
-    },
-    #[error("{path}: empty file, not a gpumon recording")]
-    Empty { path: PathBuf },
-    #[error(
-        "{path}: recording format v{found} is newer than this gpumon (reads v{FORMAT_VERSION})"
-    )]
-    TooNew { path: PathBuf, found: u32 },
-    #[error("cannot write recording {path}: {err}")]
-    Write { path: PathBuf, err: std::io::Error },
-}
 
 /// Handle to the writer thread. Dropping it flushes and closes the file.
 pub struct Recorder {
@@ -245,6 +215,7 @@ fn encode(line: &mut Vec<u8>, f: &Frame) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::frame::FORMAT_VERSION;
     use crate::model::sample::Tick;
 
     fn header() -> Header {

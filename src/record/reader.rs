@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::model::frame::{FORMAT_VERSION, Frame, Header};
+use crate::record::error::{MAX_RECORDING_LINE, RecordingError};
 use crate::record::inflate::{Inflate, MAGIC};
-use crate::record::{MAX_RECORDING_LINE, RecordingError};
 
 /// The file's bytes, counted, with the first ones (looked at to tell the
 /// format) handed out again first.
