@@ -299,3 +299,39 @@ fn a_compressed_recording_plays_from_stdin() {
     let rows = std::fs::read_to_string(&csv).expect("csv");
     assert!(rows.contains(",1000,") && rows.contains(",1049,"), "{rows}");
 }
+
+#[test]
+fn without_o_the_recording_is_named_for_its_host_and_time_and_compressed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let sockets = private_dir();
+    let out = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["record", "--duration", "300ms", "--socket-dir"])
+        .arg(sockets.path())
+        .current_dir(dir.path())
+        .output()
+        .expect("record");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let name = &names[0];
+    // HOST-YYYYmmdd-HHMMSS.gpumon.jsonl.gz
+    let stem = name.strip_suffix(".gpumon.jsonl.gz").expect(name);
+    let (_, when) = stem.split_at(stem.len() - 16);
+    assert!(
+        when.starts_with('-') && when[1..].chars().filter(char::is_ascii_digit).count() == 14,
+        "{name}"
+    );
+    let (r, _) = all_frames(&dir.path().join(name));
+    assert!(r.compressed());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(name.as_str()),
+        "the name is said"
+    );
+}
