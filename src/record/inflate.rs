@@ -17,7 +17,7 @@ use flate2::{Crc, Decompress, FlushDecompress, Status};
 /// First two bytes of every gzip member.
 pub(super) const MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-const FTEXT_MASK: u8 = 0xe0; // reserved flag bits: must be zero
+const RESERVED_FLAGS: u8 = 0xe0; // reserved flag bits: must be zero
 const FHCRC: u8 = 0x02;
 const FEXTRA: u8 = 0x04;
 const FNAME: u8 = 0x08;
@@ -120,7 +120,7 @@ fn header_len(b: &[u8]) -> Result<Option<usize>, String> {
         return Err(format!("unknown compression method {}", b[2]));
     }
     let flags = b[3];
-    if flags & FTEXT_MASK != 0 {
+    if flags & RESERVED_FLAGS != 0 {
         return Err(format!("reserved gzip header flags {flags:#04x}"));
     }
     let mut at = 10;
