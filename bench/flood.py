@@ -130,7 +130,7 @@ def main():
     while len([n for n in os.listdir(d) if n.endswith(".sock")]) < a.flooders + 1:
         assert time.time() < deadline, "companions did not start"
         time.sleep(0.02)
-    gp = subprocess.Popen([a.gpumon, "--headless", "--record", rec, "--serve",
+    gp = subprocess.Popen([a.gpumon, "--headless", "--record", rec, "--record-format", "ndjson", "--serve",
                            "127.0.0.1:%d" % a.port, "--socket-dir", d],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     stop = threading.Event()

@@ -43,10 +43,10 @@ echo "$out" | grep -qx "preload True" || { echo "wheel: interposer missing under
 # End to end: the installed package (not the source tree, not `gpumon run`'s copy) reports
 # epochs to the installed binary, which records them.
 mkdir -m 700 "$work/sock"
-"$venv/bin/gpumon" record -o "$work/rec.jsonl" --interval 100ms --duration 20s --socket-dir "$work/sock" 2>"$work/rec.err" &
+"$venv/bin/gpumon" record -o "$work/rec.gpumon.jsonl.gz" --interval 100ms --duration 20s --socket-dir "$work/sock" 2>"$work/rec.err" &
 rec_pid=$!
-GPUMON_TESTS="$root/python/tests" "$venv/bin/python" - "$work/sock" "$work/rec.jsonl" <<'EOF'
-import os, sys, time
+GPUMON_TESTS="$root/python/tests" "$venv/bin/python" - "$work/sock" "$work/rec.gpumon.jsonl.gz" <<'EOF'
+import os, sys, time, zlib
 sys.path.append(os.environ["GPUMON_TESTS"])  # fakes.py only: a stand-in torch
 from fakes import FakeTorch
 ft = FakeTorch()
@@ -59,9 +59,11 @@ assert gpumon.start(sample_hz=20, epoch_gc=False, sock_dir=sys.argv[1])
 def wait_for(text, count):
     deadline = time.time() + 15
     while time.time() < deadline:
-        with open(sys.argv[2]) as f:
-            if f.read().count(text) >= count:
-                return
+        # Compressed and still being written: zlib reads what has been flushed.
+        with open(sys.argv[2], "rb") as f:
+            got = zlib.decompressobj(31).decompress(f.read()).decode()
+        if got.count(text) >= count:
+            return
         time.sleep(0.2)
     raise SystemExit("wheel: the recording never got %d x %s" % (count, text))
 
@@ -77,6 +79,6 @@ EOF
 kill -INT "$rec_pid"
 wait "$rec_pid" || true
 rec_pid=
-epochs=$(grep -c '"type":"epoch"' "$work/rec.jsonl" || true)
+epochs=$(gzip -dc "$work/rec.gpumon.jsonl.gz" | grep -c '"type":"epoch"' || true)
 [ "$epochs" -ge 3 ] || { echo "wheel: recording has $epochs epochs, want 3"; cat "$work/rec.err"; exit 1; }
 echo "wheel check: ok ($(ls "$work"/wheels), $(( $(date +%s) - start )) s)"

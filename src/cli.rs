@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::record::Format;
 use crate::source::replay::Speed;
 
 #[derive(Debug, Parser)]
@@ -131,6 +132,9 @@ pub struct WatchArgs {
     /// Also record everything to this file while watching.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Format of --record: gz (compressed, the default) or ndjson (plain text).
+    #[arg(long, value_name = "FORMAT", value_parser = Format::parse, default_value = "gz")]
+    pub record_format: Format,
     /// Directory of companion sockets (default: $GPUMON_DIR, $XDG_RUNTIME_DIR/gpumon, /tmp/gpumon-UID).
     #[arg(long, value_name = "DIR")]
     pub socket_dir: Option<PathBuf>,
@@ -214,9 +218,15 @@ pub struct ReplayArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct RecordArgs {
-    /// Output file (NDJSON recording).
+    /// Output file (default: HOST-DATE-TIME.gpumon.jsonl.gz here, .gpumon.jsonl with
+    /// --format ndjson).
     #[arg(short, long, value_name = "FILE")]
-    pub output: PathBuf,
+    pub output: Option<PathBuf>,
+    /// gz: gzip, about 10x smaller than text and readable while it is written (replay
+    /// --follow); a crash or kill loses at most the last second. ndjson: plain text.
+    /// Readers take either, whatever the file's name.
+    #[arg(long, value_name = "FORMAT", value_parser = Format::parse, default_value = "gz")]
+    pub format: Format,
     /// Stop after this long: 90s, 10m, 2h (default: until interrupted).
     #[arg(long, value_name = "DURATION", value_parser = parse_run_length)]
     pub duration: Option<Duration>,

@@ -2,8 +2,7 @@
 //! process per GPU per tick, in one file told apart by the `row` column.
 //! Column names are part of the interface (docs/metrics.md): only ever append.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use serde::Serialize;
@@ -12,6 +11,8 @@ use crate::model::label::process_label;
 use crate::model::sample::Tick;
 use crate::model::state::State;
 use crate::model::time::rfc3339;
+
+use super::line_file::LineFile;
 
 /// Column order of both formats; the CSV header row.
 pub const COLUMNS: [&str; 28] = [
@@ -84,21 +85,16 @@ pub enum FlatFormat {
     Jsonl,
 }
 
-enum Sink {
-    Csv(Box<csv::Writer<Box<dyn Write + Send>>>),
-    Jsonl(BufWriter<Box<dyn Write + Send>>),
-}
-
 pub struct FlatLog {
-    sink: Sink,
+    format: FlatFormat,
+    out: LineFile,
     hostname: String,
 }
 
 impl FlatLog {
     /// Create (truncate) `path` and write the CSV header.
     pub fn create(path: &Path, format: FlatFormat, hostname: String) -> io::Result<FlatLog> {
-        let file = File::create(path)?;
-        FlatLog::new(Box::new(file), format, hostname)
+        FlatLog::on(LineFile::create(path)?, format, hostname)
     }
 
     /// `hostname` is used until a recording header names the host.
@@ -107,23 +103,31 @@ impl FlatLog {
         format: FlatFormat,
         hostname: String,
     ) -> io::Result<FlatLog> {
-        let sink = match format {
-            FlatFormat::Csv => {
-                let mut w = csv::WriterBuilder::new()
-                    .has_headers(false)
-                    .from_writer(out);
-                w.write_record(COLUMNS)?;
-                w.flush()?;
-                Sink::Csv(Box::new(w))
-            }
-            FlatFormat::Jsonl => Sink::Jsonl(BufWriter::new(out)),
+        FlatLog::on(LineFile::new(out, "flat log"), format, hostname)
+    }
+
+    fn on(out: LineFile, format: FlatFormat, hostname: String) -> io::Result<FlatLog> {
+        let mut log = FlatLog {
+            format,
+            out,
+            hostname,
         };
-        Ok(FlatLog { sink, hostname })
+        if format == FlatFormat::Csv {
+            let mut rows = Rows::new(format);
+            if let Rows::Csv(w) = &mut rows {
+                w.write_record(COLUMNS)?;
+            }
+            log.out.write_lines(&rows.finish()?)?;
+        }
+        Ok(log)
     }
 
     /// Write the rows of `tick`. Call after `state.apply` of that tick, so names,
     /// users and peaks include it. Flushes, so `tail -f` and a crash lose nothing.
+    /// A failed write cuts the file after the previous tick's rows and names
+    /// the file in the error; later ticks are refused.
     pub fn write_tick(&mut self, state: &State, tick: &Tick) -> io::Result<()> {
+        let mut rows = Rows::new(self.format);
         let time = rfc3339(tick.t);
         let hostname = state
             .header
@@ -172,7 +176,7 @@ impl FlatLog {
                 allocator_largest_free_block_bytes: None,
                 allocator_free_bytes: None,
             };
-            write_row(&mut self.sink, &gpu_row)?;
+            rows.push(&gpu_row)?;
             if s.error.is_some() {
                 continue;
             }
@@ -210,22 +214,46 @@ impl FlatLog {
                     error: None,
                     ..gpu_row
                 };
-                write_row(&mut self.sink, &row)?;
+                rows.push(&row)?;
             }
         }
-        match &mut self.sink {
-            Sink::Csv(w) => w.flush(),
-            Sink::Jsonl(w) => w.flush(),
-        }
+        self.out.write_lines(&rows.finish()?)
     }
 }
 
-fn write_row(sink: &mut Sink, row: &Row<'_>) -> io::Result<()> {
-    match sink {
-        Sink::Csv(w) => w.serialize(row).map_err(io::Error::other),
-        Sink::Jsonl(w) => {
-            serde_json::to_writer(&mut *w, row)?;
-            w.write_all(b"\n")
+/// One tick's rows, encoded in memory, to go to the file in one piece.
+enum Rows {
+    Csv(Box<csv::Writer<Vec<u8>>>),
+    Jsonl(Vec<u8>),
+}
+
+impl Rows {
+    fn new(format: FlatFormat) -> Rows {
+        match format {
+            FlatFormat::Csv => Rows::Csv(Box::new(
+                csv::WriterBuilder::new()
+                    .has_headers(false)
+                    .from_writer(Vec::new()),
+            )),
+            FlatFormat::Jsonl => Rows::Jsonl(Vec::new()),
+        }
+    }
+
+    fn push(&mut self, row: &Row<'_>) -> io::Result<()> {
+        match self {
+            Rows::Csv(w) => w.serialize(row).map_err(io::Error::other),
+            Rows::Jsonl(b) => {
+                serde_json::to_writer(&mut *b, row)?;
+                b.push(b'\n');
+                Ok(())
+            }
+        }
+    }
+
+    fn finish(self) -> io::Result<Vec<u8>> {
+        match self {
+            Rows::Csv(w) => w.into_inner().map_err(|e| io::Error::other(e.to_string())),
+            Rows::Jsonl(b) => Ok(b),
         }
     }
 }

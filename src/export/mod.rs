@@ -8,6 +8,7 @@ pub mod flat;
 pub mod http;
 pub(crate) mod json;
 mod labels;
+pub mod line_file;
 pub mod metrics;
 pub mod snapshot;
 
@@ -20,6 +21,7 @@ pub use alerts::AlertRow;
 pub use encode::Format;
 pub use flat::{FlatFormat, FlatLog};
 pub use http::Limits;
+pub use line_file::LineFile;
 pub use snapshot::Snapshot;
 
 /// Default listen address: loopback, so metrics are never exposed by accident.

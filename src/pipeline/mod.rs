@@ -4,10 +4,10 @@
 
 pub mod filter;
 
-use std::io::Write;
 use std::sync::Arc;
 
 use crate::export::Exporter;
+use crate::export::LineFile;
 use crate::export::flat::FlatLog;
 use crate::model::alerts::{Alert, Severity};
 use crate::model::alerts::{AlertChange, AlertEngine, ChangeKind};
@@ -26,7 +26,7 @@ pub struct Sinks {
     pub recorder: Option<Recorder>,
     pub exporter: Option<Arc<Exporter>>,
     pub flat: Vec<FlatLog>,
-    pub alerts_out: Option<Box<dyn Write + Send>>,
+    pub alerts_out: Option<LineFile>,
 }
 
 pub struct Pipeline {
@@ -51,6 +51,9 @@ pub struct Pipeline {
     /// (`record`, headless `--record`) stops loudly on it (`take_recording_failure`).
     recording_failed: Option<String>,
     notices: Vec<String>,
+    /// The first flat log or alert log write error; that output is cut at its
+    /// last whole line and dropped, and a headless run stops loudly on it.
+    output_failed: Option<String>,
 }
 
 impl Default for Pipeline {
@@ -76,6 +79,7 @@ impl Pipeline {
             filter: crate::pipeline::filter::Filter::default(),
             recording_failed: None,
             notices: Vec::new(),
+            output_failed: None,
         }
     }
 
@@ -134,13 +138,18 @@ impl Pipeline {
         }
         if let (Frame::Tick(t), true) = (f, fresh) {
             let mut failed = None;
-            for log in &mut self.sinks.flat {
-                if let Err(e) = log.write_tick(&self.state, t) {
-                    failed = Some(e);
-                }
-            }
+            let state = &self.state;
+            self.sinks
+                .flat
+                .retain_mut(|log| match log.write_tick(state, t) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failed.get_or_insert(e.to_string());
+                        false
+                    }
+                });
             if let Some(e) = failed {
-                self.sink_failed(format!("flat log write failed: {e}"));
+                self.output_failed(e);
             }
         }
         let event_like = match f {
@@ -187,16 +196,32 @@ impl Pipeline {
                 "message": c.alert.message,
                 "evidence": c.alert.evidence,
             });
-            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+            if let Err(e) = out.write_lines(format!("{line}\n").as_bytes()) {
                 self.sinks.alerts_out = None;
-                self.sink_failed("alert log write failed; alert logging stopped".into());
+                self.output_failed(e.to_string());
             }
         }
+        let raised = matches!(c.change, ChangeKind::Raised | ChangeKind::Worsened);
         let frame = Frame::Alert(Box::new(c));
         if let Some(r) = &self.sinks.recorder {
             r.write(&frame);
+            // On disk now, not within the second: the process an alert is about
+            // may take the machine down with it.
+            if raised {
+                r.flush();
+            }
         }
         self.state.apply(&frame);
+    }
+
+    fn output_failed(&mut self, e: String) {
+        self.sink_failed(format!("output stopped: {e}"));
+        self.output_failed.get_or_insert(e);
+    }
+
+    /// The first flat or alert log write error, once.
+    pub fn take_output_failure(&mut self) -> Option<String> {
+        self.output_failed.take()
     }
 
     /// The recorder's write error, once.

@@ -1,50 +1,32 @@
-//! Recordings: NDJSON, one `Frame` per line, header first (docs/recording-format.md).
-//! The writer runs on its own thread behind a bounded queue so the event loop
-//! never waits on the disk; it flushes at least every second, so a crash loses
-//! at most the last second.
+//! Recordings: NDJSON, one `Frame` per line, header first, gzip-compressed by
+//! default (docs/recording-format.md). The writer runs on its own thread behind
+//! a bounded queue so the event loop never waits on the disk; it flushes at
+//! least every second, so a crash loses at most the last second. Readers take
+//! either form, told apart by the first bytes.
 
 pub mod budget;
+mod error;
+mod inflate;
+mod reader;
+pub mod sink;
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::model::frame::{FORMAT_VERSION, Frame, Header};
+use crate::model::frame::{Frame, Header};
 use crate::model::named::StatusSource;
 use crate::record::budget::RecordBudget;
-
-/// Longest line accepted when reading: bigger lines are corruption, not data.
-pub const MAX_RECORDING_LINE: usize = 4 << 20;
-
-#[derive(Debug, thiserror::Error)]
-pub enum RecordingError {
-    #[error("cannot open recording {path}: {err}")]
-    Open { path: PathBuf, err: std::io::Error },
-    #[error("cannot read recording {path}: {err}")]
-    Read { path: PathBuf, err: std::io::Error },
-    #[error("{path}:{line}: {msg}")]
-    Corrupt {
-        path: PathBuf,
-        line: usize,
-        msg: String,
-    },
-    #[error("{path}: empty file, not a gpumon recording")]
-    Empty { path: PathBuf },
-    #[error(
-        "{path}: recording format v{found} is newer than this gpumon (reads v{FORMAT_VERSION})"
-    )]
-    TooNew { path: PathBuf, found: u32 },
-    #[error("cannot write recording {path}: {err}")]
-    Write { path: PathBuf, err: std::io::Error },
-}
+pub use crate::record::error::{MAX_RECORDING_LINE, RecordingError};
+pub use crate::record::reader::{Next, Reader, is_stream, validate};
+pub use crate::record::sink::Format;
+use crate::record::sink::Out;
 
 /// Handle to the writer thread. Dropping it flushes and closes the file.
 pub struct Recorder {
-    tx: Option<mpsc::SyncSender<Frame>>,
+    tx: Option<mpsc::SyncSender<ToWriter>>,
     dropped: Arc<AtomicU64>,
     /// Why the writer stopped (disk full, file removed...), for the status line.
     error: Arc<std::sync::Mutex<Option<String>>>,
@@ -52,10 +34,14 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn create(path: &Path, header: &Header) -> Result<Recorder, RecordingError> {
+    pub fn create(
+        path: &Path,
+        header: &Header,
+        format: Format,
+    ) -> Result<Recorder, RecordingError> {
         ignore_sigxfsz();
-        // Read access too: after a failed write the tail is read back to cut the
-        // file at its last complete line.
+        // Read access too: after a failed write the tail of a plain file is read
+        // back to cut it at its last complete line.
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -66,14 +52,16 @@ impl Recorder {
                 path: path.into(),
                 err: source,
             })?;
-        let mut out = BufWriter::new(file);
         let werr = |source| RecordingError::Write {
             path: path.into(),
             err: source,
         };
-        write_frame(&mut out, &Frame::Header(header.clone())).map_err(werr)?;
+        let mut out = Out::new(file, format).map_err(werr)?;
+        let mut line = Vec::new();
+        encode(&mut line, &Frame::Header(header.clone())).map_err(werr)?;
+        out.line(&line).map_err(werr)?;
         out.flush().map_err(werr)?;
-        let (tx, rx) = mpsc::sync_channel::<Frame>(4096);
+        let (tx, rx) = mpsc::sync_channel::<ToWriter>(4096);
         let dropped = Arc::new(AtomicU64::new(0));
         let error = Arc::new(std::sync::Mutex::new(None));
         let thread = thread::Builder::new()
@@ -104,7 +92,7 @@ impl Recorder {
             return;
         }
         let Some(tx) = &self.tx else { return };
-        match tx.try_send(frame.clone()) {
+        match tx.try_send(ToWriter::Frame(frame.clone())) {
             Ok(()) => {
                 let lost = self.dropped.swap(0, Ordering::Relaxed);
                 if lost > 0 {
@@ -114,7 +102,7 @@ impl Recorder {
                         crate::model::frame::Level::Warn,
                         format!("recorder fell behind: {lost} frames not written (gap)"),
                     );
-                    let _ = tx.try_send(note);
+                    let _ = tx.try_send(ToWriter::Frame(note));
                 }
             }
             Err(_) => {
@@ -124,7 +112,23 @@ impl Recorder {
     }
 }
 
+/// What the writer thread is sent.
+#[allow(clippy::large_enum_variant)] // sent one at a time, as the frames were before
+enum ToWriter {
+    Frame(Frame),
+    Flush,
+}
+
 impl Recorder {
+    /// Flush what is queued now rather than within the second (the writer's own
+    /// cadence): for a moment that matters, such as an alert raised. Never
+    /// blocks; a full queue flushes soon anyway.
+    pub fn flush(&self) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.try_send(ToWriter::Flush);
+        }
+    }
+
     /// Set once the writer has stopped on an I/O error; later frames are lost.
     pub fn error(&self) -> Option<String> {
         self.error.lock().ok().and_then(|e| e.clone())
@@ -141,9 +145,10 @@ impl Recorder {
 }
 
 /// A file-size limit (`ulimit -f`) kills a writer with SIGXFSZ by default,
-/// without a word; ignored, the write fails with EFBIG, which the recorder
-/// reports and stops on like any other write error.
-fn ignore_sigxfsz() {
+/// without a word; ignored, the write fails with EFBIG, which the recorder (and
+/// every other output) reports and stops on like any other write error. Only
+/// in modes that write files: a program `gpumon run` starts would inherit it.
+pub fn ignore_sigxfsz() {
     // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
@@ -159,39 +164,38 @@ impl Drop for Recorder {
     }
 }
 
-fn writer_loop(mut out: BufWriter<File>, rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
+fn writer_loop(mut out: Out, rx: mpsc::Receiver<ToWriter>) -> std::io::Result<()> {
     let result = write_all_frames(&mut out, rx);
     if result.is_err() {
-        // The buffer holds the rest of a line the disk refused: discard it (a
-        // BufWriter would retry it on drop, and might append half a line once
-        // space frees up), then cut the file back to its last complete line so
-        // it replays.
-        let (file, _unwritten) = out.into_parts();
-        let _ = cut_to_last_line(&file);
+        let _ = out.cut_after_error();
     }
     result
 }
 
-fn write_all_frames(out: &mut BufWriter<File>, rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
+fn write_all_frames(out: &mut Out, rx: mpsc::Receiver<ToWriter>) -> std::io::Result<()> {
     let mut last_flush = Instant::now();
     let mut budget = RecordBudget::default();
     let mut line = Vec::new();
     loop {
         match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(f) => {
-                line.clear();
-                serde_json::to_writer(&mut line, &f)?;
-                line.push(b'\n');
+            Ok(ToWriter::Flush) => {
+                out.flush()?;
+                last_flush = Instant::now();
+                continue;
+            }
+            Ok(ToWriter::Frame(f)) => {
+                encode(&mut line, &f)?;
                 let (keep, note) = budget.admit(&f, line.len());
                 if keep {
-                    out.write_all(&line)?;
+                    out.line(&line)?;
                 }
                 if let Some(n) = note {
-                    write_frame(out, &n)?;
+                    encode(&mut line, &n)?;
+                    out.line(&line)?;
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return out.flush(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return out.finish(),
         }
         if last_flush.elapsed() >= Duration::from_millis(500) {
             out.flush()?;
@@ -200,271 +204,18 @@ fn write_all_frames(out: &mut BufWriter<File>, rx: mpsc::Receiver<Frame>) -> std
     }
 }
 
-/// Truncate `file` after its last newline. Shrinking needs no space, so this
-/// works on a full disk and past a file-size limit.
-fn cut_to_last_line(file: &File) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    let len = file.metadata()?.len();
-    let mut end = len;
-    let mut buf = vec![0u8; 64 * 1024];
-    while end > 0 {
-        let start = end.saturating_sub(buf.len() as u64);
-        let chunk = &mut buf[..(end - start) as usize];
-        file.read_exact_at(chunk, start)?;
-        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
-            let keep = start + i as u64 + 1;
-            if keep < len {
-                file.set_len(keep)?;
-            }
-            return Ok(());
-        }
-        end = start;
-    }
-    file.set_len(0)
-}
-
-fn write_frame(out: &mut impl Write, f: &Frame) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, f)?;
-    out.write_all(b"\n")
-}
-
-/// Streaming reader that names the line of any corruption and tolerates a
-/// truncated last line (a recorder killed mid-write).
-pub struct Reader {
-    path: PathBuf,
-    inner: BufReader<File>,
-    line: usize,
-    buf: Vec<u8>,
-    /// Bytes consumed from the file (complete lines and the buffered partial one).
-    consumed: u64,
-    /// Device and inode of the open file, to notice it being replaced.
-    id: (u64, u64),
-    /// Stdin, a pipe or a FIFO: readable once, front to back (no validation
-    /// pass, no seeking back, no re-opening).
-    stream: bool,
-    pub header: Header,
-}
-
-/// Is `path` something that can be read only once? `-` is stdin; a pipe, a
-/// FIFO or a terminal (also behind `/dev/stdin` or `/dev/fd/N`) is a stream.
-pub fn is_stream(path: &Path) -> bool {
-    path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
-}
-
-/// What the reader found at the current end of the file.
-#[allow(clippy::large_enum_variant)] // returned one at a time, never stored
-#[derive(Debug)]
-pub enum Next {
-    Frame(Frame),
-    /// Clean end of file (or an incomplete last line, which `--follow` waits on).
-    End {
-        partial: bool,
-    },
-}
-
-impl Reader {
-    pub fn open(path: &Path) -> Result<Reader, RecordingError> {
-        let open_err = |source| RecordingError::Open {
-            path: path.into(),
-            err: source,
-        };
-        let file = if path.as_os_str() == "-" {
-            use std::os::fd::AsFd;
-            File::from(
-                std::io::stdin()
-                    .as_fd()
-                    .try_clone_to_owned()
-                    .map_err(open_err)?,
-            )
-        } else {
-            File::open(path).map_err(open_err)?
-        };
-        let id = file
-            .metadata()
-            .map(|m| {
-                use std::os::unix::fs::MetadataExt;
-                (m.dev(), m.ino())
-            })
-            .unwrap_or_default();
-        let mut r = Reader {
-            path: path.into(),
-            inner: BufReader::new(file),
-            line: 0,
-            buf: Vec::new(),
-            consumed: 0,
-            id,
-            stream: is_stream(path),
-            header: empty_header(),
-        };
-        let first = match r.next()? {
-            Next::Frame(f) => f,
-            // A header without its newline (a file of one line) is still a header.
-            Next::End { partial: true } => r.take_partial()?,
-            Next::End { partial: false } => {
-                return Err(RecordingError::Empty { path: path.into() });
-            }
-        };
-        match first {
-            Frame::Header(h) => {
-                if h.v > FORMAT_VERSION {
-                    return Err(RecordingError::TooNew {
-                        path: path.into(),
-                        found: h.v,
-                    });
-                }
-                if h.v == 0 || h.format != "gpumon" {
-                    return Err(r.corrupt(
-                        1,
-                        format!(
-                            "not a gpumon recording header (format {:?}, v{})",
-                            h.format, h.v
-                        ),
-                    ));
-                }
-                r.header = h;
-                Ok(r)
-            }
-            _ => Err(r.corrupt(1, "first line is not a gpumon header".into())),
-        }
-    }
-
-    /// The incomplete last line, parsed as a frame (at the end of the input).
-    fn take_partial(&mut self) -> Result<Frame, RecordingError> {
-        self.line += 1;
-        let text = std::mem::take(&mut self.buf);
-        self.parse(&text)
-    }
-
-    fn parse(&self, text: &[u8]) -> Result<Frame, RecordingError> {
-        let mut trimmed = text.trim_ascii();
-        if self.line == 1 {
-            // A UTF-8 byte order mark, as some editors write it.
-            trimmed = trimmed.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(trimmed);
-        }
-        serde_json::from_slice::<Frame>(trimmed).map_err(|e| {
-            if self.line == 1
-                && let Some(v) = newer_header(trimmed)
-            {
-                // A future header may lack v1's fields: say "newer", not "missing field".
-                return RecordingError::TooNew {
-                    path: self.path.clone(),
-                    found: v,
-                };
-            }
-            self.corrupt(self.line, format!("invalid frame: {e}"))
-        })
-    }
-
-    /// Stdin, a pipe or a FIFO (see `is_stream`).
-    pub fn is_stream(&self) -> bool {
-        self.stream
-    }
-
-    fn corrupt(&self, line: usize, msg: String) -> RecordingError {
-        RecordingError::Corrupt {
-            path: self.path.clone(),
-            line,
-            msg,
-        }
-    }
-
-    /// Next frame. An incomplete trailing line is not consumed: `--follow` retries it later.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Next, RecordingError> {
-        loop {
-            let start = self.buf.len();
-            let limit = (MAX_RECORDING_LINE + 1 - start.min(MAX_RECORDING_LINE)) as u64;
-            let n = std::io::Read::take(&mut self.inner, limit)
-                .read_until(b'\n', &mut self.buf)
-                .map_err(|source| RecordingError::Read {
-                    path: self.path.clone(),
-                    err: source,
-                })?;
-            self.consumed += n as u64;
-            if self.buf.last() != Some(&b'\n') {
-                if self.buf.len() > MAX_RECORDING_LINE {
-                    return Err(self.corrupt(
-                        self.line + 1,
-                        format!("line longer than {MAX_RECORDING_LINE} bytes"),
-                    ));
-                }
-                return Ok(Next::End {
-                    partial: !self.buf.is_empty(),
-                });
-            }
-            self.line += 1;
-            let text = std::mem::take(&mut self.buf);
-            if text.trim_ascii().is_empty() {
-                continue;
-            }
-            return self.parse(&text).map(Next::Frame);
-        }
-    }
-}
-
-impl Reader {
-    /// For `--follow` at the end of the file: has the path been given another
-    /// file (re-created by a restarted recorder, or renamed over), or was this
-    /// one truncated below what was read? Then the reader must be re-opened.
-    pub fn replaced(&self) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        if self.stream {
-            return false;
-        }
-        match std::fs::metadata(&self.path) {
-            Ok(m) => (m.dev(), m.ino()) != self.id || m.len() < self.consumed,
-            // Gone for now (deleted, or between unlink and re-create): keep waiting.
-            Err(_) => false,
-        }
-    }
-}
-
-fn empty_header() -> Header {
-    Header {
-        v: 0,
-        format: String::new(),
-        host: String::new(),
-        driver_version: None,
-        nvml_version: None,
-        cuda_version: None,
-        started: 0,
-        interval_ms: 0,
-        gpus: vec![],
-        gpumon_version: String::new(),
-    }
-}
-
-/// `{"type":"header","v":N}` with N above what this gpumon reads.
-fn newer_header(line: &[u8]) -> Option<u32> {
-    let v: serde_json::Value = serde_json::from_slice(line).ok()?;
-    if v.get("type")?.as_str()? != "header" {
-        return None;
-    }
-    let n = u32::try_from(v.get("v")?.as_u64()?).ok()?;
-    (n > FORMAT_VERSION).then_some(n)
-}
-
-/// Check a whole recording up front so replay fails before the TUI starts.
-/// Returns the number of frames and whether the last line was truncated.
-/// A stream (`is_stream`) can be read only once, so it is not read here: its
-/// problems show when the replay reaches them.
-pub fn validate(path: &Path) -> Result<(Header, usize, bool), RecordingError> {
-    if is_stream(path) {
-        return Ok((empty_header(), 0, false));
-    }
-    let mut r = Reader::open(path)?;
-    let mut n = 0;
-    loop {
-        match r.next()? {
-            Next::Frame(_) => n += 1,
-            Next::End { partial } => return Ok((r.header.clone(), n, partial)),
-        }
-    }
+/// `f` as one line of JSON, newline included, in `line` (reused).
+fn encode(line: &mut Vec<u8>, f: &Frame) -> std::io::Result<()> {
+    line.clear();
+    serde_json::to_writer(&mut *line, f)?;
+    line.push(b'\n');
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::frame::FORMAT_VERSION;
     use crate::model::sample::Tick;
 
     fn header() -> Header {
@@ -487,7 +238,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("r.jsonl");
         {
-            let rec = Recorder::create(&path, &header()).expect("create");
+            let rec = Recorder::create(&path, &header(), Format::Ndjson).expect("create");
             for t in 0..3 {
                 rec.write(&Frame::Tick(Tick { t, gpus: vec![] }));
             }
@@ -499,6 +250,62 @@ mod tests {
         assert_eq!(h.driver_version.as_deref(), Some("580"));
         assert_eq!(n, 3);
         assert!(partial);
+    }
+
+    #[test]
+    fn a_gzip_recording_is_one_valid_gzip_stream_and_reads_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.gpumon.jsonl.gz");
+        let rec = Recorder::create(&path, &header(), Format::Gzip).expect("create");
+        for t in 0..50 {
+            rec.write(&Frame::Tick(Tick { t, gpus: vec![] }));
+        }
+        assert_eq!(rec.finish(), None);
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes[..2], [0x1f, 0x8b]);
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
+            &mut text,
+        )
+        .expect("any gzip reader reads it whole");
+        assert_eq!(text.lines().count(), 51);
+        let (h, n, partial) = validate(&path).expect("valid");
+        assert_eq!((h.started, n, partial), (5, 50, false));
+        let mut r = Reader::open(&path).expect("open");
+        while let Next::Frame(_) = r.next().expect("frame") {}
+        assert_eq!(r.tail_note(), None, "closed cleanly");
+    }
+
+    #[test]
+    fn a_corrupt_compressed_tail_is_named_after_the_lines_before_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.gz");
+        let rec = Recorder::create(&path, &header(), Format::Gzip).expect("create");
+        for t in 0..20 {
+            rec.write(&Frame::Tick(Tick { t, gpus: vec![] }));
+        }
+        assert_eq!(rec.finish(), None);
+        let mut bytes = std::fs::read(&path).expect("read");
+        let n = bytes.len();
+        bytes[n - 7] ^= 0x55; // the checksum
+        std::fs::write(&path, &bytes).expect("write");
+        let mut r = Reader::open(&path).expect("the header still reads");
+        let mut frames = 0;
+        let err = loop {
+            match r.next() {
+                Ok(Next::Frame(_)) => frames += 1,
+                Ok(Next::End { .. }) => panic!("corruption not seen"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(frames, 20, "every frame before the bad checksum");
+        assert!(
+            err.to_string().contains(
+                "r.gz:22: compressed data corrupt at byte"
+            ) && err.to_string().contains("member 1 fails its checksum (CRC-32 or length) (the 21 lines before it were read)"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@ use crate::cli::{OutputArgs, RecordArgs, ReplayArgs, ServeArgs};
 use crate::model::frame::Frame;
 use crate::model::named::StatusSource;
 use crate::pipeline::Pipeline;
-use crate::record::{Recorder, validate};
+use crate::record::validate;
 use crate::source::replay::Speed;
 use crate::source::{nvml, replay};
 use crate::tui::event::Event;
@@ -121,7 +121,7 @@ pub(super) async fn headless(
                     }
                     pipe.apply(&f);
                     for n in pipe.take_notices() {
-                        eprintln!("gpumon: {n}");
+                        crate::say!("gpumon: {n}");
                     }
                 }
                 Event::Reset => pipe.reset(),
@@ -137,6 +137,10 @@ pub(super) async fn headless(
         pipe.publish();
         if let Some(e) = pipe.take_recording_failure() {
             crate::say!("gpumon: recording stopped: {e}");
+            return 1;
+        }
+        if let Some(e) = pipe.take_output_failure() {
+            crate::say!("gpumon: output stopped: {e}");
             return 1;
         }
         if let Some(code) = alert_exit(&pipe) {
@@ -160,7 +164,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
         header_without_gpus(r.interval)
     });
     check_live_filter(&r.filter, &header.gpus)?;
-    let recorder = Recorder::create(&r.output, &header)?;
+    let (recorder, output) = start_recorder(r.output.as_deref(), &header, r.format)?;
     let out = OutputArgs {
         csv: r.csv.clone(),
         jsonl: r.jsonl.clone(),
@@ -173,7 +177,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
         "gpumon: recording {} GPU(s) every {} ms to {}{}",
         header.gpus.len(),
         r.interval.as_millis(),
-        r.output.display(),
+        output.display(),
         r.duration
             .map(|d| format!(" for {} s", d.as_secs_f64()))
             .unwrap_or_else(|| " until interrupted".into())

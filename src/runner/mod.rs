@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use crate::channel::ChannelHandle;
 use crate::cli::{Cli, Command, DisplayArgs, OutputArgs, ReplayArgs};
-use crate::export::Exporter;
 use crate::export::flat::{FlatFormat, FlatLog};
 use crate::export::http::{Limits, serve_on};
+use crate::export::{Exporter, LineFile};
 use crate::model::alerts::config::AlertConfig;
 use crate::model::alerts::engine::AlertEngine;
 use crate::model::frame::Frame;
@@ -203,6 +203,10 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
     if let Some(addr) = out.serve {
         s.exporter = Some(start_exporter(addr, &host).await?);
     }
+    if out.csv.is_some() || out.jsonl.is_some() || out.alerts_jsonl.is_some() {
+        // Past `ulimit -f` a write then fails with EFBIG, reported like any other.
+        crate::record::ignore_sigxfsz();
+    }
     if let Some(p) = &out.csv {
         let log = FlatLog::create(p, FlatFormat::Csv, host.clone())
             .with_context(|| format!("cannot write {}", p.display()))?;
@@ -215,12 +219,9 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
     }
     if let Some(p) = &out.alerts_jsonl {
         s.alerts_out = Some(if p.as_os_str() == "-" {
-            Box::new(io::stdout())
+            LineFile::new(Box::new(io::stdout()), "stdout")
         } else {
-            Box::new(
-                std::fs::File::create(p)
-                    .with_context(|| format!("cannot write {}", p.display()))?,
-            )
+            LineFile::create(p).with_context(|| format!("cannot write {}", p.display()))?
         });
     }
     Ok(s)
@@ -281,6 +282,50 @@ pub(super) fn start_live(
     let channel = crate::channel::spawn(socket_dir, ftx);
     forward(frx, tx.clone());
     (header, channel)
+}
+
+/// Start recording to `path` (`None`: a name from the host and the start time, in the
+/// current directory). A compressed file under a name that does not say so is written
+/// anyway (readers go by its first bytes), with a word about it.
+pub(super) fn start_recorder(
+    path: Option<&Path>,
+    header: &crate::model::frame::Header,
+    format: crate::record::Format,
+) -> Result<(Recorder, PathBuf)> {
+    let path = match path {
+        Some(p) => p.to_path_buf(),
+        None => PathBuf::from(default_recording_name(header, format)),
+    };
+    let gz_name = path.extension().is_some_and(|e| e == "gz");
+    // Not for a device (`/dev/null`) or a pipe, which have no name to mislead.
+    let device = std::fs::metadata(&path).is_ok_and(|m| !m.is_file());
+    if format == crate::record::Format::Gzip && !gz_name && !device {
+        eprintln!(
+            "gpumon: {}: writing a gzip-compressed recording (--format ndjson writes plain text)",
+            path.display()
+        );
+    }
+    Ok((Recorder::create(&path, header, format)?, path))
+}
+
+/// `HOST-YYYYmmdd-HHMMSS.gpumon.jsonl.gz`, in local time, the host cut to safe characters.
+fn default_recording_name(
+    header: &crate::model::frame::Header,
+    format: crate::record::Format,
+) -> String {
+    let host: String = header
+        .host
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(64)
+        .collect();
+    let host = if host.is_empty() {
+        "gpumon".into()
+    } else {
+        host
+    };
+    let when = chrono::Local::now().format("%Y%m%d-%H%M%S");
+    format!("{host}-{when}{}", format.extension())
 }
 
 /// A header for runs without NVML: companions are still served and recorded.

@@ -2,7 +2,7 @@
 
 use crate::cli::{ReplayArgs, WatchArgs};
 use crate::model::frame::Frame;
-use crate::record::{Recorder, validate};
+use crate::record::validate;
 use crate::source::replay;
 use crate::source::replay::Speed;
 use crate::tui::app::{App, Effect, SourceKind};
@@ -62,7 +62,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
     };
     check_live_filter(&w.filter, &header.gpus)?;
     let recorder = match &w.record {
-        Some(p) => Some(Recorder::create(p, &header)?),
+        Some(p) => Some(start_recorder(Some(p), &header, w.record_format)?.0),
         None => None,
     };
     let mut pipe = pipeline(&w.out, recorder, &w.filter).await?;

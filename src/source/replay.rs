@@ -140,7 +140,14 @@ pub fn scan(path: &Path) -> Result<Scan, RecordingError> {
         end: r.header.started,
         ..Scan::default()
     };
-    while let Next::Frame(f) = r.next()? {
+    loop {
+        let f = match r.next() {
+            Ok(Next::Frame(f)) => f,
+            Ok(Next::End { .. }) => break,
+            // The player stops there and says why; the marks before it stand.
+            Err(RecordingError::CorruptCompressed { .. }) => break,
+            Err(e) => return Err(e),
+        };
         s.end = s.end.max(f.time());
         match &f {
             Frame::Alert(a) if matches!(a.change, ChangeKind::Raised | ChangeKind::Worsened) => {
@@ -235,6 +242,8 @@ struct Replay<E> {
     file_id: Option<(u64, u64)>,
     /// Said once that the path now names a FIFO or device, which --follow does not open.
     said_not_file: bool,
+    /// The file's unclean end was reported (once, not at every loop or seek).
+    tail_noted: bool,
 }
 
 impl<E: From<ReplayEvent>> Replay<E> {
@@ -258,6 +267,7 @@ impl<E: From<ReplayEvent>> Replay<E> {
             scan,
             file_id: id,
             said_not_file: false,
+            tail_noted: false,
         }
     }
 
@@ -360,6 +370,17 @@ impl<E: From<ReplayEvent>> Replay<E> {
                         }
                     }
                     Next::End { .. } => {
+                        if !self.follow
+                            && !self.tail_noted
+                            && let Some(text) = self.reader.tail_note()
+                        {
+                            self.tail_noted = true;
+                            let note =
+                                Frame::status(self.last_t, StatusSource::Replay, Level::Warn, text);
+                            if !self.send(ReplayEvent::Frame(note)) {
+                                return Ok(None);
+                            }
+                        }
                         self.ended = true;
                         self.rush = false;
                         // The clock stops at the last frame; it never runs past the end.

@@ -61,7 +61,10 @@ fn replay(path: &Path, cfg: &AlertConfig) -> Res<Vec<Change>> {
     let mut reader = Reader::open(path)?;
     let log = Captured::default();
     let mut pipe = Pipeline::new(Sinks {
-        alerts_out: Some(Box::new(log.clone())),
+        alerts_out: Some(gpumon::export::LineFile::new(
+            Box::new(log.clone()),
+            "alerts",
+        )),
         ..Sinks::default()
     });
     pipe.alerts = AlertEngine::new(cfg.clone());

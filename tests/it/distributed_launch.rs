@@ -41,7 +41,14 @@ fn ranks_get_companions_and_helpers_do_not() {
     let rec = tmp.path().join("rec.jsonl");
     let bin = env!("CARGO_BIN_EXE_gpumon");
     let mut recorder = Command::new(bin)
-        .args(["record", "--interval", "100ms", "--socket-dir"])
+        .args([
+            "record",
+            "--format",
+            "ndjson",
+            "--interval",
+            "100ms",
+            "--socket-dir",
+        ])
         .arg(&sock)
         .arg("-o")
         .arg(&rec)

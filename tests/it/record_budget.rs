@@ -32,6 +32,9 @@ fn recorded_bytes(line: String, seconds: f64) -> u64 {
     let st = Command::new(env!("CARGO_BIN_EXE_gpumon"))
         .args([
             "record",
+            // The budget holds the text; gzip would hide what it lets through.
+            "--format",
+            "ndjson",
             "--duration",
             &format!("{}ms", (seconds * 1000.0) as u64),
             "--socket-dir",

@@ -25,8 +25,17 @@ fn flooding_companion(dir: &Path) {
                 }
                 // Samples on 16 devices with ~900 bytes of reasons each: what the
                 // channel and recording budgets let through is still ~300 KB/s.
-                let pad = "p".repeat(900);
+                // Random hex, so that gzip shrinks it only about 2x.
+                let mut x = u64::from(std::process::id()) | 1;
+                let mut pad = String::with_capacity(900);
                 for i in 0u64.. {
+                    pad.clear();
+                    while pad.len() < 900 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        pad.push_str(&format!("{x:016x}"));
+                    }
                     let dev = i % 16;
                     let line = format!(
                         r#"{{"v":1,"type":"sample","dev":{dev},"allocated":{i},"na":{{"x":"{pad}"}}}}"#
@@ -40,8 +49,14 @@ fn flooding_companion(dir: &Path) {
     });
 }
 
-/// Run `gpumon record` into `out`; returns (exit code, stderr, seconds taken).
-fn record(sockets: &Path, out: &Path, fsize_limit: Option<u64>) -> (Option<i32>, String, f64) {
+/// Run `gpumon record` into `out` (gzip, or plain with `--format ndjson` in `extra`);
+/// returns (exit code, stderr, seconds taken).
+fn record(
+    sockets: &Path,
+    out: &Path,
+    fsize_limit: Option<u64>,
+    extra: &[&str],
+) -> (Option<i32>, String, f64) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpumon"));
     cmd.args([
         "record",
@@ -54,6 +69,7 @@ fn record(sockets: &Path, out: &Path, fsize_limit: Option<u64>) -> (Option<i32>,
     .arg(sockets)
     .arg("-o")
     .arg(out)
+    .args(extra)
     .stdout(Stdio::null())
     .stderr(Stdio::piped());
     if let Some(limit) = fsize_limit {
@@ -80,7 +96,16 @@ fn record(sockets: &Path, out: &Path, fsize_limit: Option<u64>) -> (Option<i32>,
     )
 }
 
-fn assert_loud_and_replayable(code: Option<i32>, stderr: &str, secs: f64, out: &Path, why: &str) {
+/// `limit`: the file-size limit, under which a compressed file must be closed unless
+/// the ten closing bytes did not fit (a full disk may refuse them anywhere).
+fn assert_loud_and_replayable(
+    code: Option<i32>,
+    stderr: &str,
+    secs: f64,
+    out: &Path,
+    why: &str,
+    limit: Option<u64>,
+) {
     assert_eq!(
         code,
         Some(1),
@@ -97,7 +122,26 @@ fn assert_loud_and_replayable(code: Option<i32>, stderr: &str, secs: f64, out: &
     );
     let bytes = std::fs::read(out).expect("read recording");
     assert!(!bytes.is_empty());
-    assert_eq!(bytes.last(), Some(&b'\n'), "file ends mid-line");
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        // Cut at its last flush and closed there, a whole gzip file as any tool reads it;
+        // only where the ten closing bytes did not fit under the limit is it left open.
+        let mut t = Vec::new();
+        let whole =
+            std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut t);
+        if let Err(e) = whole {
+            assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof, "{e}");
+            if let Some(limit) = limit {
+                assert!(
+                    bytes.len() as u64 + 10 > limit,
+                    "left open with room to close"
+                );
+            }
+        }
+        t
+    } else {
+        bytes
+    };
+    assert_eq!(text.last(), Some(&b'\n'), "file ends mid-line");
     let replay = Command::new(env!("CARGO_BIN_EXE_gpumon"))
         .args(["replay", "--headless"])
         .arg(out)
@@ -117,9 +161,26 @@ fn a_file_size_limit_stops_the_recorder_loudly() {
     flooding_companion(sockets.path());
     let out_dir = tempfile::tempdir().expect("temp dir");
     let out = out_dir.path().join("r.jsonl");
-    let (code, stderr, secs) = record(sockets.path(), &out, Some(64 * 1024));
-    assert_loud_and_replayable(code, &stderr, secs, &out, "File too large");
+    let (code, stderr, secs) = record(
+        sockets.path(),
+        &out,
+        Some(64 * 1024),
+        &["--format", "ndjson"],
+    );
+    assert_loud_and_replayable(code, &stderr, secs, &out, "File too large", Some(64 * 1024));
     assert!(std::fs::metadata(&out).expect("stat").len() <= 64 * 1024);
+}
+
+#[test]
+fn a_file_size_limit_stops_a_compressed_recorder_loudly() {
+    let _flood = flood();
+    let sockets = private_dir();
+    flooding_companion(sockets.path());
+    let out_dir = tempfile::tempdir().expect("temp dir");
+    let out = out_dir.path().join("r.gpumon.jsonl.gz");
+    let (code, stderr, secs) = record(sockets.path(), &out, Some(GZ_LIMIT), &[]);
+    assert_loud_and_replayable(code, &stderr, secs, &out, "File too large", Some(GZ_LIMIT));
+    assert!(std::fs::metadata(&out).expect("stat").len() <= GZ_LIMIT);
 }
 
 /// A full disk: a 256 KiB tmpfs (needs root to mount; skipped otherwise).
@@ -146,10 +207,13 @@ fn a_full_disk_stops_the_recorder_loudly() {
     }
     let _u = Unmount(mnt.path());
     flooding_companion(sockets.path());
-    let out = mnt.path().join("r.jsonl");
-    let (code, stderr, secs) = record(sockets.path(), &out, None);
-    assert_loud_and_replayable(code, &stderr, secs, &out, "No space left on device");
+    let out = mnt.path().join("r.gpumon.jsonl.gz");
+    let (code, stderr, secs) = record(sockets.path(), &out, None, &[]);
+    assert_loud_and_replayable(code, &stderr, secs, &out, "No space left on device", None);
 }
+
+/// The compressed test's limit: what the flood fills in a few seconds.
+const GZ_LIMIT: u64 = 64 * 1024;
 
 /// Sanity of the harness: without a limit the same run keeps going (so the
 /// tests above fail for the reason they name). Bounded by --duration.
@@ -159,16 +223,27 @@ fn without_a_limit_the_recording_runs_on() {
     let sockets = private_dir();
     flooding_companion(sockets.path());
     let out_dir = tempfile::tempdir().expect("temp dir");
-    let out = out_dir.path().join("r.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
-        .args(["record", "--duration", "2s", "--socket-dir"])
-        .arg(sockets.path())
-        .arg("-o")
-        .arg(&out)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let status = child.wait().expect("wait");
-    assert!(status.success());
-    assert!(std::fs::metadata(&out).expect("stat").len() > 64 * 1024);
+    for (name, format, limit) in [("r.jsonl", "ndjson", 64 * 1024), ("r.gz", "gz", GZ_LIMIT)] {
+        let out = out_dir.path().join(name);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+            .args([
+                "record",
+                "--duration",
+                "2s",
+                "--format",
+                format,
+                "--socket-dir",
+            ])
+            .arg(sockets.path())
+            .arg("-o")
+            .arg(&out)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let status = child.wait().expect("wait");
+        assert!(status.success());
+        let len = std::fs::metadata(&out).expect("stat").len();
+        eprintln!("{format}: {len} bytes in 2 s");
+        assert!(len > limit, "{format}: {len} bytes");
+    }
 }
