@@ -11,6 +11,7 @@
 //! - `export`: Prometheus metrics, HTTP endpoint, flat logs, `snapshot --json`
 //! - `pipeline`: frames in, `State` + alerts + recording + exports out; the filter
 //! - `tui`: the terminal front end: app state and input, keys, terminal guard, events, `ui`
+//! - `report`: `gpumon report`, a recording replayed through the pipeline and told as a page
 //! - `runner`: the event loops (terminal and headless) that wire sources to the pipeline
 //! - `cli`, `config`, `launch` (`gpumon run`), `embed` (bundled interposer and demos)
 
@@ -28,6 +29,7 @@ pub(crate) mod launch;
 pub mod model;
 pub mod pipeline;
 pub mod record;
+pub mod report;
 pub mod runner;
 pub mod source;
 pub mod tui;

@@ -26,6 +26,13 @@ const BELOW: &[(&str, &[&str])] = &[
         "tui",
         &["model", "wire", "fmt", "source", "pipeline", "export"],
     ),
+    // A report is a replay through the pipeline, told in the screen's words (`tui::ui::policy`).
+    (
+        "report",
+        &[
+            "model", "wire", "fmt", "record", "source", "pipeline", "export", "tui",
+        ],
+    ),
 ];
 
 /// Module path (`model::alerts::engine`) of every `.rs` file under `src/`.
