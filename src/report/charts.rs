@@ -45,7 +45,7 @@ pub fn gpu_chart(run: &Run, g: &GpuRun) -> Drawn {
     c.axes();
     let mut legend = vec![("used".to_string(), "used (NVML, whole card)".to_string())];
     if g.total > 0 {
-        c.hline(g.total, "ceiling", &format!("card total {}", human(g.total)));
+        c.hline(g.total, "ceiling", &format!("card total {}", human(g.total)), true);
     }
     c.series(&g.used, "used", gap_ms(run));
     for (i, p) in procs.iter().enumerate() {
@@ -149,7 +149,9 @@ pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
     if let Some(l) = limit {
         ymax = ymax.max(l as f64);
     }
-    let mut c = Chart::new(run.start, t1, ymax, HEIGHT);
+    // A process NVML alone saw has one line to show: a lower chart.
+    let height = if d.is_none() { HEIGHT * 0.72 } else { HEIGHT };
+    let mut c = Chart::new(run.start, t1, ymax, height);
     c.axes();
     let gap = gap_ms(run);
     let mut legend = vec![];
@@ -177,7 +179,7 @@ pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
     }
     c.epoch_ticks(&epochs);
     if let Some(l) = limit {
-        c.hline(l, "limit", &format!("allocator limit {}", human(l)));
+        c.hline(l, "limit", &format!("allocator limit {}", human(l)), true);
     }
     let mut forecasts = vec![];
     for a in &shown {
@@ -235,6 +237,7 @@ fn draw_growth(c: &mut Chart, a: &AlertLine) {
             f.ceiling,
             "ceiling",
             &format!("ceiling {} ({})", human(f.ceiling), f.ceiling_source),
+            false,
         );
         let what = match f.at_epoch {
             Some(ep) => format!("forecast OOM, epoch {ep:.0}"),

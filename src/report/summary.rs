@@ -139,14 +139,21 @@ fn item(run: &Run, changes: &[&AlertLine]) -> Option<Item> {
             s
         }
         AlertKind::GrabAll => {
-            let mut s = format!("{who} held most of the card while using little of it {when}");
-            if let (Some(h), Some(tot)) = (v(ValueName::HeldNvml), v(ValueName::CardTotal)) {
-                s += &format!(": {} of {}", human(h), human(tot));
-                if let Some(a) = v(ValueName::Allocated) {
-                    s += &format!(", {} allocated", human(a));
-                }
+            let held = v(ValueName::HeldNvml).zip(v(ValueName::CardTotal));
+            match (held, v(ValueName::Allocated)) {
+                (Some((h, tot)), Some(a)) => format!(
+                    "{who} held {} of {} {when} while its allocator used only {}",
+                    human(h),
+                    human(tot),
+                    human(a)
+                ),
+                (Some((h, tot)), None) => format!(
+                    "{who} held {} of {} {when}, without a companion to tell a grab-all allocator from real use",
+                    human(h),
+                    human(tot)
+                ),
+                _ => format!("{who} may hold memory it does not use (grab-all) {when}"),
             }
-            s
         }
         AlertKind::Headroom => {
             let mut s = format!("{who} ran low on headroom {when}");

@@ -40,6 +40,9 @@ pub struct Chart {
     body: String,
     /// Labels on top of the geometry, drawn last.
     labels: String,
+    /// Horizontal extents of the labels placed along the top, per row, so that labels of
+    /// close lines stack instead of overprinting.
+    rows: Vec<Vec<(f64, f64)>>,
 }
 
 impl Chart {
@@ -52,6 +55,7 @@ impl Chart {
             height,
             body: String::new(),
             labels: String::new(),
+            rows: Vec::new(),
         }
     }
 
@@ -89,7 +93,7 @@ impl Chart {
                 r#"<text class="ylab" x="{:.1}" y="{:.1}">{}</text>"#,
                 LEFT - 6.0,
                 y + 4.0,
-                esc(&human(v as u64))
+                esc(&axis_label(v, self.ymax))
             );
             v += step;
         }
@@ -193,15 +197,20 @@ impl Chart {
         }
     }
 
-    /// A horizontal line at `v` bytes, labelled at its right end.
-    pub fn hline(&mut self, v: u64, class: &str, label: &str) {
+    /// A horizontal line at `v` bytes, labelled at its right end (`left`: at its left end,
+    /// for a line that may run close to another).
+    pub fn hline(&mut self, v: u64, class: &str, label: &str, left: bool) {
         let y = self.y(v as f64);
         let _ = write!(
             self.body,
             r#"<path class="{class}" d="M{LEFT:.1} {y:.1}H{:.1}"/>"#,
             WIDTH - RIGHT
         );
-        self.label(WIDTH - RIGHT - 4.0, y - 4.0, class, label, "end");
+        if left {
+            self.label(LEFT + 4.0, y - 4.0, class, label, "start");
+        } else {
+            self.label(WIDTH - RIGHT - 4.0, y - 4.0, class, label, "end");
+        }
     }
 
     /// A vertical line at `t`, labelled at its top.
@@ -217,7 +226,23 @@ impl Chart {
         );
         let anchor = if x > WIDTH * 0.8 { "end" } else { "start" };
         let dx = if anchor == "end" { -4.0 } else { 4.0 };
-        self.label(x + dx, TOP + 12.0, class, label, anchor);
+        // Text width estimated at 6.5 units a character (11 px bold sans).
+        let w = label.chars().count() as f64 * 6.5;
+        let span = if anchor == "end" {
+            (x + dx - w, x + dx)
+        } else {
+            (x + dx, x + dx + w)
+        };
+        let row = self
+            .rows
+            .iter()
+            .position(|r| r.iter().all(|&(a, b)| span.1 < a || span.0 > b))
+            .unwrap_or(self.rows.len());
+        if row == self.rows.len() {
+            self.rows.push(vec![]);
+        }
+        self.rows[row].push(span);
+        self.label(x + dx, TOP + 12.0 + 13.0 * row as f64, class, label, anchor);
     }
 
     /// A straight segment between two (time, bytes) points, clipped to the plot's time range.
@@ -280,17 +305,51 @@ fn nice_max(v: f64) -> f64 {
     (v / step).ceil() * step
 }
 
-/// A byte step giving 3 to 6 grid lines: 1, 2 or 5 × a power of 1024 × a power of ten.
+/// The binary unit an axis reaching `max` is labelled in.
+fn axis_unit(max: f64) -> (f64, &'static str) {
+    [
+        (1099511627776.0, "TiB"),
+        (1073741824.0, "GiB"),
+        (1048576.0, "MiB"),
+        (1024.0, "KiB"),
+    ]
+    .into_iter()
+    .find(|(u, _)| max >= *u)
+    .unwrap_or((1.0, "B"))
+}
+
+/// A byte step giving 3 to 6 grid lines: 1, 2, 2.5 or 5 × a power of ten of the axis unit,
+/// so labels read 0, 0.5, 1.0, 1.5 GiB rather than 512 MiB, 1.00 GiB.
 fn byte_step(max: f64) -> f64 {
     let raw = max / 5.0;
-    for unit in [1024.0, 1048576.0, 1073741824.0, 1099511627776.0] {
-        for m in [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0] {
-            if m * unit >= raw {
-                return m * unit;
+    let (unit, _) = axis_unit(max);
+    let mut m = 0.001;
+    while m < 1e6 {
+        for k in [1.0, 2.0, 2.5, 5.0] {
+            if k * m * unit >= raw {
+                return k * m * unit;
             }
         }
+        m *= 10.0;
     }
     raw.max(1.0)
+}
+
+/// `1.5 GiB`, `0`, `250 MiB`: a grid value in the axis' unit, as few decimals as it needs.
+fn axis_label(v: f64, max: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let (unit, name) = axis_unit(max);
+    let x = v / unit;
+    let text = if (x - x.round()).abs() < 1e-6 {
+        format!("{x:.0}")
+    } else if (x * 10.0 - (x * 10.0).round()).abs() < 1e-6 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    };
+    format!("{text} {name}")
 }
 
 /// A time step for 4 to 10 labels, and whether labels need seconds.
@@ -375,7 +434,7 @@ pub fn histogram(
             r#"<text class="ylab" x="{:.1}" y="{:.1}">{}</text>"#,
             left - 5.0,
             y(v) + 4.0,
-            esc(&human(v as u64))
+            esc(&axis_label(v, ymax))
         );
         v += step;
     }
@@ -410,7 +469,11 @@ mod tests {
     #[test]
     fn axes_are_round_and_start_at_zero() {
         assert_eq!(byte_step(100.0 * 1048576.0), 20.0 * 1048576.0);
+        assert_eq!(byte_step(2.44 * 1073741824.0), 0.5 * 1073741824.0);
         assert_eq!(nice_max(3.3 * 1073741824.0), 4.0 * 1073741824.0);
+        assert_eq!(axis_label(1.5 * 1073741824.0, 2.44 * 1073741824.0), "1.5 GiB");
+        assert_eq!(axis_label(250.0 * 1048576.0, 900.0 * 1048576.0), "250 MiB");
+        assert_eq!(axis_label(0.0, 1.0), "0");
         assert_eq!(time_step(142_000), (30_000, true));
         assert_eq!(time_step(86_400_000), (3 * 3_600_000, false));
         let c = Chart::new(0, 100_000, 1e9, 200.0);
