@@ -474,7 +474,7 @@ mod tests {
         assert_eq!(axis_label(1.5 * 1073741824.0, 2.44 * 1073741824.0), "1.5 GiB");
         assert_eq!(axis_label(250.0 * 1048576.0, 900.0 * 1048576.0), "250 MiB");
         assert_eq!(axis_label(0.0, 1.0), "0");
-        assert_eq!(time_step(142_000), (30_000, true));
+        assert_eq!(time_step(142_000), (15_000, true));
         assert_eq!(time_step(86_400_000), (3 * 3_600_000, false));
         let c = Chart::new(0, 100_000, 1e9, 200.0);
         assert!((c.y(0.0) - (200.0 - BOTTOM)).abs() < 1e-9, "zero at the bottom");
