@@ -47,6 +47,8 @@ mod record_budget;
 mod record_errors;
 mod replay_follow;
 mod replay_streams;
+mod report;
+mod report_chromium;
 mod screens;
 mod signals_tmux;
 mod tmux_e2e;
