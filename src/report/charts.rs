@@ -145,7 +145,16 @@ pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
             ymax = ymax.max(f.ceiling as f64);
         }
     }
-    let limit = d.and_then(|d| d.limit).filter(|l| (*l as f64) <= data_max * 3.0);
+    // The limit, unless far above the data or already drawn as a forecast's ceiling.
+    let limit = d.and_then(|d| d.limit).filter(|l| {
+        (*l as f64) <= data_max * 3.0
+            && !shown.iter().any(|a| {
+                a.evidence
+                    .forecast
+                    .as_ref()
+                    .is_some_and(|f| f.ceiling.abs_diff(*l) <= *l / 100)
+            })
+    });
     if let Some(l) = limit {
         ymax = ymax.max(l as f64);
     }
@@ -246,7 +255,7 @@ fn draw_growth(c: &mut Chart, a: &AlertLine) {
         if c.contains(end) {
             c.vline(end, "forecast", &what);
         } else {
-            c.label_at(end, f.ceiling as f64, "forecast", &format!("{what} →"));
+            c.label_at(f.ceiling as f64, "forecast", &format!("{what} →"));
         }
     }
 }

@@ -40,9 +40,9 @@ pub struct Chart {
     body: String,
     /// Labels on top of the geometry, drawn last.
     labels: String,
-    /// Horizontal extents of the labels placed along the top, per row, so that labels of
-    /// close lines stack instead of overprinting.
-    rows: Vec<Vec<(f64, f64)>>,
+    /// Boxes of the line labels placed so far (x0, x1, baseline), so that a new label moves
+    /// to a free spot instead of overprinting one.
+    placed: Vec<(f64, f64, f64)>,
 }
 
 impl Chart {
@@ -55,7 +55,7 @@ impl Chart {
             height,
             body: String::new(),
             labels: String::new(),
-            rows: Vec::new(),
+            placed: Vec::new(),
         }
     }
 
@@ -197,8 +197,8 @@ impl Chart {
         }
     }
 
-    /// A horizontal line at `v` bytes, labelled at its right end (`left`: at its left end,
-    /// for a line that may run close to another).
+    /// A horizontal line at `v` bytes, labelled at its right end (`left`: at its left end),
+    /// above the line, or under it when that spot is taken.
     pub fn hline(&mut self, v: u64, class: &str, label: &str, left: bool) {
         let y = self.y(v as f64);
         let _ = write!(
@@ -206,14 +206,17 @@ impl Chart {
             r#"<path class="{class}" d="M{LEFT:.1} {y:.1}H{:.1}"/>"#,
             WIDTH - RIGHT
         );
-        if left {
-            self.label(LEFT + 4.0, y - 4.0, class, label, "start");
+        let (x, anchor) = if left {
+            (LEFT + 4.0, "start")
         } else {
-            self.label(WIDTH - RIGHT - 4.0, y - 4.0, class, label, "end");
-        }
+            (WIDTH - RIGHT - 4.0, "end")
+        };
+        let ys = [y - 4.0, y + 13.0, y - 17.0, y + 26.0];
+        let at = self.place(x, anchor, label, &ys);
+        self.label(x, at, class, label, anchor);
     }
 
-    /// A vertical line at `t`, labelled at its top.
+    /// A vertical line at `t`, labelled at its top (lower when that spot is taken).
     pub fn vline(&mut self, t: Ts, class: &str, label: &str) {
         if !self.contains(t) {
             return;
@@ -226,23 +229,32 @@ impl Chart {
         );
         let anchor = if x > WIDTH * 0.8 { "end" } else { "start" };
         let dx = if anchor == "end" { -4.0 } else { 4.0 };
+        let ys: Vec<f64> = (0..8).map(|k| TOP + 12.0 + 13.0 * k as f64).collect();
+        let at = self.place(x + dx, anchor, label, &ys);
+        self.label(x + dx, at, class, label, anchor);
+    }
+
+    /// The first of `ys` (baselines) where `text` at `x` overlaps no placed label (else the
+    /// last), and remember it.
+    fn place(&mut self, x: f64, anchor: &str, text: &str, ys: &[f64]) -> f64 {
         // Text width estimated at 6.5 units a character (11 px bold sans).
-        let w = label.chars().count() as f64 * 6.5;
-        let span = if anchor == "end" {
-            (x + dx - w, x + dx)
-        } else {
-            (x + dx, x + dx + w)
+        let w = text.chars().count() as f64 * 6.5;
+        let (x0, x1) = match anchor {
+            "end" => (x - w, x),
+            _ => (x, x + w),
         };
-        let row = self
-            .rows
+        let free = |y: f64, placed: &[(f64, f64, f64)]| {
+            placed
+                .iter()
+                .all(|&(a, b, py)| x1 < a || x0 > b || (py - y).abs() >= 12.0)
+        };
+        let y = ys
             .iter()
-            .position(|r| r.iter().all(|&(a, b)| span.1 < a || span.0 > b))
-            .unwrap_or(self.rows.len());
-        if row == self.rows.len() {
-            self.rows.push(vec![]);
-        }
-        self.rows[row].push(span);
-        self.label(x + dx, TOP + 12.0 + 13.0 * row as f64, class, label, anchor);
+            .copied()
+            .find(|&y| free(y, &self.placed))
+            .unwrap_or(ys[ys.len() - 1]);
+        self.placed.push((x0, x1, y));
+        y
     }
 
     /// A straight segment between two (time, bytes) points, clipped to the plot's time range.
@@ -269,10 +281,12 @@ impl Chart {
         );
     }
 
-    pub fn label_at(&mut self, t: Ts, v: f64, class: &str, text: &str) {
-        let (x, y) = (self.x(t.clamp(self.t0, self.t1)), self.y(v));
-        let anchor = if x > WIDTH * 0.7 { "end" } else { "start" };
-        self.label(x, y - 6.0, class, text, anchor);
+    /// A label for a point off the right edge: at the edge, under the point's height.
+    pub fn label_at(&mut self, v: f64, class: &str, text: &str) {
+        let x = WIDTH - RIGHT - 4.0;
+        let y = self.y(v);
+        let at = self.place(x, "end", text, &[y + 13.0, y + 26.0, y - 4.0]);
+        self.label(x, at, class, text, "end");
     }
 
     /// The finished `<svg>`: scales to the page width, titled for screen readers.
