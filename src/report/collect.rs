@@ -191,7 +191,8 @@ impl Collector {
             Frame::Tick(tick) => self.tick(tick, state),
             Frame::Procs { procs, .. } => {
                 for p in procs {
-                    if let Some(n) = p.name.clone().or(p.cmdline.clone()) {
+                    let cmd = p.cmdline.clone().filter(|c| !c.trim().is_empty());
+                    if let Some(n) = cmd.or(p.name.clone()) {
                         self.names.insert(p.pid, n);
                     }
                 }

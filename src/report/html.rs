@@ -118,7 +118,12 @@ fn summary_section(o: &mut String, run: &Run) {
             if let Some(r) = &i.remedy {
                 let _ = write!(o, r#"<div class="remedy"><b>Remedy:</b> {}</div>"#, esc(r));
             }
-            let _ = write!(o, r#"<div class="msg">{}</div></li>"#, esc(&i.message));
+            // The message, without the remedy it ends with when that is shown above.
+            let msg = match (&i.remedy, i.message.find("Remedy: ")) {
+                (Some(_), Some(at)) => i.message[..at].trim_end(),
+                _ => i.message.as_str(),
+            };
+            let _ = write!(o, r#"<div class="msg">{}</div></li>"#, esc(msg));
         }
         o.push_str("</ol>");
     }
