@@ -237,8 +237,9 @@ impl Chart {
     /// The first of `ys` (baselines) where `text` at `x` overlaps no placed label (else the
     /// last), and remember it.
     fn place(&mut self, x: f64, anchor: &str, text: &str, ys: &[f64]) -> f64 {
-        // Text width estimated at 6.5 units a character (11 px bold sans).
-        let w = text.chars().count() as f64 * 6.5;
+        // Text width estimated at 7.4 units a character (11 px bold DejaVu Sans, the
+        // widest common fallback), plus a gap.
+        let w = text.chars().count() as f64 * 7.4 + 6.0;
         let (x0, x1) = match anchor {
             "end" => (x - w, x),
             _ => (x, x + w),
