@@ -41,14 +41,23 @@ pub fn fixed_windows(
     let from_idx = first_idx.max(last_idx - keep as i64 + 1);
     let buckets = series.window_iter(from_idx * width, (last_idx + 1) * width - 1);
     // One pass over the buckets (each falls in the window its start is in), not one per
-    // window: evaluated every second over day-long series.
+    // window: evaluated every second over day-long series. Buckets come sorted by start,
+    // so the window boundary only moves forward (no division per bucket).
     let mut mins = vec![f64::INFINITY; (last_idx - from_idx + 1) as usize];
-    for b in buckets.filter(|b| !b.is_gap()) {
-        let idx = b.start.div_euclid(width);
-        if (from_idx..=last_idx).contains(&idx) {
-            let m = &mut mins[(idx - from_idx) as usize];
-            *m = m.min(b.min);
+    let (lo, end) = (from_idx * width, (last_idx + 1) * width);
+    let (mut k, mut hi) = (0usize, lo + width);
+    for b in buckets {
+        if b.start < lo || b.is_gap() {
+            continue;
         }
+        if b.start >= end {
+            break;
+        }
+        while b.start >= hi {
+            k += 1;
+            hi += width;
+        }
+        mins[k] = mins[k].min(b.min);
     }
     (from_idx..=last_idx)
         .zip(mins)
