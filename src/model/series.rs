@@ -181,7 +181,8 @@ impl Series {
             let hi = ring.buckets.partition_point(|b| b.start <= to).max(lo);
             lo..hi
         });
-        ring.into_iter().flat_map(move |r| r.buckets.range(range.clone()))
+        ring.into_iter()
+            .flat_map(move |r| r.buckets.range(range.clone()))
     }
 
     /// Width of the buckets `window` returns for this range.

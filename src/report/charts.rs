@@ -35,17 +35,19 @@ pub fn gpu_chart(run: &Run, g: &GpuRun) -> Drawn {
         .iter()
         .filter(|p| p.gpu == Some(g.info.index) && !p.nvml.is_empty())
         .collect();
-    let ymax = [
-        g.total as f64,
-        g.used.range().map_or(0.0, |r| r.1),
-    ]
-    .into_iter()
-    .fold(0.0, f64::max);
+    let ymax = [g.total as f64, g.used.range().map_or(0.0, |r| r.1)]
+        .into_iter()
+        .fold(0.0, f64::max);
     let mut c = Chart::new(run.start, run.end, ymax, HEIGHT);
     c.axes();
     let mut legend = vec![("used".to_string(), "used (NVML, whole card)".to_string())];
     if g.total > 0 {
-        c.hline(g.total, "ceiling", &format!("card total {}", human(g.total)), true);
+        c.hline(
+            g.total,
+            "ceiling",
+            &format!("card total {}", human(g.total)),
+            true,
+        );
     }
     c.series(&g.used, "used", gap_ms(run));
     for (i, p) in procs.iter().enumerate() {
@@ -119,10 +121,20 @@ pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
         .map(|d| d.epochs.iter().map(|e| (e.t, e.epoch)).collect())
         .unwrap_or_default();
     let floors: Vec<(Ts, u64)> = d
-        .map(|d| d.epochs.iter().filter_map(|e| Some((e.t, e.floor?))).collect())
+        .map(|d| {
+            d.epochs
+                .iter()
+                .filter_map(|e| Some((e.t, e.floor?)))
+                .collect()
+        })
         .unwrap_or_default();
     let peaks: Vec<(Ts, u64)> = d
-        .map(|d| d.epochs.iter().filter_map(|e| Some((e.t, e.peak?))).collect())
+        .map(|d| {
+            d.epochs
+                .iter()
+                .filter_map(|e| Some((e.t, e.peak?)))
+                .collect()
+        })
         .unwrap_or_default();
     let mut ymax: f64 = 0.0;
     for r in [
@@ -208,7 +220,9 @@ pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
     if t1 > run.end {
         c.vline(run.end, "endline", "recording ends");
     }
-    let gpu = p.gpu.map_or("an unplaced GPU".into(), |g| format!("GPU {g}"));
+    let gpu = p
+        .gpu
+        .map_or("an unplaced GPU".into(), |g| format!("GPU {g}"));
     let title = format!("PID {} on {gpu}: memory over time", p.pid);
     Drawn {
         svg: c.finish(&format!("proc-{idx}"), &title),
@@ -264,7 +278,10 @@ fn draw_growth(c: &mut Chart, a: &AlertLine) {
 /// the OOM came at epoch 20, 15s after.`
 fn forecast_words(run: &Run, a: &AlertLine) -> String {
     let e = &a.evidence;
-    let rate = e.slope.map(|s| human(s.max(0.0) as u64)).unwrap_or_default();
+    let rate = e
+        .slope
+        .map(|s| human(s.max(0.0) as u64))
+        .unwrap_or_default();
     let f = e.forecast.as_ref().map(|f| {
         let when = match (f.at_epoch, f.ms) {
             (Some(ep), Some(ms)) => {
@@ -274,7 +291,10 @@ fn forecast_words(run: &Run, a: &AlertLine) -> String {
             (None, Some(ms)) => crate::fmt::rough_duration(ms),
             (None, None) => format!("{:.0} steps", f.steps),
         };
-        format!(", forecast OOM at {when} at a ceiling of {}", human(f.ceiling))
+        format!(
+            ", forecast OOM at {when} at a ceiling of {}",
+            human(f.ceiling)
+        )
     });
     format!(
         "{} {}: +{rate} per {}{}. {}",

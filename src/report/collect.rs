@@ -12,7 +12,7 @@ use crate::model::state::State;
 use crate::model::time::Ts;
 use crate::report::alerts::AlertLine;
 use crate::report::minmax::MinMax;
-use crate::wire::{Frag, HistBucket, Hello, Message};
+use crate::wire::{Frag, Hello, HistBucket, Message};
 
 /// OOM moments kept per process and device (a run that OOMs in a loop repeats itself).
 const MAX_OOMS: usize = 20;
@@ -255,10 +255,14 @@ impl Collector {
     }
 
     fn companion(&mut self, t: Ts, pid: u32, msg: &Message, state: &State) {
-        let c = self.run.companions.entry(pid).or_insert_with(|| CompanionRun {
-            first: t,
-            ..CompanionRun::default()
-        });
+        let c = self
+            .run
+            .companions
+            .entry(pid)
+            .or_insert_with(|| CompanionRun {
+                first: t,
+                ..CompanionRun::default()
+            });
         c.last = t;
         match msg {
             Message::Hello(h) => c.hello = Some(h.clone()),

@@ -263,7 +263,9 @@ fn allocator_section(o: &mut String, run: &Run) {
             r#"<div class="card"><h3>PID {} on GPU {}</h3><p class="policy">Policy: {}</p><p class="mapping">{}</p><div class="moments">"#,
             p.pid,
             p.gpu.map_or("?".into(), |g| g.to_string()),
-            esc(policy.as_deref().unwrap_or("unknown (the companion did not say)")),
+            esc(policy
+                .as_deref()
+                .unwrap_or("unknown (the companion did not say)")),
             esc(&mapping)
         );
         for (k, (why, m)) in moments.iter().enumerate() {
@@ -419,7 +421,10 @@ fn evidence(o: &mut String, a: &AlertLine, i: usize) {
     }
     if let Some(s) = e.slope {
         let unit = e.unit.as_ref().map_or("step".into(), |u| u.to_string());
-        kv.push(("slope".into(), format!("{} per {unit}", human(s.max(0.0) as u64))));
+        kv.push((
+            "slope".into(),
+            format!("{} per {unit}", human(s.max(0.0) as u64)),
+        ));
     }
     if let Some(p) = e.p_value {
         kv.push(("p-value".into(), format!("{p:.2e}")));

@@ -34,7 +34,10 @@ pub fn markdown(run: &Run) -> String {
         o.push('\n');
     }
     let _ = writeln!(o, "\n## GPUs\n");
-    let _ = writeln!(o, "| GPU | name | total | peak used | when |\n|---|---|---|---|---|");
+    let _ = writeln!(
+        o,
+        "| GPU | name | total | peak used | when |\n|---|---|---|---|---|"
+    );
     for g in &run.gpus {
         let (peak, at) = g
             .peak
@@ -75,7 +78,10 @@ pub fn markdown(run: &Run) -> String {
         );
     }
     if !run.alerts.is_empty() {
-        let _ = writeln!(o, "\n## Alerts (as `--alerts-jsonl` wrote them)\n\n```jsonl");
+        let _ = writeln!(
+            o,
+            "\n## Alerts (as `--alerts-jsonl` wrote them)\n\n```jsonl"
+        );
         for a in &run.alerts {
             // A fence cannot be closed from inside: the lines are JSON, one per line.
             let _ = writeln!(o, "{}", a.raw.replace("```", "`\u{200b}``"));
@@ -92,7 +98,11 @@ fn md(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     let mut it = s.chars().peekable();
     while let Some(c) = it.next() {
-        if c == '<' && it.peek().is_some_and(|n| n.is_alphabetic() || matches!(n, '/' | '!' | '?')) {
+        if c == '<'
+            && it
+                .peek()
+                .is_some_and(|n| n.is_alphabetic() || matches!(n, '/' | '!' | '?'))
+        {
             o.push_str("&lt;");
         } else {
             o.push(c);

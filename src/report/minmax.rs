@@ -183,11 +183,19 @@ mod tests {
         let px = s.pixels(0, 86_400_000, 40);
         assert!(px.len() <= 40);
         let spikes: Vec<_> = px.iter().filter(|p| p.max == 900.0).collect();
-        assert_eq!(spikes.len(), 1, "the spike is in exactly one column: {px:?}");
+        assert_eq!(
+            spikes.len(),
+            1,
+            "the spike is in exactly one column: {px:?}"
+        );
         assert!(px.iter().all(|p| p.min == 100.0), "the baseline everywhere");
         // The spike stays where it happened (50000 s of 86400 s across 40 columns), give or
         // take the one column a bucket's start can move it.
-        assert!(spikes[0].x.abs_diff(50_000 * 40 / 86_400) <= 1, "{:?}", spikes[0]);
+        assert!(
+            spikes[0].x.abs_diff(50_000 * 40 / 86_400) <= 1,
+            "{:?}",
+            spikes[0]
+        );
     }
 
     #[test]

@@ -42,11 +42,20 @@ pub fn default_output(recording: &Path, format: Format) -> std::path::PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "recording".into());
-    let stem = [".gpumon.jsonl.gz", ".gpumon.jsonl.zst", ".gpumon.jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl", ".gz", ".zst"]
-        .iter()
-        .find_map(|ext| name.strip_suffix(ext))
-        .unwrap_or(&name)
-        .to_string();
+    let stem = [
+        ".gpumon.jsonl.gz",
+        ".gpumon.jsonl.zst",
+        ".gpumon.jsonl",
+        ".jsonl.gz",
+        ".jsonl.zst",
+        ".jsonl",
+        ".gz",
+        ".zst",
+    ]
+    .iter()
+    .find_map(|ext| name.strip_suffix(ext))
+    .unwrap_or(&name)
+    .to_string();
     let ext = match format {
         Format::Html => "report.html",
         Format::Md => "report.md",

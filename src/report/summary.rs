@@ -93,7 +93,11 @@ fn item(run: &Run, changes: &[&AlertLine]) -> Option<Item> {
                         s += &format!(" with {} free on the card", human(c));
                     }
                     if let (Some(t), Some(l)) = (t, l) {
-                        s += &format!("; its cache held {} free, largest hole {}", human(t), human(l));
+                        s += &format!(
+                            "; its cache held {} free, largest hole {}",
+                            human(t),
+                            human(l)
+                        );
                     }
                 }
                 _ => {}
@@ -101,15 +105,23 @@ fn item(run: &Run, changes: &[&AlertLine]) -> Option<Item> {
             s
         }
         AlertKind::Growth => {
-            let rate = e.slope.map(|b| human(b.max(0.0) as u64)).unwrap_or_default();
+            let rate = e
+                .slope
+                .map(|b| human(b.max(0.0) as u64))
+                .unwrap_or_default();
             let unit = e.unit.as_ref().map_or("epoch".into(), |u| u.to_string());
-            let series = e.series.as_ref().map(|s| format!(" ({s})")).unwrap_or_default();
+            let series = e
+                .series
+                .as_ref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
             let mut s = format!("{who} leaked {rate} per {unit}{series}, found {when}");
             if let Some(f) = &e.forecast {
                 s += &format!(
                     "; forecast OOM at {}",
                     match (f.at_epoch, f.ms) {
-                        (Some(ep), Some(ms)) => format!("epoch {ep:.0}, {} later", crate::fmt::rough_duration(ms)),
+                        (Some(ep), Some(ms)) =>
+                            format!("epoch {ep:.0}, {} later", crate::fmt::rough_duration(ms)),
                         (Some(ep), None) => format!("epoch {ep:.0}"),
                         (None, Some(ms)) => format!("{} later", crate::fmt::rough_duration(ms)),
                         (None, None) => format!("{:.0} steps", f.steps),
@@ -119,8 +131,13 @@ fn item(run: &Run, changes: &[&AlertLine]) -> Option<Item> {
             s
         }
         AlertKind::CacheGrowth => {
-            let rate = e.slope.map(|b| human(b.max(0.0) as u64)).unwrap_or_default();
-            format!("{who}'s allocator cache grew {rate} per epoch while allocated stayed flat (not a leak), {when}")
+            let rate = e
+                .slope
+                .map(|b| human(b.max(0.0) as u64))
+                .unwrap_or_default();
+            format!(
+                "{who}'s allocator cache grew {rate} per epoch while allocated stayed flat (not a leak), {when}"
+            )
         }
         AlertKind::FragmentationRisk => {
             let mut s = format!("{who} risked a fragmentation OOM {when}");
@@ -234,14 +251,10 @@ pub fn growth_outcome(run: &Run, g: &AlertLine) -> String {
                 .filter_map(|p| p.last_seen())
                 .max();
             match last {
-                Some(l) if l < run.end - 2 * run.header.interval_ms as i64 => format!(
-                    "No OOM came: the process ended {}.",
-                    when(run, l, None)
-                ),
-                _ => format!(
-                    "No OOM came before the recording ended ({}).",
-                    utc(run.end)
-                ),
+                Some(l) if l < run.end - 2 * run.header.interval_ms as i64 => {
+                    format!("No OOM came: the process ended {}.", when(run, l, None))
+                }
+                _ => format!("No OOM came before the recording ended ({}).", utc(run.end)),
             }
         }
     }
@@ -337,7 +350,10 @@ mod tests {
                 procs,
                 error: None,
             };
-            c.observe(&crate::model::frame::Frame::Tick(Tick { t, gpus: vec![g] }), &state);
+            c.observe(
+                &crate::model::frame::Frame::Tick(Tick { t, gpus: vec![g] }),
+                &state,
+            );
         }
         let lines = alerts
             .iter()
@@ -379,11 +395,18 @@ mod tests {
         assert_eq!(items[0].kind, AlertKind::FragmentationOom, "critical first");
         let g = &items[1];
         assert!(
-            g.headline.starts_with("PID 7 on GPU 1 leaked 32.0 MiB per epoch (floor), found at epoch 40, 0:10 in"),
+            g.headline.starts_with(
+                "PID 7 on GPU 1 leaked 32.0 MiB per epoch (floor), found at epoch 40, 0:10 in"
+            ),
             "{}",
             g.headline
         );
-        assert!(g.headline.contains("forecast OOM at epoch 100, ~2 min later"), "{}", g.headline);
+        assert!(
+            g.headline
+                .contains("forecast OOM at epoch 100, ~2 min later"),
+            "{}",
+            g.headline
+        );
         assert_eq!(
             g.outcome.as_deref(),
             Some("The OOM came at epoch 52, 0:20 in (00:17:00 UTC), 10s after the warning.")

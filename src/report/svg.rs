@@ -370,8 +370,7 @@ fn axis_label(v: f64, max: f64) -> String {
 /// A time step for 4 to 10 labels, and whether labels need seconds.
 fn time_step(span_ms: i64) -> (i64, bool) {
     const STEPS: [i64; 18] = [
-        1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200,
-        86400,
+        1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
     ];
     let s = STEPS
         .iter()
@@ -397,11 +396,11 @@ pub fn histogram(
     title: &str,
 ) -> Option<String> {
     let lo = hist.iter().map(|b| b.0).min()?;
-    let hi = hist.iter().map(|b| b.0).max()?.max(
-        request
-            .map(|r| 63 - r.max(1).leading_zeros())
-            .unwrap_or(0),
-    );
+    let hi = hist
+        .iter()
+        .map(|b| b.0)
+        .max()?
+        .max(request.map(|r| 63 - r.max(1).leading_zeros()).unwrap_or(0));
     let n = (hi - lo + 1) as f64;
     let (w, h, left, bottom, top) = (520.0, 190.0, 56.0, 34.0, 16.0);
     let bw = (w - left - 8.0) / n;
@@ -486,13 +485,19 @@ mod tests {
         assert_eq!(byte_step(100.0 * 1048576.0), 20.0 * 1048576.0);
         assert_eq!(byte_step(2.44 * 1073741824.0), 0.5 * 1073741824.0);
         assert_eq!(nice_max(3.3 * 1073741824.0), 4.0 * 1073741824.0);
-        assert_eq!(axis_label(1.5 * 1073741824.0, 2.44 * 1073741824.0), "1.5 GiB");
+        assert_eq!(
+            axis_label(1.5 * 1073741824.0, 2.44 * 1073741824.0),
+            "1.5 GiB"
+        );
         assert_eq!(axis_label(250.0 * 1048576.0, 900.0 * 1048576.0), "250 MiB");
         assert_eq!(axis_label(0.0, 1.0), "0");
         assert_eq!(time_step(142_000), (15_000, true));
         assert_eq!(time_step(86_400_000), (3 * 3_600_000, false));
         let c = Chart::new(0, 100_000, 1e9, 200.0);
-        assert!((c.y(0.0) - (200.0 - BOTTOM)).abs() < 1e-9, "zero at the bottom");
+        assert!(
+            (c.y(0.0) - (200.0 - BOTTOM)).abs() < 1e-9,
+            "zero at the bottom"
+        );
     }
 
     #[test]
@@ -504,8 +509,13 @@ mod tests {
 
     #[test]
     fn a_histogram_draws_a_bar_per_class_and_the_request() {
-        let svg = histogram("h", &[(20, 3, 3 << 20), (24, 1, 20 << 20)], Some(64 << 20), "t")
-            .expect("bars");
+        let svg = histogram(
+            "h",
+            &[(20, 3, 3 << 20), (24, 1, 20 << 20)],
+            Some(64 << 20),
+            "t",
+        )
+        .expect("bars");
         assert_eq!(svg.matches("V").count() >= 2, true);
         assert!(svg.contains("asked 64.0 MiB"), "{svg}");
         assert!(histogram("h", &[], None, "t").is_none());

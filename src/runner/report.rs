@@ -40,7 +40,10 @@ pub(super) fn write_report(
     let text = render(recording, pipe, format)?;
     let Some(out) = out else {
         let mut stdout = std::io::stdout().lock();
-        return match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        return match stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+        {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
             _ => Ok(()),
         };

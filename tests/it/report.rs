@@ -30,7 +30,11 @@ pub fn alert_lines(file: &Path) -> Vec<String> {
         .arg(file)
         .output()
         .expect("replay runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout)
         .expect("utf-8")
         .lines()
@@ -115,7 +119,10 @@ fn every_bundled_recording_reports_each_of_its_alerts_in_the_summary() {
         for (kind, pid, gpu) in &keys {
             let key = format!(
                 "data-alert=\"{}:{}:{gpu}\"",
-                serde_json::to_value(kind).expect("kind").as_str().expect("str"),
+                serde_json::to_value(kind)
+                    .expect("kind")
+                    .as_str()
+                    .expect("str"),
                 pid.map(|p| p.to_string()).unwrap_or_default()
             );
             let at = html
@@ -148,7 +155,11 @@ fn every_bundled_recording_reports_each_of_its_alerts_in_the_summary() {
                 .replace('>', "&gt;")
                 .replace('"', "&quot;")
                 .replace('\'', "&#39;");
-            assert!(html.contains(&quoted), "{}: line not quoted: {l}", rec.display());
+            assert!(
+                html.contains(&quoted),
+                "{}: line not quoted: {l}",
+                rec.display()
+            );
         }
         // A chart per GPU, and one per process.
         assert!(html.matches("<svg class=\"chart\" id=\"gpu-").count() >= 1);
@@ -196,7 +207,10 @@ fn a_missing_or_corrupt_recording_is_a_clear_error_and_leaves_no_page() {
         .expect("runs");
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("cannot open recording") && err.contains("none.gpumon.jsonl"), "{err}");
+    assert!(
+        err.contains("cannot open recording") && err.contains("none.gpumon.jsonl"),
+        "{err}"
+    );
     assert!(!out.exists());
 
     // A good start, then garbage: the error names the line, and an older page survives.

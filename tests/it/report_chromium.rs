@@ -63,7 +63,11 @@ fn render(bin: &str, page: &Path, width: u32, height: u32, png: &Path) -> Vec<St
     assert!(out.status.success(), "chromium failed: {err}");
     let bytes = std::fs::read(png).unwrap_or_else(|_| panic!("no screenshot: {err}"));
     assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
-    assert!(bytes.len() > 20_000, "an empty-looking screenshot: {} bytes", bytes.len());
+    assert!(
+        bytes.len() > 20_000,
+        "an empty-looking screenshot: {} bytes",
+        bytes.len()
+    );
     console(&err)
 }
 
@@ -107,7 +111,10 @@ for (const li of document.querySelectorAll("#summary li[data-alert]")) {{
 }})();</script></body>"##
     );
     html.replace("script-src 'none'", "")
-        .replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
+        .replace(
+            "default-src 'none';",
+            "default-src 'none'; script-src 'unsafe-inline';",
+        )
         .replace("</body>", &probe)
 }
 
@@ -177,12 +184,21 @@ fn every_bundled_report_renders_cleanly_in_chromium() {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("{name}: the probe did not run: {msgs:?}"));
         assert_eq!(count, expected, "{name}: charts in the DOM");
-        assert!(count >= 2, "{name}: a GPU chart and a process chart at least");
+        assert!(
+            count >= 2,
+            "{name}: a GPU chart and a process chart at least"
+        );
         for m in msgs.iter().filter_map(|m| m.strip_prefix("GPUMON_CHART ")) {
             let f: Vec<&str> = m.split(' ').collect();
             let (id, drawn, width) = (f[0], f[1].parse::<u32>(), f[2].parse::<u32>());
-            assert!(drawn.is_ok_and(|n| n >= 1), "{name}: chart {id} drew no data: {m}");
-            assert!(width.is_ok_and(|w| w >= 300), "{name}: chart {id} squeezed: {m}");
+            assert!(
+                drawn.is_ok_and(|n| n >= 1),
+                "{name}: chart {id} drew no data: {m}"
+            );
+            assert!(
+                width.is_ok_and(|w| w >= 300),
+                "{name}: chart {id} squeezed: {m}"
+            );
         }
         let summary = msgs
             .iter()
@@ -193,7 +209,11 @@ fn every_bundled_report_renders_cleanly_in_chromium() {
             .filter_map(|m| m.strip_prefix("GPUMON_ITEM "))
             .collect();
         let keys = raised(&alert_lines(&rec));
-        assert_eq!(items.len(), keys.len(), "{name}: one rendered item per alert: {items:?}");
+        assert_eq!(
+            items.len(),
+            keys.len(),
+            "{name}: one rendered item per alert: {items:?}"
+        );
         if keys.is_empty() {
             assert!(summary.contains("No alert"), "{name}: {summary}");
         }
