@@ -51,6 +51,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Sample headless into a recording file.
     Record(RecordArgs),
+    /// Write a recording's story as one self-contained HTML page (or Markdown).
+    Report(ReportArgs),
     /// Print one sample of everything and exit.
     Snapshot(SnapshotArgs),
     /// Play a bundled recording of a real H200 run (`gpumon demo list` names them).
@@ -242,8 +244,27 @@ pub struct RecordArgs {
     /// Also write one JSON line per GPU and per process per sample.
     #[arg(long, value_name = "FILE")]
     pub jsonl: Option<PathBuf>,
+    /// When the recording ends (its --duration, or SIGINT/SIGTERM), write its HTML report here.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     #[command(flatten)]
     pub filter: FilterArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// The recording to tell.
+    pub file: PathBuf,
+    /// Where to write it (`-` for stdout; default: next to the recording, NAME.report.html,
+    /// or stdout for --format md).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// html: one self-contained page; md: a plain summary for a CI log or a pull request.
+    #[arg(long, value_enum, default_value = "html")]
+    pub format: crate::report::Format,
+    /// Alert thresholds as JSON, as for replay (default: the config file's, else built in).
+    #[arg(long, value_name = "FILE")]
+    pub alerts_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

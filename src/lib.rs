@@ -12,6 +12,7 @@
 //! - `export`: Prometheus metrics, HTTP endpoint, flat logs, `snapshot --json`
 //! - `pipeline`: frames in, `State` + alerts + recording + exports out; the filter
 //! - `tui`: the terminal front end: app state and input, keys, terminal guard, events, `ui`
+//! - `report`: `gpumon report`, a recording replayed through the pipeline and told as a page
 //! - `embed`: the bundled interposer and demos, unpacked into the companion directory
 //! - `launch`: `gpumon run`, a command started with the interposer
 //! - `cli`: the command line
@@ -34,6 +35,7 @@ pub(crate) mod launch;
 pub mod model;
 pub mod pipeline;
 pub mod record;
+pub mod report;
 pub mod runner;
 pub mod source;
 pub mod tui;

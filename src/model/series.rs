@@ -163,18 +163,26 @@ impl Series {
     /// Buckets overlapping `[from, to]` from the finest tier that still reaches back
     /// to `from` (or the coarsest tier when none does).
     pub fn window(&self, from: Ts, to: Ts) -> Vec<Bucket> {
+        self.window_iter(from, to).copied().collect()
+    }
+
+    /// `window` without the copy, for rules that only fold over it.
+    pub fn window_iter(&self, from: Ts, to: Ts) -> impl Iterator<Item = &Bucket> {
         let ring = self
             .rings
             .iter()
             .find(|r| r.covers(from))
             .or_else(|| self.rings.iter().rev().find(|r| !r.buckets.is_empty()));
-        let Some(ring) = ring else { return Vec::new() };
-        let w = ring.tier.width_ms;
-        ring.buckets
-            .iter()
-            .filter(|b| b.start + w > from && b.start <= to)
-            .copied()
-            .collect()
+        // Buckets are sorted by start (`Ring::push` keeps it so): two binary searches
+        // instead of a scan, as alert rules ask for windows of long series every second.
+        let range = ring.map_or(0..0, |ring| {
+            let w = ring.tier.width_ms;
+            let lo = ring.buckets.partition_point(|b| b.start + w <= from);
+            let hi = ring.buckets.partition_point(|b| b.start <= to).max(lo);
+            lo..hi
+        });
+        ring.into_iter()
+            .flat_map(move |r| r.buckets.range(range.clone()))
     }
 
     /// Width of the buckets `window` returns for this range.
@@ -188,8 +196,7 @@ impl Series {
 
     /// Maximum and minimum over `[from, to]`, ignoring gaps.
     pub fn range(&self, from: Ts, to: Ts) -> Option<(f64, f64)> {
-        self.window(from, to)
-            .iter()
+        self.window_iter(from, to)
             .filter(|b| !b.is_gap())
             .fold(None, |acc, b| match acc {
                 None => Some((b.min, b.max)),

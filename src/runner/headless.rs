@@ -187,6 +187,25 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     let deadline = r.duration.map(|d| tokio::time::Instant::now() + d);
     let code = headless(rx, pipe, deadline, false).await;
     drop(channel);
+    // The recording is closed (also after SIGINT/SIGTERM, which end the loop): tell it.
+    if let Some(out) = r.report.clone() {
+        let file = r.output.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            super::report::write_report(&file, Some(&out), crate::report::Format::Html, None)
+        })
+        .await;
+        match done {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                eprintln!("gpumon: no report: {e:#}");
+                return Ok(if code == 0 { 1 } else { code });
+            }
+            Err(e) => {
+                eprintln!("gpumon: no report: {e}");
+                return Ok(if code == 0 { 1 } else { code });
+            }
+        }
+    }
     Ok(code)
 }
 

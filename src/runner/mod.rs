@@ -42,6 +42,7 @@ mod demos;
 mod headless;
 mod inert_out;
 pub mod man;
+mod report;
 mod threads;
 mod tui;
 
@@ -72,6 +73,10 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
     }
     if let Some(Command::Snapshot(_)) = &cli.command {
         return snapshot();
+    }
+    // The report waits on its replay thread: it runs before (outside) the async runtime.
+    if let Some(Command::Report(r)) = &cli.command {
+        return report::report(r);
     }
     // One thread runs the loop and the channel/HTTP tasks; samplers have their own threads.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -111,6 +116,7 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
             Some(Command::Record(r)) => record(r).await,
             Some(Command::Serve(s)) => serve(s).await,
             Some(Command::Snapshot(_))
+            | Some(Command::Report(_))
             | Some(Command::Run { .. })
             | Some(Command::Config(_))
             | Some(Command::Completions { .. })

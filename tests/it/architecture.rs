@@ -26,6 +26,13 @@ const BELOW: &[(&str, &[&str])] = &[
         "tui",
         &["model", "wire", "fmt", "source", "pipeline", "export"],
     ),
+    // A report is a replay through the pipeline, told in the screen's words (`tui::ui::policy`).
+    (
+        "report",
+        &[
+            "model", "wire", "fmt", "record", "source", "pipeline", "export", "tui",
+        ],
+    ),
     // The bundled interposer and demos unpack where the channel looks for sockets.
     ("embed", &["wire", "fmt", "channel"]),
     ("launch", &["wire", "fmt", "model", "channel", "embed"]),
@@ -38,7 +45,7 @@ const BELOW: &[(&str, &[&str])] = &[
         "runner",
         &[
             "wire", "fmt", "model", "channel", "record", "source", "export", "pipeline", "tui",
-            "embed", "launch", "cli", "config",
+            "report", "embed", "launch", "cli", "config",
         ],
     ),
 ];

@@ -54,6 +54,8 @@ mod record_errors;
 mod record_gzip;
 mod replay_follow;
 mod replay_streams;
+mod report;
+mod report_chromium;
 mod screens;
 mod signals_tmux;
 mod small_holes;

@@ -39,24 +39,35 @@ pub fn fixed_windows(
         return Vec::new();
     }
     let from_idx = first_idx.max(last_idx - keep as i64 + 1);
-    let buckets = series.window(from_idx * width, (last_idx + 1) * width - 1);
-    let mut out = Vec::new();
-    for idx in from_idx..=last_idx {
-        let (lo, hi) = (idx * width, (idx + 1) * width);
-        let min = buckets
-            .iter()
-            .filter(|b| !b.is_gap() && b.start >= lo && b.start < hi)
-            .map(|b| b.min)
-            .fold(f64::INFINITY, f64::min);
-        if min.is_finite() && min >= 0.0 {
-            out.push(WindowPoint {
-                index: idx,
-                t: hi,
-                min: min as u64,
-            });
+    let buckets = series.window_iter(from_idx * width, (last_idx + 1) * width - 1);
+    // One pass over the buckets (each falls in the window its start is in), not one per
+    // window: evaluated every second over day-long series. Buckets come sorted by start,
+    // so the window boundary only moves forward (no division per bucket).
+    let mut mins = vec![f64::INFINITY; (last_idx - from_idx + 1) as usize];
+    let (lo, end) = (from_idx * width, (last_idx + 1) * width);
+    let (mut k, mut hi) = (0usize, lo + width);
+    for b in buckets {
+        if b.start < lo || b.is_gap() {
+            continue;
         }
+        if b.start >= end {
+            break;
+        }
+        while b.start >= hi {
+            k += 1;
+            hi += width;
+        }
+        mins[k] = mins[k].min(b.min);
     }
-    out
+    (from_idx..=last_idx)
+        .zip(mins)
+        .filter(|(_, min)| min.is_finite() && *min >= 0.0)
+        .map(|(idx, min)| WindowPoint {
+            index: idx,
+            t: (idx + 1) * width,
+            min: min as u64,
+        })
+        .collect()
 }
 
 fn runtime(p: &ProcAlloc) -> Runtime {

@@ -1,0 +1,324 @@
+//! The page's memory charts: one per GPU (the card, and each process as NVML lists it) and
+//! one per process and GPU (NVML, the companion's allocated and reserved, epoch floors and
+//! peaks, and for every growth alert its fitted line and forecast, next to the OOM that
+//! came or did not). Every chart shares the run's time axis, stretched only to reach a
+//! forecast.
+
+use crate::fmt::human;
+use crate::model::alerts::AlertKind;
+use crate::model::time::Ts;
+use crate::report::alerts::{AlertLine, Change};
+use crate::report::collect::{GpuRun, ProcRun, Run};
+use crate::report::svg::Chart;
+
+/// Series classes for the processes of a GPU chart (colours in the page's CSS).
+pub const PALETTE: usize = 8;
+/// A forecast may stretch a chart's time axis to at most this many times the run's length.
+const MAX_STRETCH: f64 = 2.0;
+const HEIGHT: f64 = 250.0;
+
+/// A chart and its legend entries (CSS class, words).
+pub struct Drawn {
+    pub svg: String,
+    pub legend: Vec<(String, String)>,
+    /// For every growth alert: what it forecast and what happened, in words.
+    pub forecasts: Vec<String>,
+}
+
+fn gap_ms(run: &Run) -> i64 {
+    (run.header.interval_ms as i64 * 4).max(15_000)
+}
+
+pub fn gpu_chart(run: &Run, g: &GpuRun) -> Drawn {
+    let procs: Vec<&ProcRun> = run
+        .procs
+        .iter()
+        .filter(|p| p.gpu == Some(g.info.index) && !p.nvml.is_empty())
+        .collect();
+    let ymax = [g.total as f64, g.used.range().map_or(0.0, |r| r.1)]
+        .into_iter()
+        .fold(0.0, f64::max);
+    let mut c = Chart::new(run.start, run.end, ymax, HEIGHT);
+    c.axes();
+    let mut legend = vec![("used".to_string(), "used (NVML, whole card)".to_string())];
+    if g.total > 0 {
+        c.hline(
+            g.total,
+            "ceiling",
+            &format!("card total {}", human(g.total)),
+            true,
+        );
+    }
+    c.series(&g.used, "used", gap_ms(run));
+    for (i, p) in procs.iter().enumerate() {
+        let class = format!("p{}", i % PALETTE);
+        c.series(&p.nvml, &class, gap_ms(run));
+        legend.push((class, format!("PID {} {}", p.pid, short(&p.name))));
+    }
+    alert_marks(&mut c, run, |a| a.gpu == g.info.index, true);
+    let title = format!("GPU {} memory used over time", g.info.index);
+    Drawn {
+        svg: c.finish(&format!("gpu-{}", g.info.index), &title),
+        legend,
+        forecasts: vec![],
+    }
+}
+
+/// Vertical lines where alerts were raised (OOMs labelled), for the alerts `keep` selects.
+fn alert_marks(c: &mut Chart, run: &Run, keep: impl Fn(&AlertLine) -> bool, with_pid: bool) {
+    for a in run
+        .alerts
+        .iter()
+        .filter(|a| a.change == Change::Raised && keep(a))
+    {
+        let (class, what) = if a.is_oom() {
+            ("oom", a.kind.label().to_string())
+        } else {
+            ("warnline", a.kind.label().to_string())
+        };
+        let label = match (with_pid, a.pid) {
+            (true, Some(p)) => format!("{what} · PID {p}"),
+            _ => what,
+        };
+        c.vline(a.at, class, &label);
+    }
+}
+
+pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
+    let growth: Vec<&AlertLine> = run
+        .alerts
+        .iter()
+        .filter(|a| {
+            a.kind == AlertKind::Growth
+                && a.pid == Some(p.pid)
+                && Some(a.gpu) == p.gpu
+                && matches!(a.change, Change::Raised | Change::Worsened)
+        })
+        .collect();
+    // The first forecast and the latest: what it said at first and what it said last.
+    let mut shown: Vec<&AlertLine> = Vec::new();
+    let mut keys = std::collections::BTreeSet::new();
+    for a in &growth {
+        if keys.insert(a.key()) {
+            shown.push(a);
+        }
+    }
+    if let Some(last) = growth.last()
+        && !shown.iter().any(|s| std::ptr::eq(*s, *last))
+    {
+        shown.push(last);
+    }
+    let run_len = (run.end - run.start).max(1000);
+    let mut t1 = run.end;
+    for a in &shown {
+        if let Some(ms) = a.evidence.forecast.as_ref().and_then(|f| f.ms) {
+            t1 = t1.max(a.at + ms);
+        }
+    }
+    t1 = t1.min(run.start + (run_len as f64 * MAX_STRETCH) as i64);
+    let d = p.dev.as_ref();
+    let epochs: Vec<(Ts, u64)> = d
+        .map(|d| d.epochs.iter().map(|e| (e.t, e.epoch)).collect())
+        .unwrap_or_default();
+    let floors: Vec<(Ts, u64)> = d
+        .map(|d| {
+            d.epochs
+                .iter()
+                .filter_map(|e| Some((e.t, e.floor?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let peaks: Vec<(Ts, u64)> = d
+        .map(|d| {
+            d.epochs
+                .iter()
+                .filter_map(|e| Some((e.t, e.peak?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut ymax: f64 = 0.0;
+    for r in [
+        Some(&p.nvml),
+        d.map(|d| &d.allocated),
+        d.map(|d| &d.reserved),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|s| s.range())
+    {
+        ymax = ymax.max(r.1);
+    }
+    for (_, v) in floors.iter().chain(&peaks) {
+        ymax = ymax.max(*v as f64);
+    }
+    let data_max = ymax;
+    for a in &shown {
+        if let Some(f) = &a.evidence.forecast {
+            ymax = ymax.max(f.ceiling as f64);
+        }
+    }
+    // The limit, unless far above the data or already drawn as a forecast's ceiling.
+    let limit = d.and_then(|d| d.limit).filter(|l| {
+        (*l as f64) <= data_max * 3.0
+            && !shown.iter().any(|a| {
+                a.evidence
+                    .forecast
+                    .as_ref()
+                    .is_some_and(|f| f.ceiling.abs_diff(*l) <= *l / 100)
+            })
+    });
+    if let Some(l) = limit {
+        ymax = ymax.max(l as f64);
+    }
+    // A process NVML alone saw has one line to show: a lower chart.
+    let height = if d.is_none() { HEIGHT * 0.72 } else { HEIGHT };
+    let mut c = Chart::new(run.start, t1, ymax, height);
+    c.axes();
+    let gap = gap_ms(run);
+    let mut legend = vec![];
+    if !p.nvml.is_empty() {
+        c.series(&p.nvml, "nvml", gap);
+        legend.push(("nvml".into(), "used (NVML)".into()));
+    }
+    if let Some(d) = d {
+        if !d.reserved.is_empty() {
+            c.series(&d.reserved, "resv", gap);
+            legend.push(("resv".into(), "reserved (allocator)".into()));
+        }
+        if !d.allocated.is_empty() {
+            c.series(&d.allocated, "alloc", gap);
+            legend.push(("alloc".into(), "allocated (allocator)".into()));
+        }
+    }
+    if !floors.is_empty() {
+        c.points(&floors, "floor");
+        legend.push(("floor".into(), "epoch floor".into()));
+    }
+    if !peaks.is_empty() {
+        c.points(&peaks, "peak");
+        legend.push(("peak".into(), "epoch peak".into()));
+    }
+    c.epoch_ticks(&epochs);
+    if let Some(l) = limit {
+        c.hline(l, "limit", &format!("allocator limit {}", human(l)), true);
+    }
+    let mut forecasts = vec![];
+    for a in &shown {
+        draw_growth(&mut c, a);
+        forecasts.push(forecast_words(run, a));
+    }
+    if !shown.is_empty() {
+        legend.push(("fit".into(), "growth alert: fitted line".into()));
+        legend.push(("forecast".into(), "its forecast, to the ceiling".into()));
+    }
+    alert_marks(
+        &mut c,
+        run,
+        |a| a.pid == Some(p.pid) && Some(a.gpu) == p.gpu,
+        false,
+    );
+    if t1 > run.end {
+        c.vline(run.end, "endline", "recording ends");
+    }
+    let gpu = p
+        .gpu
+        .map_or("an unplaced GPU".into(), |g| format!("GPU {g}"));
+    let title = format!("PID {} on {gpu}: memory over time", p.pid);
+    Drawn {
+        svg: c.finish(&format!("proc-{idx}"), &title),
+        legend,
+        forecasts,
+    }
+}
+
+/// The points a growth alert was judged on, its Theil–Sen line through them, and its
+/// forecast from the last point to the ceiling at the time it gave.
+fn draw_growth(c: &mut Chart, a: &AlertLine) {
+    let e = &a.evidence;
+    let pts: Vec<(Ts, u64)> = e.points.iter().map(|p| (p.t, p.bytes)).collect();
+    c.points(&pts, "evpt");
+    let (Some(slope), Some(first), Some(last)) = (e.slope, e.points.first(), e.points.last())
+    else {
+        return;
+    };
+    // Theil–Sen's intercept: the median of y − slope·x.
+    let mut b: Vec<f64> = e
+        .points
+        .iter()
+        .map(|p| p.bytes as f64 - slope * p.x as f64)
+        .collect();
+    b.sort_by(f64::total_cmp);
+    let icpt = b[b.len() / 2];
+    let fit = |x: i64| icpt + slope * x as f64;
+    c.segment((first.t, fit(first.x)), (last.t, fit(last.x)), "fit");
+    if let Some(f) = &e.forecast
+        && let Some(ms) = f.ms
+    {
+        let end = a.at + ms;
+        c.segment((last.t, fit(last.x)), (end, f.ceiling as f64), "forecast");
+        c.hline(
+            f.ceiling,
+            "ceiling",
+            &format!("ceiling {} ({})", human(f.ceiling), f.ceiling_source),
+            false,
+        );
+        let what = match f.at_epoch {
+            Some(ep) => format!("forecast OOM, epoch {ep:.0}"),
+            None => "forecast OOM".into(),
+        };
+        if c.contains(end) {
+            c.vline(end, "forecast", &what);
+        } else {
+            c.label_at(f.ceiling as f64, "forecast", &format!("{what} →"));
+        }
+    }
+}
+
+/// `Raised 0:54 (epoch 13): +32.0 MiB per epoch, forecast OOM at epoch 91 (~3 min later) —
+/// the OOM came at epoch 20, 15s after.`
+fn forecast_words(run: &Run, a: &AlertLine) -> String {
+    let e = &a.evidence;
+    let rate = e
+        .slope
+        .map(|s| human(s.max(0.0) as u64))
+        .unwrap_or_default();
+    let f = e.forecast.as_ref().map(|f| {
+        let when = match (f.at_epoch, f.ms) {
+            (Some(ep), Some(ms)) => {
+                format!("epoch {ep:.0} ({} later)", crate::fmt::rough_duration(ms))
+            }
+            (Some(ep), None) => format!("epoch {ep:.0}"),
+            (None, Some(ms)) => crate::fmt::rough_duration(ms),
+            (None, None) => format!("{:.0} steps", f.steps),
+        };
+        format!(
+            ", forecast OOM at {when} at a ceiling of {}",
+            human(f.ceiling)
+        )
+    });
+    format!(
+        "{} {}: +{rate} per {}{}. {}",
+        capital(a.change.label()),
+        crate::report::summary::when(run, a.at, a.epoch),
+        e.unit.as_ref().map_or("epoch".into(), |u| u.to_string()),
+        f.unwrap_or_default(),
+        crate::report::summary::growth_outcome(run, a)
+    )
+}
+
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
+
+/// A command line cut to fit a legend.
+pub fn short(s: &str) -> String {
+    let s = s.trim();
+    if s.chars().count() <= 60 {
+        s.to_string()
+    } else {
+        s.chars().take(59).collect::<String>() + "…"
+    }
+}

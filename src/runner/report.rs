@@ -1,0 +1,63 @@
+//! `gpumon report` and `gpumon record --report`: the page is written from the recording,
+//! replayed through a pipeline configured like every other mode's (alert thresholds).
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::cli::{OutputArgs, ReportArgs};
+use crate::pipeline::Pipeline;
+use crate::report::{Format, default_output, render};
+
+pub(super) fn report(r: &ReportArgs) -> Result<i32> {
+    let out = match (&r.output, r.format) {
+        (Some(p), _) if p.as_os_str() == "-" => None,
+        (Some(p), _) => Some(p.clone()),
+        (None, Format::Html) => Some(default_output(&r.file, Format::Html)),
+        (None, Format::Md) => None,
+    };
+    write_report(&r.file, out.as_deref(), r.format, r.alerts_config.clone())?;
+    Ok(0)
+}
+
+/// Replay `recording` and write its report to `out` (stdout when `None`). The file appears
+/// whole or not at all: it is written beside its place and renamed over it.
+pub(super) fn write_report(
+    recording: &Path,
+    out: Option<&Path>,
+    format: Format,
+    alerts_config: Option<std::path::PathBuf>,
+) -> Result<()> {
+    let mut pipe = Pipeline::default();
+    super::configure(
+        &mut pipe,
+        &OutputArgs {
+            alerts_config,
+            ..OutputArgs::default()
+        },
+    )?;
+    let text = render(recording, pipe, format)?;
+    let Some(out) = out else {
+        let mut stdout = std::io::stdout().lock();
+        return match stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+        {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+            _ => Ok(()),
+        };
+    };
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    let tmp = out.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::write(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, out));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.with_context(|| format!("cannot write report {}", out.display()))?;
+    eprintln!("gpumon: report written to {}", out.display());
+    Ok(())
+}

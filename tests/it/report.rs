@@ -1,0 +1,305 @@
+//! `gpumon report` on every bundled recording: the summary names each alert the replay
+//! raised (taken from `replay --headless --alerts-jsonl -`, not written down here), the
+//! page quotes those alert lines verbatim, the Markdown says the same; bad input is a clear
+//! error that leaves no page behind; `record --report` writes the page when the recording
+//! ends, by its duration or by SIGTERM.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::support::gpumon;
+use gpumon::model::alerts::AlertKind;
+
+pub fn recordings() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("assets/")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".gpumon.jsonl"))
+        .collect();
+    v.sort();
+    assert!(v.len() >= 4, "the bundled recordings: {v:?}");
+    v
+}
+
+/// The alert lines a headless replay prints for `file`.
+pub fn alert_lines(file: &Path) -> Vec<String> {
+    let out = gpumon()
+        .args(["replay", "--headless", "--alerts-jsonl", "-"])
+        .arg(file)
+        .output()
+        .expect("replay runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `(kind, pid, gpu)` of every alert the lines raise.
+pub fn raised(lines: &[String]) -> Vec<(AlertKind, Option<u32>, u32)> {
+    let mut keys: Vec<_> = lines
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+        .filter(|v| v["change"] == "raised")
+        .map(|v| {
+            let kind: AlertKind = serde_json::from_value(v["kind"].clone()).expect("kind");
+            let pid = v["pid"].as_u64().map(|p| p as u32);
+            (kind, pid, v["gpu"].as_u64().expect("gpu") as u32)
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// What a person reads of `html` between two markers, without tags or entities.
+pub fn text_between(html: &str, from: &str, to: &str) -> String {
+    let start = html.find(from).expect("start marker");
+    let end = start + html[start..].find(to).expect("end marker");
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html[start..end].chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+        .replace("&#39;", "'")
+        .replace("&quot;", "\"")
+}
+
+/// Whether `text` names an alert: `PID 788 on GPU 1` and its kind's label (in any case: a
+/// browser's innerText carries the badge's CSS upper case).
+pub fn named(text: &str, (kind, pid, gpu): (AlertKind, Option<u32>, u32)) -> bool {
+    let who = match pid {
+        Some(p) => format!("PID {p} on GPU {gpu}"),
+        None => format!("GPU {gpu}"),
+    };
+    text.contains(&who) && text.to_lowercase().contains(&kind.label().to_lowercase())
+}
+
+#[test]
+fn every_bundled_recording_reports_each_of_its_alerts_in_the_summary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut total = 0;
+    for rec in recordings() {
+        let lines = alert_lines(&rec);
+        let keys = raised(&lines);
+        total += keys.len();
+        let out = dir.path().join("r.html");
+        gpumon()
+            .arg("report")
+            .arg(&rec)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let html = std::fs::read_to_string(&out).expect("page written");
+        assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>"));
+        // Self-contained: nothing to fetch, nothing to run.
+        for banned in ["<script", "src=\"http", "href=\"http", "@import", "url("] {
+            assert!(!html.contains(banned), "{}: {banned}", rec.display());
+        }
+        // One summary item per alert, each naming its process, GPU and kind.
+        for (kind, pid, gpu) in &keys {
+            let key = format!(
+                "data-alert=\"{}:{}:{gpu}\"",
+                serde_json::to_value(kind)
+                    .expect("kind")
+                    .as_str()
+                    .expect("str"),
+                pid.map(|p| p.to_string()).unwrap_or_default()
+            );
+            let at = html
+                .find(&key)
+                .unwrap_or_else(|| panic!("{}: no summary item {key}", rec.display()));
+            let item = text_between(&html[at..], "", "</li>");
+            assert!(
+                named(&item, (*kind, *pid, *gpu)),
+                "{}: the item does not name {kind:?} {pid:?} {gpu}: {item}",
+                rec.display()
+            );
+        }
+        let start = html.find("<section id=\"summary\">").expect("a summary");
+        let raw_summary = &html[start..start + html[start..].find("</section>").expect("end")];
+        assert_eq!(
+            raw_summary.matches("data-alert=").count(),
+            keys.len(),
+            "{}: one item per alert and no other",
+            rec.display()
+        );
+        let summary = text_between(&html, "<section id=\"summary\">", "</section>");
+        if keys.is_empty() {
+            assert!(summary.contains("No alert was raised"), "{summary}");
+        }
+        // Every alert change is quoted exactly as --alerts-jsonl wrote it.
+        for l in &lines {
+            let quoted = l
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&quot;")
+                .replace('\'', "&#39;");
+            assert!(
+                html.contains(&quoted),
+                "{}: line not quoted: {l}",
+                rec.display()
+            );
+        }
+        // A chart per GPU, and one per process.
+        assert!(html.matches("<svg class=\"chart\" id=\"gpu-").count() >= 1);
+        assert!(html.matches("<svg class=\"chart\" id=\"proc-").count() >= 1);
+
+        // The Markdown says the same, and quotes the same lines.
+        let md = gpumon()
+            .arg("report")
+            .arg(&rec)
+            .args(["--format", "md"])
+            .output()
+            .expect("md");
+        assert!(md.status.success());
+        let md = String::from_utf8(md.stdout).expect("utf-8");
+        let md_summary = md
+            .split("## Summary")
+            .nth(1)
+            .and_then(|s| s.split("## GPUs").next())
+            .expect("a summary section");
+        for k in &keys {
+            let line = md_summary
+                .lines()
+                .find(|l| l.contains(&format!("· {}**", k.0.label())) && named(l, *k))
+                .unwrap_or_else(|| panic!("{}: md names no {k:?}:\n{md_summary}", rec.display()));
+            assert!(line.starts_with("- **"), "{line}");
+        }
+        for l in &lines {
+            assert!(md.contains(l.as_str()), "md lacks {l}");
+        }
+    }
+    assert!(total >= 10, "the bundled recordings raise alerts: {total}");
+}
+
+#[test]
+fn a_missing_or_corrupt_recording_is_a_clear_error_and_leaves_no_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("r.html");
+    let missing = dir.path().join("none.gpumon.jsonl");
+    let o = gpumon()
+        .arg("report")
+        .arg(&missing)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot open recording") && err.contains("none.gpumon.jsonl"),
+        "{err}"
+    );
+    assert!(!out.exists());
+
+    // A good start, then garbage: the error names the line, and an older page survives.
+    let good = std::fs::read_to_string(&recordings()[0]).expect("asset");
+    let mut text: String = good.lines().take(50).collect::<Vec<_>>().join("\n");
+    text.push_str("\n{\"type\":\"tick\",\"t\":oops}\n");
+    let bad = dir.path().join("bad.gpumon.jsonl");
+    std::fs::write(&bad, text).expect("write");
+    std::fs::write(&out, "old page").expect("write");
+    let o = gpumon()
+        .arg("report")
+        .arg(&bad)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.gpumon.jsonl:51"), "{err}");
+    assert_eq!(std::fs::read_to_string(&out).expect("kept"), "old page");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn without_o_the_page_lands_next_to_the_recording() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("night.gpumon.jsonl");
+    std::fs::copy(&recordings()[0], &rec).expect("copy");
+    gpumon()
+        .arg("report")
+        .arg(&rec)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("night.report.html"));
+    assert!(dir.path().join("night.report.html").exists());
+}
+
+fn record_cmd(dir: &Path) -> (std::process::Command, PathBuf, PathBuf) {
+    let rec = dir.join("r.gpumon.jsonl");
+    let page = dir.join("r.html");
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin!("gpumon"));
+    c.env("RUST_BACKTRACE", "0").env_remove("GPUMON_PRELOAD");
+    c.args(["record", "--interval", "100ms", "--socket-dir"])
+        .arg(dir.join("sock"))
+        .arg("-o")
+        .arg(&rec)
+        .arg("--report")
+        .arg(&page);
+    (c, rec, page)
+}
+
+#[test]
+fn record_writes_its_report_when_the_duration_ends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut c, rec, page) = record_cmd(dir.path());
+    c.args(["--duration", "600ms"]);
+    assert_cmd::Command::from_std(c).assert().success();
+    assert!(rec.exists());
+    let html = std::fs::read_to_string(&page).expect("report written");
+    assert!(html.contains("<section id=\"summary\">"), "{html}");
+    assert!(html.contains("r.gpumon.jsonl"));
+}
+
+#[test]
+fn record_writes_its_report_on_sigterm_and_sigint() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut c, rec, page) = record_cmd(dir.path());
+        c.stderr(std::process::Stdio::piped());
+        let child = c.spawn().expect("record starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // Started once its header is on disk, plus a few ticks.
+        while std::fs::metadata(&rec).map_or(true, |m| m.len() == 0) {
+            assert!(Instant::now() < deadline, "no recording");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(400));
+        // SAFETY: a plain kill(2) of the child we started.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().expect("exits");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "signal {sig}: {err}");
+        assert!(err.contains("report written to"), "{err}");
+        let html = std::fs::read_to_string(&page).expect("report written");
+        assert!(html.ends_with("</html>"));
+    }
+}
