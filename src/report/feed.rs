@@ -40,7 +40,10 @@ pub fn replay_run(path: &Path, mut pipe: Pipeline) -> Result<Run, ReportError> {
         tx,
     )?;
     let capture = Capture::default();
-    pipe.sinks.alerts_out = Some(Box::new(capture.clone()));
+    pipe.sinks.alerts_out = Some(crate::export::line_file::LineFile::new(
+        Box::new(capture.clone()),
+        "the report's alert capture",
+    ));
     let file = path.display().to_string();
     let mut collector: Option<Collector> = None;
     let mut ended = false;

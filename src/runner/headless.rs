@@ -189,7 +189,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     drop(channel);
     // The recording is closed (also after SIGINT/SIGTERM, which end the loop): tell it.
     if let Some(out) = r.report.clone() {
-        let file = r.output.clone();
+        let file = output.clone();
         let done = tokio::task::spawn_blocking(move || {
             super::report::write_report(&file, Some(&out), crate::report::Format::Html, None)
         })
