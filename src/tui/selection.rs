@@ -210,6 +210,7 @@ mod tests {
             first_seen: 0,
             last_seen: 0,
             gpus: Default::default(),
+            exit: None,
         };
         for f in ["", "BERT", "python", "ALICE", "23", "1234"] {
             assert!(matches(&p, f), "{f:?} should match");
