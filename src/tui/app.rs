@@ -13,6 +13,7 @@ use std::cell::RefCell;
 
 use ratatui::layout::Rect;
 
+use crate::model::alerts::Alert;
 use crate::model::frame::Frame;
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::pipeline::Pipeline;
@@ -114,6 +115,9 @@ pub struct App {
     pub zoom: usize,
     /// The selected alert in the panel, and its row (kept in step by `sync`).
     pub sel_alert: Option<AlertId>,
+    /// Past alerts whose mark a person has taken off the cards and rows (`A`): UI state,
+    /// kept across a replay's seeks (the same alerts are derived again).
+    pub acked_past: std::collections::BTreeSet<AlertId>,
     pub alert_row: usize,
     /// Charts run from zero to the card's total instead of fitting the data (key `f`).
     pub full_scale: bool,
@@ -172,6 +176,7 @@ impl App {
             proc_row: 0,
             zoom: 1,
             sel_alert: None,
+            acked_past: Default::default(),
             alert_row: 0,
             full_scale: false,
             card_chart: false,
@@ -255,6 +260,33 @@ impl App {
     pub fn unacknowledged(&self) -> usize {
         let active = self.pipe.alerts.active();
         active.iter().filter(|a| !a.silenced).count()
+    }
+
+    /// Past alerts whose mark still shows on their card and row (not acknowledged), newest
+    /// first.
+    pub fn past_marked(&self) -> Vec<&Alert> {
+        self.pipe
+            .alerts
+            .history()
+            .filter(|a| !self.acked_past.contains(&AlertId::of(a)))
+            .collect()
+    }
+
+    /// The alert the bar shows, which the panel opens on: the most severe active one not
+    /// acknowledged, else any active one, else the most severe past one (newest first).
+    pub fn headline_alert(&self) -> Option<AlertId> {
+        let e = &self.pipe.alerts;
+        let active = e.active();
+        if let Some(a) = active.iter().find(|a| !a.silenced).or(active.first()) {
+            return Some(AlertId::of(a));
+        }
+        let mut worst: Option<&Alert> = None;
+        for a in e.history() {
+            if worst.is_none_or(|w| a.severity > w.severity) {
+                worst = Some(a);
+            }
+        }
+        worst.map(AlertId::of)
     }
 
     /// Apply one event; afterwards the selection is found again in the new lists.
@@ -421,7 +453,10 @@ impl App {
             Action::Enter if self.view == View::Alerts => self.open_alert(),
             Action::Enter => self.go(View::Detail),
             Action::Alerts if self.view == View::Alerts => self.go_back(),
-            Action::Alerts => self.go(View::Alerts),
+            Action::Alerts => {
+                self.go(View::Alerts);
+                self.open_on_headline();
+            }
             Action::Ack => self.ack(),
             Action::Sort => {
                 self.sort.key = self.sort.key.next();

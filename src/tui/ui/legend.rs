@@ -46,6 +46,12 @@ term!(
     "NVML no longer lists the process (exited or released the GPU)"
 );
 term!(
+    EXITED,
+    "exited OOM killed",
+    "exited OOM killed",
+    "(USED) the process ended: on its own, of an OOM it reported, or with no goodbye from its companion (a signal or a crash); it stays listed with its last state"
+);
+term!(
     NA,
     "n/a",
     "n/a",
@@ -199,7 +205,13 @@ term!(
     MARK,
     "⚠ on a row",
     "! on a row",
-    "this process or card has an active alert"
+    "this process or card has an active alert (dim, or on an ended process: a past one)"
+);
+term!(
+    PAST_MARK,
+    "past ‼ 1",
+    "past !! 1",
+    "(card border, GPU row) the worst ended alert on the card and their count, until A acknowledges them"
 );
 term!(
     PAST,
@@ -253,7 +265,7 @@ term!(
 
 /// Every entry, in the order help's legend page lists them.
 pub const LEGEND: &[Term] = &[
-    USED, PEAK, GONE, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG, STRANDED,
+    USED, PEAK, GONE, EXITED, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG, STRANDED,
     LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, FIT, ZOOM, REFS, TRACES, CHART_KEY, HISTORY,
-    GATES, SEV, MARK, CARD_MARK, PAST, ACK, SORT, REPLAY, REC, FROZEN, WINDOW, INTERVAL,
+    GATES, SEV, MARK, CARD_MARK, PAST_MARK, PAST, ACK, SORT, REPLAY, REC, FROZEN, WINDOW, INTERVAL,
 ];

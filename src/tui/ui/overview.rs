@@ -123,8 +123,9 @@ fn alloc_of<'a>(
     g: &GpuState,
     all: &[crate::model::sample::GpuInfo],
 ) -> Option<(&'a ProcAlloc, &'a DevAlloc)> {
-    let d = s.companions.for_gpu_in(p.info.pid, &g.info, all)?;
-    Some((s.companions.get(p.info.pid)?, d))
+    // A process that ended keeps the last state its companion reported.
+    let d = s.companions.latest_for_gpu_in(p.info.pid, &g.info, all)?;
+    Some((s.companions.latest(p.info.pid)?, d))
 }
 
 pub(crate) fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
