@@ -105,7 +105,7 @@ fn bar_keeps_past_alerts_in_view_with_their_worst_severity() {
     let line = bar(&vis, 80, false);
     assert!(line.contains("7@0 leak +100M/ep"), "{line}");
     assert!(line.ends_with(" · 4 past (‼ 1)"), "{line}");
-    // At 40 columns the summary keeps 20 characters and the past count stays.
+    // At 40 columns the summary keeps 24 characters and the past count stays.
     let line = bar(&vis, 40, false);
     assert!(line.contains("7@0 leak"), "{line}");
     assert!(line.contains("4 past"), "{line}");

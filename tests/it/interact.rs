@@ -233,7 +233,7 @@ fn legend_page_of_help() {
     // The legend is longer than one 36-row screen: what the first screen lacks must be
     // there once scrolled.
     let mut seen = screen.clone();
-    for _ in 0..40 {
+    for _ in 0..60 {
         key(&mut app, KeyCode::Down);
         seen.push_str(&render(&app, 100, 36, &theme(false)));
     }
@@ -316,10 +316,12 @@ fn selection_keeps_its_pid_through_resorts_and_a_seek_rebuild_and_moves_when_it_
     app.update(Event::Replay(status(t0, 9, 80)));
     assert_eq!(app.sel_pid, Some(461), "kept across the rebuild");
     assert!(app.flash.is_none(), "{:?}", app.flash);
-    // 461 is listed until the end; 510 and 462 leave NVML and expire after a minute.
+    // 461 is listed until the end; 510 and 462 leave NVML, stay listed as exited for
+    // `keep_exited` (10 min live), then go.
     feed(&mut app, 9_000, 80_000);
     select(&mut app, 462);
-    let t_end = t0 + 150_000;
+    let exit = app.pipe.state.procs[&462].exit.expect("462 ended before 80 s");
+    let t_end = exit.at + gpumon::model::state::KEEP_EXITED_LIVE_MS + 1;
     let mut last = all
         .iter()
         .rev()

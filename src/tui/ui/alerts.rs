@@ -167,11 +167,12 @@ pub fn render_alert_bar(
             };
             let fixed = m.chars().count() + 1 + more.chars().count();
             let summary_w = top.summary.chars().count();
-            // The summary keeps 20 characters at least; the past count takes what is left.
+            // The summary keeps 24 characters at least (its subject and what happened); the
+            // past count takes what is left, in its longest spelling that fits.
             let tail = past_texts
                 .iter()
                 .map(|p| format!(" {dot} {p}"))
-                .find(|t| fixed + summary_w.min(20) + t.chars().count() <= w)
+                .find(|t| fixed + summary_w.min(24) + t.chars().count() <= w)
                 .unwrap_or_default();
             let room = w.saturating_sub(fixed + tail.chars().count());
             let sev = style(top.severity, theme);

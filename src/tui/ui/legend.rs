@@ -47,9 +47,9 @@ term!(
 );
 term!(
     EXITED,
-    "exited OOM killed",
-    "exited OOM killed",
-    "(USED) the process ended: on its own, of an OOM it reported, or with no goodbye from its companion (a signal or a crash); it stays listed with its last state"
+    "exited",
+    "exited",
+    "(USED) the process ended; OOM: of an OOM it reported; killed: no goodbye"
 );
 term!(
     NA,
@@ -205,13 +205,13 @@ term!(
     MARK,
     "⚠ on a row",
     "! on a row",
-    "this process or card has an active alert (dim, or on an ended process: a past one)"
+    "this process has an alert (dim, or on an ended one: a past alert)"
 );
 term!(
     PAST_MARK,
     "past ‼ 1",
     "past !! 1",
-    "(card border, GPU row) the worst ended alert on the card and their count, until A acknowledges them"
+    "(card border) the worst ended alert on the card, and how many, until A"
 );
 term!(
     PAST,
