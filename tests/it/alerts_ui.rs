@@ -105,10 +105,19 @@ fn bar_keeps_past_alerts_in_view_with_their_worst_severity() {
     let line = bar(&vis, 80, false);
     assert!(line.contains("7@0 leak +100M/ep"), "{line}");
     assert!(line.ends_with(" · 4 past (‼ 1)"), "{line}");
-    // At 40 columns the summary keeps 24 characters and the past count stays.
+    // At 40 columns an active warning shares the line with a past critical alert, but
+    // keeps its summary whole beside past warnings.
     let line = bar(&vis, 40, false);
     assert!(line.contains("7@0 leak"), "{line}");
-    assert!(line.contains("4 past"), "{line}");
+    assert!(line.ends_with("4 past (‼ 1)"), "{line}");
+    let mild = ui::alerts::PastAlerts {
+        worst: Some(Severity::Warning),
+        ..past
+    };
+    let mut buf = Buffer::empty(Rect::new(0, 0, 40, 1));
+    ui::alerts::render_alert_bar(&vis, 0, mild, buf.area, &mut buf, &theme(false));
+    let line = text(&buf)[0].clone();
+    assert!(!line.contains("past"), "{line}");
     let none = ui::alerts::PastAlerts::default();
     let mut buf = Buffer::empty(Rect::new(0, 0, 40, 1));
     ui::alerts::render_alert_bar(&[], 0, none, buf.area, &mut buf, &theme(false));

@@ -167,12 +167,14 @@ pub fn render_alert_bar(
             };
             let fixed = m.chars().count() + 1 + more.chars().count();
             let summary_w = top.summary.chars().count();
-            // The summary keeps 24 characters at least (its subject and what happened); the
-            // past count takes what is left, in its longest spelling that fits.
+            // The past count takes what the summary leaves, in its longest spelling that
+            // fits: the summary keeps 30 characters (its number too), or 16 when a past
+            // alert was worse than any active one (an OOM behind an info).
+            let keep = if past.worst > Some(top.severity) { 16 } else { 30 };
             let tail = past_texts
                 .iter()
                 .map(|p| format!(" {dot} {p}"))
-                .find(|t| fixed + summary_w.min(24) + t.chars().count() <= w)
+                .find(|t| fixed + summary_w.min(keep) + t.chars().count() <= w)
                 .unwrap_or_default();
             let room = w.saturating_sub(fixed + tail.chars().count());
             let sev = style(top.severity, theme);
@@ -572,6 +574,22 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
 /// draws the mark in its own title (the card's top border, the compact row's name), so it
 /// goes through the same painted piece and never covers the scale note.
 pub fn decorate_card(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option<Span<'static>> {
+    card_mark(app, pos, area, theme, false)
+}
+
+/// `decorate_card` for a compact GPU row, which shares its one line with the usage and a
+/// sparkline: the active mark alone when there is one (` ⚠ 1 `), else ` past ‼ 1 `.
+pub fn decorate_row(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option<Span<'static>> {
+    card_mark(app, pos, area, theme, true)
+}
+
+fn card_mark(
+    app: &App,
+    pos: usize,
+    area: Rect,
+    theme: &Theme,
+    short: bool,
+) -> Option<Span<'static>> {
     app.hit(area, Target::Gpu(pos));
     let g = app.view_state().gpus.get(pos)?;
     let on: Vec<Severity> = app
@@ -593,6 +611,7 @@ pub fn decorate_card(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option
         (None, None) => return None,
         (Some(a), None) => format!(" {} {} ", mark(a, theme), on.len()),
         (None, Some(p)) => format!(" past {} {} ", mark(p, theme), past.len()),
+        (Some(a), Some(_)) if short => format!(" {} {} ", mark(a, theme), on.len()),
         (Some(a), Some(p)) => format!(
             " {} {} {} past {} {} ",
             mark(a, theme),

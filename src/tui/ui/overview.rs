@@ -499,7 +499,7 @@ fn compact(
     let head = format!("{mark}GPU{} {} ", g.info.index, short_name(&g.info.name));
     let style = if sel { theme.title() } else { theme.normal() };
     // The alert mark follows the name, where a card would have it in its border.
-    let alert = super::alerts::decorate_card(app, pos, area, theme);
+    let alert = super::alerts::decorate_row(app, pos, area, theme);
     let head_w =
         (head.chars().count() + alert.as_ref().map_or(0, |a| a.width().saturating_sub(1))) as u16;
     p.paint("gpu row name", |buf| {
