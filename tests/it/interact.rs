@@ -528,3 +528,64 @@ fn help_keys_page_at_40x12_has_no_fragments_and_scrolls() {
     );
     assert!(!end.contains("more lines"), "{end}");
 }
+
+/// At the end of a run the alerts have ended with their processes: each card keeps the
+/// mark of its worst past alert until `A`, and Enter on a past alert opens the process
+/// that died, never another one.
+#[test]
+fn past_alerts_mark_their_card_until_acknowledged_and_enter_reaches_their_dead_process() {
+    let mut app = app_from(LEAK, None);
+    app.sync();
+    let past: Vec<_> = app.pipe.alerts.history().cloned().collect();
+    let oom = past
+        .iter()
+        .find(|a| a.pid.is_some() && a.severity == gpumon::model::alerts::Severity::Critical)
+        .expect("an OOM among the past alerts")
+        .clone();
+    let pid = oom.pid.expect("about a process");
+    let exit = app.pipe.state.procs[&pid].exit.expect("it died");
+    assert_eq!(exit.cause.label(), "OOM");
+    let border = |app: &App| {
+        let screen = render(app, 120, 40, &theme(false));
+        screen
+            .lines()
+            .find(|l| l.contains(&format!("GPU {} ·", oom.gpu)))
+            .expect("its card")
+            .to_string()
+    };
+    assert!(border(&app).contains("past ‼"), "{}", border(&app));
+    // The panel, on that alert; Enter opens its GPU with the dead process selected.
+    key(&mut app, KeyCode::Char('a'));
+    for _ in 0..past.len() + 4 {
+        if app.sel_alert.is_some_and(|a| a.key == oom.key() && a.raised_at == oom.raised_at) {
+            break;
+        }
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view, View::Detail);
+    assert_eq!(app.sel_pid, Some(pid));
+    assert_eq!(app.view_state().gpus[app.gpu].info.index, oom.gpu);
+    assert!(app.flash.is_none(), "{:?}", app.flash);
+    // A process no longer kept is said so, not swapped for its neighbour.
+    key(&mut app, KeyCode::Char('a'));
+    let sel = app.sel_alert;
+    app.pipe.state.procs.remove(&pid);
+    app.sel_alert = sel;
+    for _ in 0..past.len() + 4 {
+        if app.sel_alert.is_some_and(|a| a.key == oom.key()) {
+            break;
+        }
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view, View::Alerts);
+    let flash = app.flash.clone().unwrap_or_default();
+    assert!(flash.contains(&format!("PID {pid} is no longer kept")), "{flash}");
+    // A acknowledges past alerts too: the card forgets them, the panel keeps them.
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char('A'));
+    key(&mut app, KeyCode::Char('y'));
+    assert!(!border(&app).contains("past"), "{}", border(&app));
+    assert_eq!(app.pipe.alerts.history().count(), past.len());
+}

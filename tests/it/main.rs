@@ -39,6 +39,7 @@ mod legend;
 mod model_bounds;
 mod msrv;
 mod multi_gpu;
+mod postmortem_tmux;
 mod procfs_placement;
 mod prometheus_e2e;
 mod rank_row;
