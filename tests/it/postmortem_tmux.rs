@@ -65,6 +65,19 @@ fn past_alerts(file: &str) -> BTreeMap<u64, (usize, String, usize)> {
         .collect()
 }
 
+/// The selected rows once one of them satisfies `ok` (the pane redraws after a key; a
+/// loaded machine may take a while), or as they are after `secs`.
+fn selected_when(s: &Session, ok: impl Fn(&str) -> bool, secs: u64) -> Vec<String> {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let rows = reversed_rows(s);
+        if rows.iter().any(|r| ok(r)) || std::time::Instant::now() > end {
+            return rows;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 fn mark(severity: &str) -> &'static str {
     match severity {
         "critical" => "‼",
@@ -118,6 +131,7 @@ fn enter_on_the_past_oom_of_a_process_that_died_opens_it_with_its_allocator_stat
     }
     let s = at_end("pm-oom", "assets/demo-leaks.gpumon.jsonl", 120, 40);
     keys(&s, &["a"]);
+    wait_for(&s, "Alerts ", 10);
     // PID 789 died of an OOM its companion reported; its alert ended with it.
     for _ in 0..8 {
         if reversed_rows(&s).iter().any(|r| r.contains("789@1 leak OOM")) {
@@ -128,8 +142,8 @@ fn enter_on_the_past_oom_of_a_process_that_died_opens_it_with_its_allocator_stat
     let sel = reversed_rows(&s);
     assert!(sel.iter().any(|r| r.contains("789@1 leak OOM")), "{sel:?}\n{}", pane(&s));
     keys(&s, &["Enter"]);
-    let p = pane(&s);
-    let sel = reversed_rows(&s);
+    let p = wait_for(&s, "its last reported state", 10);
+    let sel = selected_when(&s, |r| r.contains(" 789 "), 10);
     assert!(
         sel.iter().any(|r| r.contains(" 789 ") && r.contains("OOM pk")),
         "Enter opens PID 789, listed as dead of an OOM: {sel:?}\n{p}"
@@ -159,21 +173,29 @@ fn the_alerts_panel_opens_on_the_active_critical_alert_at_40x12() {
     wait_for(&s, "REPLAY", 15);
     keys(&s, &["Space"]);
     // The fragmentation warning comes first, then the OOM: step to the OOM.
+    let bar_now = || pane(&s).lines().rev().nth(1).unwrap_or_default().to_string();
     for _ in 0..4 {
-        let bar = pane(&s).lines().rev().nth(1).unwrap_or_default().to_string();
-        if bar.starts_with('‼') {
+        if bar_now().starts_with('‼') {
             break;
         }
+        let before = pane(&s).lines().next().unwrap_or_default().to_string();
         keys(&s, &["}"]);
-        std::thread::sleep(std::time::Duration::from_millis(700));
+        // Wait for the seek to land (the header's position changes) before looking again.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while pane(&s).lines().next().unwrap_or_default() == before
+            && std::time::Instant::now() < end
+        {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
     }
     let p = pane(&s);
     let bar = p.lines().rev().nth(1).unwrap_or_default().to_string();
     assert!(bar.starts_with("‼ 791@1 frag OOM"), "{bar}\n{p}");
     keys(&s, &["a"]);
-    let p = pane(&s);
+    let p = wait_for(&s, "frag: 64.0MiB fits no hole", 10);
     assert!(p.contains("frag: 64.0MiB fits no hole"), "both alerts listed:\n{p}");
-    let sel = reversed_rows(&s);
+    let sel = selected_when(&s, |r| r.contains("frag OOM"), 10);
     assert!(
         sel.iter().any(|r| r.starts_with("‼ 791@1 frag OOM")),
         "the panel opens on the bar's alert: {sel:?}\n{p}"
