@@ -589,3 +589,25 @@ fn past_alerts_mark_their_card_until_acknowledged_and_enter_reaches_their_dead_p
     assert!(!border(&app).contains("past"), "{}", border(&app));
     assert_eq!(app.pipe.alerts.history().count(), past.len());
 }
+
+/// A process that ended stays listed, but is never signalled: its PID may be another
+/// process's by now.
+#[test]
+fn kill_refuses_a_process_that_has_ended() {
+    let mut app = app_from(GROW, None);
+    app.source = SourceKind::Live { interval_ms: 1000 };
+    app.may_signal = |_| Ok(());
+    app.sync();
+    let dead = app
+        .pipe
+        .state
+        .procs
+        .values()
+        .find_map(|p| p.exit.map(|_| p.info.pid))
+        .expect("462 and 510 end before the recording does");
+    select(&mut app, dead);
+    key(&mut app, KeyCode::Char('k'));
+    assert!(app.prompt.is_none());
+    let flash = app.flash.clone().unwrap_or_default();
+    assert!(flash.contains(&format!("PID {dead} has ended")), "{flash}");
+}

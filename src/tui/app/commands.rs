@@ -90,6 +90,14 @@ impl App {
             ));
             return;
         }
+        // An ended process's PID may already belong to another process: never signal it.
+        if let Some(e) = self.view_state().procs.get(&pid).and_then(|p| p.exit) {
+            self.flash = Some(format!(
+                "PID {pid} has ended ({}): nothing to signal",
+                e.cause.label()
+            ));
+            return;
+        }
         if let Err(why) = (self.may_signal)(pid) {
             self.flash = Some(why);
             return;
