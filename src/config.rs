@@ -187,7 +187,9 @@ pub fn parse(text: &str) -> Result<Resolved> {
         Some("run") => Some(None),
         Some(v) => Some(Some(
             crate::cli::parse_run_length(v)
-                .map_err(|e| anyhow::anyhow!("keep_exited: {e}; or \"run\" to keep it until gpumon stops"))?
+                .map_err(|e| {
+                    anyhow::anyhow!("keep_exited: {e}; or \"run\" to keep it until gpumon stops")
+                })?
                 .as_millis() as i64,
         )),
     };

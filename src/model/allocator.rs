@@ -841,7 +841,9 @@ mod tests {
         ));
         assert!(c.get(7).is_none(), "a dead process is no longer live");
         assert_eq!(c.worst_bytes(), 0, "and its live budget is free");
-        let gone = c.latest(7).expect("its last state stays for the post-mortem");
+        let gone = c
+            .latest(7)
+            .expect("its last state stays for the post-mortem");
         assert_eq!(gone.ended, Some(4_000));
         let d = c
             .latest_for_gpu_in(7, &gpu(3, "gpu-abc", ""), &[])

@@ -298,7 +298,9 @@ impl State {
                 continue;
             }
             let ended = self.companions.ended.get(pid);
-            let at = ended.and_then(|c| c.ended).map_or(p.last_seen, |e| e.max(p.last_seen));
+            let at = ended
+                .and_then(|c| c.ended)
+                .map_or(p.last_seen, |e| e.max(p.last_seen));
             let cause = ended.map_or(ExitCause::Exited, ExitCause::from_companion);
             p.exit = Some(Exit { at, cause });
         }
@@ -545,8 +547,10 @@ mod tests {
 
     #[test]
     fn an_exited_process_keeps_its_series_to_the_exit_and_no_gaps_after() {
-        let mut s = State::default();
-        s.keep_exited_ms = None;
+        let mut s = State {
+            keep_exited_ms: None,
+            ..State::default()
+        };
         s.apply(&header());
         for i in 1..=5 {
             s.apply(&tick(i * 1_000, Some(50), &[(1, 10 * i as u64)]));
@@ -559,12 +563,23 @@ mod tests {
         assert_eq!(p.until(s.now), 5_000);
         let pg = &p.gpus[&0];
         assert_eq!(pg.peak.value, 50);
-        let gaps = pg.used.window(0, 600_000).iter().filter(|b| b.is_gap()).count();
-        assert!(gaps <= 4, "gaps only within the grace, not for 10 min: {gaps}");
+        let gaps = pg
+            .used
+            .window(0, 600_000)
+            .iter()
+            .filter(|b| b.is_gap())
+            .count();
+        assert!(
+            gaps <= 4,
+            "gaps only within the grace, not for 10 min: {gaps}"
+        );
         // Listed again: the pid was reused, a new process with a new story.
         s.apply(&tick(601_000, Some(7), &[(1, 7)]));
         let p = &s.procs[&1];
-        assert_eq!((p.exit, p.first_seen, p.gpus[&0].peak.value), (None, 601_000, 7));
+        assert_eq!(
+            (p.exit, p.first_seen, p.gpus[&0].peak.value),
+            (None, 601_000, 7)
+        );
     }
 
     #[test]

@@ -62,7 +62,14 @@ fn bar_shows_most_severe_and_count_in_40_columns() {
     assert!(vis.len() >= 2, "{vis:?}");
     for ascii in [false, true] {
         let mut buf = Buffer::empty(Rect::new(0, 0, 40, 1));
-        ui::alerts::render_alert_bar(&vis, 0, Default::default(), buf.area, &mut buf, &theme(ascii));
+        ui::alerts::render_alert_bar(
+            &vis,
+            0,
+            Default::default(),
+            buf.area,
+            &mut buf,
+            &theme(ascii),
+        );
         let line = &text(&buf)[0];
         assert!(line.contains("7@0 leak +100M/ep"), "{line:?}");
         assert!(
@@ -78,7 +85,14 @@ fn bar_shows_most_severe_and_count_in_40_columns() {
 #[test]
 fn bar_without_alerts_says_so() {
     let mut buf = Buffer::empty(Rect::new(0, 0, 40, 1));
-    ui::alerts::render_alert_bar(&[], 2, Default::default(), buf.area, &mut buf, &theme(false));
+    ui::alerts::render_alert_bar(
+        &[],
+        2,
+        Default::default(),
+        buf.area,
+        &mut buf,
+        &theme(false),
+    );
     assert!(text(&buf)[0].contains("no new alerts (2 acknowledged)"));
 }
 
@@ -167,7 +181,14 @@ fn panel_selection_of_past_alert_and_tiny_areas_do_not_panic() {
     for (w, h) in [(1, 1), (40, 1), (40, 2), (5, 12), (0, 0)] {
         let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
         ui::alerts::render_alerts_panel(&e, 0, buf.area, &mut buf, &theme(true));
-        ui::alerts::render_alert_bar(&e.visible(), 0, Default::default(), buf.area, &mut buf, &theme(true));
+        ui::alerts::render_alert_bar(
+            &e.visible(),
+            0,
+            Default::default(),
+            buf.area,
+            &mut buf,
+            &theme(true),
+        );
     }
     let empty = AlertEngine::default();
     let mut buf = Buffer::empty(Rect::new(0, 0, 40, 12));

@@ -320,7 +320,9 @@ fn selection_keeps_its_pid_through_resorts_and_a_seek_rebuild_and_moves_when_it_
     // `keep_exited` (10 min live), then go.
     feed(&mut app, 9_000, 80_000);
     select(&mut app, 462);
-    let exit = app.pipe.state.procs[&462].exit.expect("462 ended before 80 s");
+    let exit = app.pipe.state.procs[&462]
+        .exit
+        .expect("462 ended before 80 s");
     let t_end = exit.at + gpumon::model::state::KEEP_EXITED_LIVE_MS + 1;
     let mut last = all
         .iter()
@@ -557,7 +559,10 @@ fn past_alerts_mark_their_card_until_acknowledged_and_enter_reaches_their_dead_p
     // The panel, on that alert; Enter opens its GPU with the dead process selected.
     key(&mut app, KeyCode::Char('a'));
     for _ in 0..past.len() + 4 {
-        if app.sel_alert.is_some_and(|a| a.key == oom.key() && a.raised_at == oom.raised_at) {
+        if app
+            .sel_alert
+            .is_some_and(|a| a.key == oom.key() && a.raised_at == oom.raised_at)
+        {
             break;
         }
         key(&mut app, KeyCode::Down);
@@ -581,7 +586,10 @@ fn past_alerts_mark_their_card_until_acknowledged_and_enter_reaches_their_dead_p
     key(&mut app, KeyCode::Enter);
     assert_eq!(app.view, View::Alerts);
     let flash = app.flash.clone().unwrap_or_default();
-    assert!(flash.contains(&format!("PID {pid} is no longer kept")), "{flash}");
+    assert!(
+        flash.contains(&format!("PID {pid} is no longer kept")),
+        "{flash}"
+    );
     // A acknowledges past alerts too: the card forgets them, the panel keeps them.
     key(&mut app, KeyCode::Esc);
     key(&mut app, KeyCode::Char('A'));

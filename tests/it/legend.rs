@@ -157,7 +157,9 @@ fn shows(t: &Term, screen: &str) -> bool {
             .any(|w| screen.contains(w)),
         legend::PAST_MARK => lines().any(|l| {
             (l.starts_with('╭') || l.starts_with('┌'))
-                && ["past ‼ ", "past ⚠ ", "past ℹ "].iter().any(|m| l.contains(m))
+                && ["past ‼ ", "past ⚠ ", "past ℹ "]
+                    .iter()
+                    .any(|m| l.contains(m))
         }),
         legend::SORT => screen.contains('▼') || screen.contains('▲'),
         legend::CUDA => screen.contains("cuda:1"),

@@ -105,11 +105,18 @@ fn at_the_end_of_every_recording_the_bar_and_the_cards_show_the_past_alerts() {
         let count: usize = past.values().map(|v| v.0).sum();
         let worst = past
             .values()
-            .max_by_key(|v| ["info", "warning", "critical"].iter().position(|x| *x == v.1))
+            .max_by_key(|v| {
+                ["info", "warning", "critical"]
+                    .iter()
+                    .position(|x| *x == v.1)
+            })
             .expect("one");
         let worst_n: usize = past.values().filter(|v| v.1 == worst.1).map(|v| v.2).sum();
         let want = format!("{count} past ({} {worst_n})", mark(&worst.1));
-        assert!(bar.contains(&want), "{file}: bar lacks {want:?}: {bar}\n{p}");
+        assert!(
+            bar.contains(&want),
+            "{file}: bar lacks {want:?}: {bar}\n{p}"
+        );
         for (gpu, (n, sev, _)) in &past {
             let border = p
                 .lines()
@@ -134,27 +141,47 @@ fn enter_on_the_past_oom_of_a_process_that_died_opens_it_with_its_allocator_stat
     wait_for(&s, "Alerts ", 10);
     // PID 789 died of an OOM its companion reported; its alert ended with it.
     for _ in 0..8 {
-        if reversed_rows(&s).iter().any(|r| r.contains("789@1 leak OOM")) {
+        if reversed_rows(&s)
+            .iter()
+            .any(|r| r.contains("789@1 leak OOM"))
+        {
             break;
         }
         keys(&s, &["Down"]);
     }
     let sel = reversed_rows(&s);
-    assert!(sel.iter().any(|r| r.contains("789@1 leak OOM")), "{sel:?}\n{}", pane(&s));
+    assert!(
+        sel.iter().any(|r| r.contains("789@1 leak OOM")),
+        "{sel:?}\n{}",
+        pane(&s)
+    );
     keys(&s, &["Enter"]);
     let p = wait_for(&s, "its last reported state", 10);
     let sel = selected_when(&s, |r| r.contains(" 789 "), 10);
     assert!(
-        sel.iter().any(|r| r.contains(" 789 ") && r.contains("OOM pk")),
+        sel.iter()
+            .any(|r| r.contains(" 789 ") && r.contains("OOM pk")),
         "Enter opens PID 789, listed as dead of an OOM: {sel:?}\n{p}"
     );
     assert!(p.contains("pid 789 "), "its chart:\n{p}");
-    for line in ["its last reported state", "OOM x1", "alloc ", " L ", " of T "] {
+    for line in [
+        "its last reported state",
+        "OOM x1",
+        "alloc ",
+        " L ",
+        " of T ",
+    ] {
         assert!(p.contains(line), "the allocator panel keeps {line:?}:\n{p}");
     }
     assert!(!p.contains("no companion"), "it had one:\n{p}");
-    assert!(!p.contains('╳'), "no read-failure mark after the exit:\n{p}");
-    assert!(p.contains("   0 GiB┤"), "a dead process's axis starts at zero:\n{p}");
+    assert!(
+        !p.contains('╳'),
+        "no read-failure mark after the exit:\n{p}"
+    );
+    assert!(
+        p.contains("   0 GiB┤"),
+        "a dead process's axis starts at zero:\n{p}"
+    );
 }
 
 #[test]
@@ -173,7 +200,14 @@ fn the_alerts_panel_opens_on_the_active_critical_alert_at_40x12() {
     wait_for(&s, "REPLAY", 15);
     keys(&s, &["Space"]);
     // The fragmentation warning comes first, then the OOM: step to the OOM.
-    let bar_now = || pane(&s).lines().rev().nth(1).unwrap_or_default().to_string();
+    let bar_now = || {
+        pane(&s)
+            .lines()
+            .rev()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    };
     for _ in 0..4 {
         if bar_now().starts_with('‼') {
             break;
@@ -194,7 +228,10 @@ fn the_alerts_panel_opens_on_the_active_critical_alert_at_40x12() {
     assert!(bar.starts_with("‼ 791@1 frag OOM"), "{bar}\n{p}");
     keys(&s, &["a"]);
     let p = wait_for(&s, "frag: 64.0MiB fits no hole", 10);
-    assert!(p.contains("frag: 64.0MiB fits no hole"), "both alerts listed:\n{p}");
+    assert!(
+        p.contains("frag: 64.0MiB fits no hole"),
+        "both alerts listed:\n{p}"
+    );
     let sel = selected_when(&s, |r| r.contains("frag OOM"), 10);
     assert!(
         sel.iter().any(|r| r.starts_with("‼ 791@1 frag OOM")),

@@ -32,7 +32,10 @@ impl App {
             return;
         };
         if let Some(pid) = id.key.pid {
-            let listed = s.procs.get(&pid).is_some_and(|p| p.gpus.contains_key(&id.key.gpu));
+            let listed = s
+                .procs
+                .get(&pid)
+                .is_some_and(|p| p.gpus.contains_key(&id.key.gpu));
             if !listed {
                 self.flash = Some(format!(
                     "PID {pid} is no longer kept on GPU {}: what is known is here",

@@ -170,7 +170,11 @@ pub fn render_alert_bar(
             // The past count takes what the summary leaves, in its longest spelling that
             // fits: the summary keeps 30 characters (its number too), or 16 when a past
             // alert was worse than any active one (an OOM behind an info).
-            let keep = if past.worst > Some(top.severity) { 16 } else { 30 };
+            let keep = if past.worst > Some(top.severity) {
+                16
+            } else {
+                30
+            };
             let tail = past_texts
                 .iter()
                 .map(|p| format!(" {dot} {p}"))
@@ -559,13 +563,21 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
     {
         return Some((mark(s, theme), style(s, theme)));
     }
-    let s = app.past_marked().into_iter().filter(about).map(|a| a.severity).max()?;
+    let s = app
+        .past_marked()
+        .into_iter()
+        .filter(about)
+        .map(|a| a.severity)
+        .max()?;
     let ended = app
         .view_state()
         .procs
         .get(&pid)
         .is_some_and(|p| p.exit.is_some());
-    Some((mark(s, theme), if ended { style(s, theme) } else { theme.dim() }))
+    Some((
+        mark(s, theme),
+        if ended { style(s, theme) } else { theme.dim() },
+    ))
 }
 
 /// On a GPU card (or compact row): the worst active alert about the card (or any process

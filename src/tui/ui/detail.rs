@@ -63,10 +63,7 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
     let all = s.gpu_infos();
     // A process that ended keeps the last state its companion reported: its post-mortem.
     let companion = sel.and_then(|(pr, _)| s.companions.latest(pr.info.pid));
-    let dev = sel.and_then(|(pr, _)| {
-        s.companions
-            .latest_for_gpu_in(pr.info.pid, &g.info, all)
-    });
+    let dev = sel.and_then(|(pr, _)| s.companions.latest_for_gpu_in(pr.info.pid, &g.info, all));
     let proc_chart = sel.filter(|_| !app.card_chart);
     // The allocator panel's place depends on whether any process here has a companion,
     // not the selected one, so moving the selection does not make the table jump (a
@@ -298,7 +295,12 @@ fn process_chart(
     let areas = plot::split(chart, chart.height >= 3);
     let n = usize::from(areas.plot.width) * slots_per_cell(theme);
     // A process that ended is charted to its exit: its whole story, no empty time after.
-    let grid = Grid::fit(pr.until(s.now), Some(pr.first_seen), app.window_ms(), n.max(1));
+    let grid = Grid::fit(
+        pr.until(s.now),
+        Some(pr.first_seen),
+        app.window_ms(),
+        n.max(1),
+    );
     let mut used = sample(&pg.used, &grid);
     // After its last sighting NVML simply does not list it (it is ending): no data, not
     // the read-failure mark.

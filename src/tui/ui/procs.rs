@@ -123,10 +123,7 @@ fn proc_line_at(
         .filter(|t| cmd_w >= 24 + t.len());
     cmd_w -= ended.as_ref().map_or(0, String::len);
     let cmd = super::text::fit_command(&command(p), cmd_w, theme.ascii);
-    let mut spans = vec![
-        Span::raw(head),
-        Span::raw(format!("{cmd:<cmd_w$}")),
-    ];
+    let mut spans = vec![Span::raw(head), Span::raw(format!("{cmd:<cmd_w$}"))];
     spans.extend(ended.map(|t| Span::styled(t, theme.dim())));
     spans.extend([
         Span::raw(" "),
