@@ -586,22 +586,24 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
 /// draws the mark in its own title (the card's top border, the compact row's name), so it
 /// goes through the same painted piece and never covers the scale note.
 pub fn decorate_card(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option<Span<'static>> {
-    card_mark(app, pos, area, theme, false)
+    card_mark(app, pos, area, theme, 0)
 }
 
 /// `decorate_card` for a compact GPU row, which shares its one line with the usage and a
-/// sparkline: the active mark alone when there is one (` ⚠ 1 `), else ` past ‼ 1 `.
-pub fn decorate_row(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option<Span<'static>> {
-    card_mark(app, pos, area, theme, true)
-}
-
-fn card_mark(
+/// sparkline: without the dot, and the past only when it was worse than every active alert
+/// (`tight`: the active mark alone whenever there is one, for a row with no room to spare).
+pub fn decorate_row(
     app: &App,
     pos: usize,
     area: Rect,
     theme: &Theme,
-    short: bool,
+    tight: bool,
 ) -> Option<Span<'static>> {
+    card_mark(app, pos, area, theme, if tight { 2 } else { 1 })
+}
+
+/// `short`: 0 on a card's border, 1 on a compact row, 2 on a tight one.
+fn card_mark(app: &App, pos: usize, area: Rect, theme: &Theme, short: u8) -> Option<Span<'static>> {
     app.hit(area, Target::Gpu(pos));
     let g = app.view_state().gpus.get(pos)?;
     let on: Vec<Severity> = app
@@ -623,7 +625,15 @@ fn card_mark(
         (None, None) => return None,
         (Some(a), None) => format!(" {} {} ", mark(a, theme), on.len()),
         (None, Some(p)) => format!(" past {} {} ", mark(p, theme), past.len()),
-        (Some(a), Some(_)) if short => format!(" {} {} ", mark(a, theme), on.len()),
+        // A compact row names the past only when it was worse than anything active.
+        (Some(a), Some(p)) if short == 1 && p > a => format!(
+            " {} {} past {} {} ",
+            mark(a, theme),
+            on.len(),
+            mark(p, theme),
+            past.len()
+        ),
+        (Some(a), Some(_)) if short > 0 => format!(" {} {} ", mark(a, theme), on.len()),
         (Some(a), Some(p)) => format!(
             " {} {} {} past {} {} ",
             mark(a, theme),
