@@ -115,6 +115,9 @@ pub struct App {
     pub zoom: usize,
     /// The selected alert in the panel, and its row (kept in step by `sync`).
     pub sel_alert: Option<AlertId>,
+    /// Whether a person picked `sel_alert` (keys, a click). Until then the selection follows
+    /// the alert the bar shows, the most severe active one, as alerts come and go.
+    pub alert_chosen: bool,
     /// Past alerts whose mark a person has taken off the cards and rows (`A`): UI state,
     /// kept across a replay's seeks (the same alerts are derived again).
     pub acked_past: std::collections::BTreeSet<AlertId>,
@@ -176,6 +179,7 @@ impl App {
             proc_row: 0,
             zoom: 1,
             sel_alert: None,
+            alert_chosen: false,
             acked_past: Default::default(),
             alert_row: 0,
             full_scale: false,
@@ -370,6 +374,9 @@ impl App {
         } else {
             self.proc_row = 0;
         }
+        if !self.alert_chosen {
+            self.open_on_headline();
+        }
         let ids = self.alert_ids();
         if let Some((i, found)) = locate(&ids, self.sel_alert.as_ref(), self.alert_row) {
             if !found {
@@ -409,6 +416,7 @@ impl App {
                 self.alert_row = i;
                 self.sel_alert = Some(ids[i]);
                 self.alert_scroll = 0;
+                self.alert_chosen = true;
             }
             return;
         }
@@ -455,6 +463,8 @@ impl App {
             Action::Alerts if self.view == View::Alerts => self.go_back(),
             Action::Alerts => {
                 self.go(View::Alerts);
+                self.alert_chosen = false;
+                self.alert_scroll = 0;
                 self.open_on_headline();
             }
             Action::Ack => self.ack(),

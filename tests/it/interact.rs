@@ -619,3 +619,62 @@ fn kill_refuses_a_process_that_has_ended() {
     let flash = app.flash.clone().unwrap_or_default();
     assert!(flash.contains(&format!("PID {dead} has ended")), "{flash}");
 }
+
+/// Opened before any alert, the panel's selection follows the alert the bar shows (the most
+/// severe active one) as alerts come, up to the critical OOM; once a person moves it, it
+/// stays where they put it.
+#[test]
+fn the_panel_follows_the_bars_alert_until_a_person_picks_one() {
+    let path = support::fixture(LEAK);
+    let all = frames(&path);
+    let mut app = App::new(
+        SourceKind::Replay {
+            file: path.display().to_string(),
+            demo: false,
+        },
+        Default::default(),
+    );
+    app.update(Event::Frame(all[0].clone()));
+    key(&mut app, KeyCode::Char('a'));
+    let mut critical = false;
+    let mut rest = all[1..].iter();
+    for f in rest.by_ref() {
+        app.update(Event::Frame(f.clone()));
+        let top = app.pipe.alerts.visible().first().map(|a| a.key());
+        if let Some(top) = top {
+            assert_eq!(app.sel_alert.map(|a| a.key), Some(top));
+        }
+        if app
+            .pipe
+            .alerts
+            .visible()
+            .first()
+            .is_some_and(|a| a.severity == gpumon::model::alerts::Severity::Critical)
+        {
+            critical = true;
+            break;
+        }
+    }
+    assert!(critical, "the recording raises a critical alert");
+    for f in rest.by_ref() {
+        if app.alert_ids().len() >= 2 && app.alert_row == 0 {
+            break;
+        }
+        app.update(Event::Frame(f.clone()));
+    }
+    key(&mut app, KeyCode::Down);
+    let chosen = app.sel_alert;
+    assert_ne!(
+        chosen.map(|a| a.key),
+        app.pipe.alerts.visible().first().map(|a| a.key())
+    );
+    for f in rest.take(200) {
+        app.update(Event::Frame(f.clone()));
+    }
+    let ids = app.alert_ids();
+    assert!(
+        chosen.is_some_and(|c| ids.contains(&c)),
+        "still listed (past)"
+    );
+    assert_eq!(app.sel_alert, chosen, "kept where the person put it");
+}

@@ -8,16 +8,19 @@ use crate::tui::keys::Action;
 
 impl App {
     /// The panel opens on the alert the bar shows (the most severe active one), so the
-    /// row a person came for is selected and on screen even in a 40x12 pane.
+    /// row a person came for is selected and on screen even in a 40x12 pane; until a person
+    /// picks another, the selection follows it (`sync`).
     pub(super) fn open_on_headline(&mut self) {
         let ids = self.alert_ids();
         let Some(id) = self.headline_alert() else {
             return;
         };
         if let Some(i) = ids.iter().position(|x| *x == id) {
+            if self.sel_alert != Some(id) {
+                self.alert_scroll = 0;
+            }
             self.sel_alert = Some(id);
             self.alert_row = i;
-            self.alert_scroll = 0;
         }
     }
 

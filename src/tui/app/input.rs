@@ -97,6 +97,7 @@ impl App {
                     self.alert_scroll = 0;
                 }
                 self.sel_alert = Some(id);
+                self.alert_chosen = true;
             }
         }
         None
