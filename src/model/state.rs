@@ -293,8 +293,18 @@ impl State {
     /// Processes unlisted past the grace whose companion (if any) is gone are exited, as of
     /// the later of their last sighting and their companion's disconnect.
     fn mark_exits(&mut self, now: Ts) {
+        let unreadable: Vec<u32> = self
+            .gpus
+            .iter()
+            .filter(|g| g.error().is_some())
+            .map(|g| g.info.index)
+            .collect();
         for (pid, p) in self.procs.iter_mut().filter(|(_, p)| p.exit.is_none()) {
             if now - p.last_seen <= EXIT_GRACE_MS || self.companions.get(*pid).is_some() {
+                continue;
+            }
+            // A card that cannot be read lists nobody: its processes are not known to be gone.
+            if p.gpus.keys().any(|g| unreadable.contains(g)) {
                 continue;
             }
             let ended = self.companions.ended.get(pid);
@@ -321,13 +331,19 @@ impl State {
             ProcState::new(info, t)
         });
         if proc_state.exit.is_some() {
-            // Listed again after its exit: the pid was reused, a new process.
-            let info = ProcInfo {
-                pid,
-                ..ProcInfo::default()
-            };
-            *proc_state = ProcState::new(info, t);
-            self.companions.forget(pid);
+            if self.companions.ended.contains_key(&pid) {
+                // Its companion said it ended: listed again, the pid is a new process's.
+                let info = ProcInfo {
+                    pid,
+                    ..ProcInfo::default()
+                };
+                *proc_state = ProcState::new(info, t);
+                self.companions.forget(pid);
+            } else {
+                // NVML alone lost it for a while: the same story goes on (a new process
+                // with the same pid shows itself by its command line, `apply_proc_info`).
+                proc_state.exit = None;
+            }
         }
         proc_state.last_seen = t;
         let info = &proc_state.info;
@@ -364,9 +380,14 @@ impl State {
             .procs
             .entry(info.pid)
             .or_insert_with(|| ProcState::new(info.clone(), now));
-        if p.exit.is_some() {
-            // /proc facts come for a pid NVML newly lists: after an exit, that is a new
-            // process with the old pid.
+        // /proc facts come for a pid NVML newly lists: another command line under a known
+        // pid, or a pid listed again after its companion ended, is a new process.
+        let other_cmd = matches!(
+            (&p.info.cmdline, &info.cmdline),
+            (Some(old), Some(new)) if old != new
+        );
+        let ended = p.exit.is_some() && self.companions.ended.contains_key(&info.pid);
+        if other_cmd || ended {
             *p = ProcState::new(info.clone(), now);
             self.companions.forget(info.pid);
         }
@@ -573,13 +594,47 @@ mod tests {
             gaps <= 4,
             "gaps only within the grace, not for 10 min: {gaps}"
         );
-        // Listed again: the pid was reused, a new process with a new story.
+        // Listed again under another command line: the pid was reused, a new story.
+        let info = |t: Ts, cmd: &str| Frame::Procs {
+            t,
+            procs: vec![ProcInfo {
+                pid: 1,
+                cmdline: Some(cmd.into()),
+                ..ProcInfo::default()
+            }],
+        };
+        s.apply(&info(601_000, "python3 train.py"));
         s.apply(&tick(601_000, Some(7), &[(1, 7)]));
+        assert_eq!(
+            s.procs[&1].first_seen, 1_000,
+            "the same process, NVML lost it"
+        );
+        assert_eq!(s.procs[&1].exit, None);
+        for i in 602..=606 {
+            s.apply(&tick(i * 1_000, Some(0), &[]));
+        }
+        assert!(s.procs[&1].exit.is_some());
+        s.apply(&info(607_000, "python3 other.py"));
+        s.apply(&tick(607_000, Some(7), &[(1, 7)]));
         let p = &s.procs[&1];
         assert_eq!(
             (p.exit, p.first_seen, p.gpus[&0].peak.value),
-            (None, 601_000, 7)
+            (None, 607_000, 7)
         );
+    }
+
+    #[test]
+    fn a_card_that_cannot_be_read_does_not_end_its_processes() {
+        let mut s = State::default();
+        s.apply(&header());
+        s.apply(&tick(1_000, Some(50), &[(1, 10)]));
+        for i in 2..=12 {
+            s.apply(&tick(i * 1_000, None, &[]));
+        }
+        assert_eq!(s.procs[&1].exit, None, "unknown while the card is lost");
+        s.apply(&tick(13_000, Some(50), &[(1, 12)]));
+        let p = &s.procs[&1];
+        assert_eq!((p.first_seen, p.gpus[&0].peak.value), (1_000, 12));
     }
 
     #[test]
