@@ -43,7 +43,7 @@ term!(
     GONE,
     "gone",
     "gone",
-    "NVML no longer lists the process (exited or released the GPU)"
+    "NVML stopped listing it: not yet known to have ended (see exited)"
 );
 term!(
     EXITED,
