@@ -41,7 +41,8 @@ impl App {
                 .is_some_and(|p| p.gpus.contains_key(&id.key.gpu));
             if !listed {
                 self.flash = Some(format!(
-                    "PID {pid} is no longer kept on GPU {}: what is known is here",
+                    "PID {pid} is not listed on GPU {} (no longer kept, or never seen by NVML): \
+                     its evidence is here",
                     id.key.gpu
                 ));
                 return;
