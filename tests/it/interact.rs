@@ -587,7 +587,7 @@ fn past_alerts_mark_their_card_until_acknowledged_and_enter_reaches_their_dead_p
     assert_eq!(app.view, View::Alerts);
     let flash = app.flash.clone().unwrap_or_default();
     assert!(
-        flash.contains(&format!("PID {pid} is no longer kept")),
+        flash.contains(&format!("PID {pid} is not listed")),
         "{flash}"
     );
     // A acknowledges past alerts too: the card forgets them, the panel keeps them.
