@@ -39,6 +39,9 @@ pub struct Config {
     pub socket_dir: Option<PathBuf>,
     /// Address `gpumon serve` listens on; the same forms as `--listen`.
     pub listen: Option<String>,
+    /// How long an exited process stays listed: a duration ("10m", "1h") or "run" (until
+    /// gpumon stops). Unset: 10 minutes live, the rest of the recording in a replay.
+    pub keep_exited: Option<String>,
     /// Alert thresholds: the same keys as the JSON of `--alerts-config` (docs/alerts.md).
     pub alerts: Option<AlertConfig>,
 }
@@ -52,6 +55,8 @@ pub struct Resolved {
     pub zoom: Option<usize>,
     pub sort: Option<SortKey>,
     pub listen: Option<std::net::SocketAddr>,
+    /// `keep_exited`: `Some(None)` is "run"; `None` leaves each mode its default.
+    pub keep_exited: Option<Option<i64>>,
 }
 
 static CURRENT: std::sync::OnceLock<Resolved> = std::sync::OnceLock::new();
@@ -180,6 +185,17 @@ pub fn parse(text: &str) -> Result<Resolved> {
         .map(crate::cli::parse_addr)
         .transpose()
         .map_err(|e| anyhow::anyhow!("listen: {e}"))?;
+    let keep_exited = match file.keep_exited.as_deref() {
+        None => None,
+        Some("run") => Some(None),
+        Some(v) => Some(Some(
+            crate::cli::parse_run_length(v)
+                .map_err(|e| {
+                    anyhow::anyhow!("keep_exited: {e}; or \"run\" to keep it until gpumon stops")
+                })?
+                .as_millis() as i64,
+        )),
+    };
     Ok(Resolved {
         file,
         interval,
@@ -187,6 +203,7 @@ pub fn parse(text: &str) -> Result<Resolved> {
         zoom,
         sort,
         listen,
+        keep_exited,
     })
 }
 
@@ -275,8 +292,13 @@ pub fn alerts(cfg: &Resolved) -> Option<AlertConfig> {
     cfg.file.alerts.clone()
 }
 
-/// Starting view and window, and the clock setting, for a TUI.
+/// Starting view and window, and the clock setting, for a TUI; how long exited processes
+/// stay (a replay keeps them to its end unless the file says otherwise).
 pub fn apply_to_app(cfg: &Resolved, app: &mut App) {
+    let replay_keeps = app.is_replay().then_some(None);
+    if let Some(keep) = cfg.keep_exited.or(replay_keeps) {
+        app.pipe.state.keep_exited_ms = keep;
+    }
     if let Some(v) = cfg.view {
         app.view = v;
     }
@@ -369,6 +391,9 @@ sort = "used"
 # socket_dir = "/run/user/1000/gpumon"
 # Address `gpumon serve` listens on: ":9464" (loopback), "HOST:PORT", "[::1]:9464".
 listen = "127.0.0.1:9464"
+# How long an exited process stays listed with its last allocator state and alerts: a
+# duration or "run" (until gpumon stops). Unset: 10m live, the rest of the recording in a replay.
+# keep_exited = "10m"
 "#;
 
 #[cfg(test)]
@@ -440,6 +465,28 @@ mod tests {
     }
 
     #[test]
+    fn exited_processes_stay_10_min_live_the_whole_replay_or_as_the_file_says() {
+        use crate::model::state::KEEP_EXITED_LIVE_MS;
+        let app = |replay: bool, text: &str| {
+            let source = if replay {
+                crate::tui::app::SourceKind::Replay {
+                    file: "f".into(),
+                    demo: false,
+                }
+            } else {
+                crate::tui::app::SourceKind::Live { interval_ms: 1000 }
+            };
+            let mut app = App::new(source, crate::pipeline::Pipeline::default());
+            apply_to_app(&parse(text).expect("valid"), &mut app);
+            app.pipe.state.keep_exited_ms
+        };
+        assert_eq!(app(false, ""), Some(KEEP_EXITED_LIVE_MS));
+        assert_eq!(app(true, ""), None);
+        assert_eq!(app(false, "keep_exited = \"run\""), None);
+        assert_eq!(app(true, "keep_exited = \"30s\""), Some(30_000));
+    }
+
+    #[test]
     fn a_misspelt_key_names_the_closest_one() {
         let e = parse("intervl = \"1s\"").expect_err("unknown key");
         let msg = format!("{e:#}");
@@ -460,6 +507,7 @@ mod tests {
             ("window = \"2m\"", "window"),
             ("sort = \"peek\"", "did you mean 'peak'"),
             ("listen = \"9464\"", "listen"),
+            ("keep_exited = \"soon\"", "keep_exited"),
         ] {
             let msg = format!("{:#}", parse(text).expect_err(text));
             assert!(msg.contains(key), "{text}: {msg}");

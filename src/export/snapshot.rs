@@ -116,7 +116,7 @@ impl Snapshot {
             })
             .collect();
         let mut procs = Vec::with_capacity(state.procs.len());
-        for p in state.procs.values() {
+        for p in state.procs.values().filter(|p| state.exported(p)) {
             for pg in p.gpus.values() {
                 procs.push(ProcRow {
                     gpu: pg.gpu,

@@ -23,9 +23,15 @@ pub const MAX_EVENTS: usize = 1_000;
 pub const MAX_MARKERS: usize = 1_000;
 pub const MAX_COMPANIONS: usize = 256;
 /// A companion that said nothing for this long is forgotten even without a
-/// disconnect (a recording that was cut off); live ones are dropped at once
+/// disconnect (a recording that was cut off); live ones move to `ended` at once
 /// when their connection ends.
 pub const SILENT_EXPIRE_MS: i64 = 30 * 60_000;
+/// Ended companions kept for the post-mortem (their process's last allocator state and
+/// OOM), at most this many and this many worst-case bytes: the oldest ended goes first.
+/// Live companions keep their own budget (`caps::MAX_TOTAL_BYTES`), so a run of short
+/// processes never pushes a live one out.
+pub const MAX_ENDED: usize = 64;
+pub const MAX_ENDED_BYTES: usize = caps::MAX_TOTAL_BYTES / 4;
 
 /// Fragmentation index `F = 1 − L/T`: 0 when nothing is free, `None` when the
 /// largest free block is unknown (never guessed).
@@ -275,6 +281,8 @@ pub struct ProcAlloc {
     pub companion_dropped: u64,
     /// Reason of a clean shutdown announced by the companion.
     pub bye: Option<String>,
+    /// When the connection ended (the process exited or stopped its companion).
+    pub ended: Option<Ts>,
     /// Messages of types this gpumon does not know yet (newer companion).
     pub errors: Vec<String>,
     /// Messages or items refused by the memory caps (`model::caps`), and the last reason.
@@ -296,6 +304,7 @@ impl ProcAlloc {
             link: LinkStats::default(),
             companion_dropped: 0,
             bye: None,
+            ended: None,
             errors: Vec::new(),
             refused: 0,
             refused_why: None,
@@ -481,15 +490,27 @@ pub struct Companions {
     worst_total: usize,
     /// Companions dropped to keep that bound.
     pub evicted: u64,
+    /// Companions whose connection ended, as they last were: what a gone process's
+    /// detail view shows (bounded by `MAX_ENDED`, `MAX_ENDED_BYTES`; the model drops one
+    /// when it forgets the process, `forget`).
+    pub ended: BTreeMap<u32, ProcAlloc>,
+    ended_total: usize,
 }
 
 impl Companions {
     pub fn apply(&mut self, frame: &CompanionFrame) {
         let t = frame.t;
         if let Message::Disconnected(_) = &frame.msg {
-            // A dead process leaves nothing behind; its OOM stays in the message log.
-            self.remove(frame.pid);
+            // The live budget is freed; the last state moves to `ended` for the post-mortem.
+            if let Some(mut p) = self.take(frame.pid) {
+                p.ended = Some(t.max(p.last_seen));
+                self.keep_ended(p);
+            }
             return;
+        }
+        if !self.by_pid.contains_key(&frame.pid) {
+            // The same pid again (a new process, or the companion restarted): a new story.
+            self.forget(frame.pid);
         }
         let p = self
             .by_pid
@@ -559,13 +580,61 @@ impl Companions {
     }
 
     fn remove(&mut self, pid: u32) {
-        if let Some(p) = self.by_pid.remove(&pid) {
-            self.worst_total -= p.worst;
-            if p.worst >= caps::DEVICE_BYTES {
-                // Hand the freed heap back to the system, so a companion that
-                // grew gpumon does not leave its RSS behind when it goes.
-                crate::model::trim::give_back();
+        if let Some(p) = self.take(pid) {
+            trim_after(&p);
+        }
+    }
+
+    /// Out of the live map and its budget.
+    fn take(&mut self, pid: u32) -> Option<ProcAlloc> {
+        let p = self.by_pid.remove(&pid)?;
+        self.worst_total -= p.worst;
+        Some(p)
+    }
+
+    fn keep_ended(&mut self, p: ProcAlloc) {
+        if let Some(old) = self.ended.remove(&p.pid) {
+            self.ended_total -= old.worst;
+        }
+        self.ended_total += p.worst;
+        self.ended.insert(p.pid, p);
+        while self.ended.len() > MAX_ENDED || self.ended_total > MAX_ENDED_BYTES {
+            let oldest = self
+                .ended
+                .iter()
+                .min_by_key(|(_, p)| p.ended)
+                .map(|(pid, _)| *pid);
+            match oldest {
+                Some(pid) => self.forget(pid),
+                None => break,
             }
+        }
+    }
+
+    /// Drop what an ended companion left (the model forgot its process).
+    pub fn forget(&mut self, pid: u32) {
+        if let Some(p) = self.ended.remove(&pid) {
+            self.ended_total -= p.worst;
+            trim_after(&p);
+        }
+    }
+
+    /// Worst-case bytes the ended companions hold, for the memory-bound tests.
+    pub fn ended_bytes(&self) -> usize {
+        self.ended_total
+    }
+
+    /// A process's allocator state: its live companion, else the last state of one that
+    /// ended (a gone process's post-mortem).
+    pub fn latest(&self, pid: u32) -> Option<&ProcAlloc> {
+        self.by_pid.get(&pid).or_else(|| self.ended.get(&pid))
+    }
+
+    /// `for_gpu_in` over `latest`: the live companion, else the ended one.
+    pub fn latest_for_gpu_in(&self, pid: u32, gpu: &GpuInfo, all: &[GpuInfo]) -> Option<&DevAlloc> {
+        match self.by_pid.get(&pid) {
+            Some(p) => dev_for_gpu(p, gpu, all),
+            None => dev_for_gpu(self.ended.get(&pid)?, gpu, all),
         }
     }
 
@@ -610,37 +679,51 @@ impl Companions {
 
     /// A process's allocator data for a physical GPU, matched by UUID or PCI bus id.
     pub fn for_gpu(&self, pid: u32, gpu: &GpuInfo) -> Option<&DevAlloc> {
-        self.get(pid)?
-            .devices
-            .values()
-            .find(|d| d.info.as_ref().is_some_and(|i| same_gpu(i, gpu)))
+        named_dev(self.get(pid)?, gpu)
     }
 
     /// Like `for_gpu`, falling back to the process's `CUDA_VISIBLE_DEVICES`
     /// (from its hello) when the companion could not name its devices.
     pub fn for_gpu_in(&self, pid: u32, gpu: &GpuInfo, all: &[GpuInfo]) -> Option<&DevAlloc> {
-        if let Some(d) = self.for_gpu(pid, gpu) {
-            return Some(d);
-        }
-        let p = self.get(pid)?;
-        let h = p.hello.as_ref()?;
-        match logical_index(
-            all,
-            gpu.index,
-            true,
-            h.cuda_visible_devices.as_deref(),
-            h.cuda_device_order.as_deref(),
-        ) {
-            // Only a device the companion could not name falls back to the variable: a
-            // device it named is on the card it named (a device initialised after the
-            // hello has no name yet).
-            Mapping::Logical { index, .. } => p.devices.get(&index).filter(|d| {
-                d.info
-                    .as_ref()
-                    .is_none_or(|i| i.uuid.is_none() && i.pci_bus_id.is_none())
-            }),
-            _ => None,
-        }
+        dev_for_gpu(self.get(pid)?, gpu, all)
+    }
+}
+
+/// Hand the freed heap back to the system, so a companion that grew gpumon does not
+/// leave its RSS behind when it goes.
+fn trim_after(p: &ProcAlloc) {
+    if p.worst >= caps::DEVICE_BYTES {
+        crate::model::trim::give_back();
+    }
+}
+
+fn named_dev<'a>(p: &'a ProcAlloc, gpu: &GpuInfo) -> Option<&'a DevAlloc> {
+    p.devices
+        .values()
+        .find(|d| d.info.as_ref().is_some_and(|i| same_gpu(i, gpu)))
+}
+
+fn dev_for_gpu<'a>(p: &'a ProcAlloc, gpu: &GpuInfo, all: &[GpuInfo]) -> Option<&'a DevAlloc> {
+    if let Some(d) = named_dev(p, gpu) {
+        return Some(d);
+    }
+    let h = p.hello.as_ref()?;
+    match logical_index(
+        all,
+        gpu.index,
+        true,
+        h.cuda_visible_devices.as_deref(),
+        h.cuda_device_order.as_deref(),
+    ) {
+        // Only a device the companion could not name falls back to the variable: a
+        // device it named is on the card it named (a device initialised after the
+        // hello has no name yet).
+        Mapping::Logical { index, .. } => p.devices.get(&index).filter(|d| {
+            d.info
+                .as_ref()
+                .is_none_or(|i| i.uuid.is_none() && i.pci_bus_id.is_none())
+        }),
+        _ => None,
     }
 }
 
@@ -756,7 +839,40 @@ mod tests {
                 reason: "closed".into(),
             }),
         ));
-        assert!(c.get(7).is_none(), "a dead process leaves no state");
+        assert!(c.get(7).is_none(), "a dead process is no longer live");
+        assert_eq!(c.worst_bytes(), 0, "and its live budget is free");
+        let gone = c
+            .latest(7)
+            .expect("its last state stays for the post-mortem");
+        assert_eq!(gone.ended, Some(4_000));
+        let d = c
+            .latest_for_gpu_in(7, &gpu(3, "gpu-abc", ""), &[])
+            .expect("its device too");
+        assert_eq!(d.cached_now(), Some(40));
+        // The same pid again is a new process: the old story goes.
+        c.apply(&cf(5_000, 7, sample(0, 1, 2)));
+        assert!(c.ended.is_empty());
+        assert_eq!(c.latest(7).map(|p| p.ended), Some(None));
+    }
+
+    #[test]
+    fn ended_companions_are_bounded_oldest_first() {
+        let mut c = Companions::default();
+        for pid in 1..=(MAX_ENDED as u32 + 5) {
+            let t = Ts::from(pid) * 1_000;
+            c.apply(&cf(t, pid, sample(0, 10, 50)));
+            c.apply(&cf(
+                t,
+                pid,
+                Message::Disconnected(crate::wire::Disconnected::default()),
+            ));
+        }
+        assert_eq!(c.ended.len(), MAX_ENDED);
+        assert!(c.latest(1).is_none(), "the oldest ended went first");
+        assert!(c.latest(MAX_ENDED as u32 + 5).is_some());
+        assert!(c.ended_bytes() <= MAX_ENDED_BYTES);
+        c.forget(MAX_ENDED as u32 + 5);
+        assert_eq!(c.ended.len(), MAX_ENDED - 1);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 pub mod alerts;
 pub mod allocator;
 pub mod caps;
+pub mod exit;
 pub mod frame;
 pub mod label;
 pub mod mapping;

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::model::allocator::Companions;
+use crate::model::exit::{EXIT_GRACE_MS, Exit, ExitCause};
 use crate::model::frame::{Frame, Header, Level};
 use crate::model::mapping::{Mapping, logical_index};
 use crate::model::named::StatusSource;
@@ -11,9 +12,13 @@ use crate::model::sample::{GpuInfo, GpuSample, ProcInfo, ProcKind, Tick};
 use crate::model::series::{Peak, Series};
 use crate::model::time::Ts;
 
-/// A process that NVML stopped listing is kept this long, then dropped, so a
-/// finished run's row does not linger (and label cardinality stays bounded).
+/// A process that NVML stopped listing is exported (metrics, snapshots) this long after
+/// its exit, so a finished run's series do not linger (and label cardinality stays bounded).
 pub const PROCESS_GRACE_MS: i64 = 60_000;
+/// How long an exited process stays listed live (`keep_exited` in the config file): long
+/// enough to read its post-mortem after coming back to the terminal. A replay keeps it
+/// for the rest of the recording.
+pub const KEEP_EXITED_LIVE_MS: i64 = 10 * 60_000;
 /// At most this many processes are tracked; the least recently seen goes first.
 pub const MAX_PROCESSES: usize = 256;
 /// GPUs the model tracks (NVML hosts have at most a few dozen).
@@ -73,6 +78,26 @@ pub struct ProcState {
     pub first_seen: Ts,
     pub last_seen: Ts,
     pub gpus: BTreeMap<u32, ProcGpu>,
+    /// Set once NVML stopped listing it and its companion (if any) went away: the process
+    /// stays listed as it last was, for `State::keep_exited_ms`.
+    pub exit: Option<Exit>,
+}
+
+impl ProcState {
+    fn new(info: ProcInfo, t: Ts) -> ProcState {
+        ProcState {
+            info,
+            first_seen: t,
+            last_seen: t,
+            gpus: BTreeMap::new(),
+            exit: None,
+        }
+    }
+
+    /// The end of its story: the exit time, else `now` (charts of a gone process end there).
+    pub fn until(&self, now: Ts) -> Ts {
+        self.exit.map_or(now, |e| e.at)
+    }
 }
 
 /// A line for the status bar: what a source said (a `Status` frame) or an alert change.
@@ -84,7 +109,7 @@ pub struct Notice {
     pub text: String,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct State {
     pub header: Option<Header>,
     pub gpus: Vec<GpuState>,
@@ -97,6 +122,29 @@ pub struct State {
     /// The `info` of every GPU, in `gpus` order: what the mapping, the UI and the exporter
     /// need as a slice, kept here so nobody rebuilds it per frame.
     infos: Vec<GpuInfo>,
+    /// How long an exited process stays listed; `None`: for the rest of the run (bounded
+    /// by `MAX_PROCESSES`). Processes in `pinned` stay regardless.
+    pub keep_exited_ms: Option<i64>,
+    /// Processes something still refers to (an alert in the panel), so Enter on it finds
+    /// them: set by the pipeline after each alert evaluation.
+    pub pinned: std::collections::BTreeSet<u32>,
+}
+
+impl Default for State {
+    fn default() -> State {
+        State {
+            header: None,
+            gpus: Vec::new(),
+            procs: BTreeMap::new(),
+            companions: Companions::default(),
+            notices: VecDeque::new(),
+            now: 0,
+            ticks: 0,
+            infos: Vec::new(),
+            keep_exited_ms: Some(KEEP_EXITED_LIVE_MS),
+            pinned: Default::default(),
+        }
+    }
 }
 
 impl State {
@@ -251,8 +299,9 @@ impl State {
         if new_gpus {
             self.refresh_infos();
         }
-        // Processes not listed this tick get a gap so their line breaks instead of flat-lining.
-        for p in self.procs.values_mut() {
+        // Processes not listed this tick get a gap so their line breaks instead of flat-lining
+        // (an exited one's series ends at its exit instead).
+        for p in self.procs.values_mut().filter(|p| p.exit.is_none()) {
             for pg in p.gpus.values_mut() {
                 if pg.last_seen < t && pg.used.last_time() != Some(t) {
                     pg.used.push(t, None);
@@ -260,19 +309,65 @@ impl State {
                 }
             }
         }
+        self.mark_exits(t);
         self.expire(t);
     }
 
+    /// Processes unlisted past the grace whose companion (if any) is gone are exited, as of
+    /// the later of their last sighting and their companion's disconnect.
+    fn mark_exits(&mut self, now: Ts) {
+        let unreadable: Vec<u32> = self
+            .gpus
+            .iter()
+            .filter(|g| g.error().is_some())
+            .map(|g| g.info.index)
+            .collect();
+        for (pid, p) in self.procs.iter_mut().filter(|(_, p)| p.exit.is_none()) {
+            if now - p.last_seen <= EXIT_GRACE_MS || self.companions.get(*pid).is_some() {
+                continue;
+            }
+            // A card that cannot be read lists nobody: its processes are not known to be gone.
+            if p.gpus.keys().any(|g| unreadable.contains(g)) {
+                continue;
+            }
+            let ended = self.companions.ended.get(pid);
+            let at = ended
+                .and_then(|c| c.ended)
+                .map_or(p.last_seen, |e| e.max(p.last_seen));
+            let cause = ended.map_or(ExitCause::Exited, ExitCause::from_companion);
+            p.exit = Some(Exit { at, cause });
+        }
+    }
+
+    /// Processes a person can still look at after their exit, for the exporters, which
+    /// keep a gone process only `PROCESS_GRACE_MS` (label cardinality).
+    pub fn exported(&self, p: &ProcState) -> bool {
+        p.exit.is_none_or(|e| self.now - e.at <= PROCESS_GRACE_MS)
+    }
+
     fn observe_proc(&mut self, t: Ts, gpu: u32, pid: u32, kind: ProcKind, used: Option<u64>) {
-        let proc_state = self.procs.entry(pid).or_insert_with(|| ProcState {
-            info: ProcInfo {
+        let proc_state = self.procs.entry(pid).or_insert_with(|| {
+            let info = ProcInfo {
                 pid,
                 ..ProcInfo::default()
-            },
-            first_seen: t,
-            last_seen: t,
-            gpus: BTreeMap::new(),
+            };
+            ProcState::new(info, t)
         });
+        if proc_state.exit.is_some() {
+            if self.companions.ended.contains_key(&pid) {
+                // Its companion said it ended: listed again, the pid is a new process's.
+                let info = ProcInfo {
+                    pid,
+                    ..ProcInfo::default()
+                };
+                *proc_state = ProcState::new(info, t);
+                self.companions.forget(pid);
+            } else {
+                // NVML alone lost it for a while: the same story goes on (a new process
+                // with the same pid shows itself by its command line, `apply_proc_info`).
+                proc_state.exit = None;
+            }
+        }
         proc_state.last_seen = t;
         let info = &proc_state.info;
         // The mapping is computed once per (process, GPU); /proc updates recompute it.
@@ -303,12 +398,22 @@ impl State {
 
     fn apply_proc_info(&mut self, info: &ProcInfo) {
         let gpus_info = &self.infos;
-        let p = self.procs.entry(info.pid).or_insert_with(|| ProcState {
-            info: info.clone(),
-            first_seen: self.now,
-            last_seen: self.now,
-            gpus: BTreeMap::new(),
-        });
+        let now = self.now;
+        let p = self
+            .procs
+            .entry(info.pid)
+            .or_insert_with(|| ProcState::new(info.clone(), now));
+        // /proc facts come for a pid NVML newly lists: another command line under a known
+        // pid, or a pid listed again after its companion ended, is a new process.
+        let other_cmd = matches!(
+            (&p.info.cmdline, &info.cmdline),
+            (Some(old), Some(new)) if old != new
+        );
+        let ended = p.exit.is_some() && self.companions.ended.contains_key(&info.pid);
+        if other_cmd || ended {
+            *p = ProcState::new(info.clone(), now);
+            self.companions.forget(info.pid);
+        }
         p.info = info.clone();
         for pg in p.gpus.values_mut() {
             pg.mapping = logical_index(
@@ -322,8 +427,19 @@ impl State {
     }
 
     fn expire(&mut self, now: Ts) {
-        self.procs
-            .retain(|_, p| now - p.last_seen <= PROCESS_GRACE_MS);
+        let keep = self.keep_exited_ms;
+        let pinned = &self.pinned;
+        let companions = &mut self.companions;
+        self.procs.retain(|pid, p| {
+            let kept = match p.exit {
+                None => true,
+                Some(e) => pinned.contains(pid) || keep.is_none_or(|k| now - e.at <= k),
+            };
+            if !kept {
+                companions.forget(*pid);
+            }
+            kept
+        });
         let excess = self.procs.len().saturating_sub(MAX_PROCESSES);
         if excess > 0 {
             // The oldest in one pass, not one scan per removal: a tick listing
@@ -336,6 +452,7 @@ impl State {
             by_age.select_nth_unstable(excess - 1);
             for (_, pid) in &by_age[..excess] {
                 self.procs.remove(pid);
+                self.companions.forget(*pid);
             }
         }
         self.companions.expire(now);
@@ -353,6 +470,7 @@ impl State {
         let mut v: Vec<_> = self
             .procs
             .values()
+            .filter(|p| self.exported(p))
             .filter_map(|p| p.gpus.get(&gpu).map(|pg| (p, pg)))
             .collect();
         v.sort_by(|a, b| {
@@ -469,7 +587,7 @@ mod tests {
     }
 
     #[test]
-    fn processes_sorted_by_usage_and_expire_after_grace() {
+    fn processes_sorted_by_usage_and_exited_ones_kept_then_dropped() {
         let mut s = State::default();
         s.apply(&header());
         s.apply(&tick(1_000, Some(50), &[(1, 5), (2, 40)]));
@@ -480,9 +598,131 @@ mod tests {
             s.procs[&1].gpus[&0].last_used, None,
             "missing process becomes a gap"
         );
-        s.apply(&tick(2_000 + PROCESS_GRACE_MS + 1, Some(50), &[(2, 40)]));
+        assert_eq!(s.procs[&1].exit, None, "a tick or two missed is no exit");
+        s.apply(&tick(2_000 + EXIT_GRACE_MS + 1, Some(50), &[(2, 40)]));
+        let exit = s.procs[&1].exit.expect("unlisted past the grace: exited");
+        assert_eq!((exit.at, exit.cause), (1_000, ExitCause::Exited));
+        let t = 1_000 + KEEP_EXITED_LIVE_MS;
+        s.apply(&tick(t, Some(50), &[(2, 40)]));
+        assert!(s.procs.contains_key(&1), "kept {KEEP_EXITED_LIVE_MS} ms");
+        assert!(
+            s.procs_on(0).iter().all(|(p, _)| p.info.pid != 1),
+            "exports forget it after {PROCESS_GRACE_MS} ms"
+        );
+        s.apply(&tick(t + 1, Some(50), &[(2, 40)]));
         assert!(!s.procs.contains_key(&1));
         assert!(s.procs.contains_key(&2));
+    }
+
+    #[test]
+    fn an_exited_process_keeps_its_series_to_the_exit_and_no_gaps_after() {
+        let mut s = State {
+            keep_exited_ms: None,
+            ..State::default()
+        };
+        s.apply(&header());
+        for i in 1..=5 {
+            s.apply(&tick(i * 1_000, Some(50), &[(1, 10 * i as u64)]));
+        }
+        for i in 6..=600 {
+            s.apply(&tick(i * 1_000, Some(0), &[]));
+        }
+        let p = &s.procs[&1];
+        assert_eq!(p.exit.map(|e| e.at), Some(5_000));
+        assert_eq!(p.until(s.now), 5_000);
+        let pg = &p.gpus[&0];
+        assert_eq!(pg.peak.value, 50);
+        let gaps = pg
+            .used
+            .window(0, 600_000)
+            .iter()
+            .filter(|b| b.is_gap())
+            .count();
+        assert!(
+            gaps <= 4,
+            "gaps only within the grace, not for 10 min: {gaps}"
+        );
+        // Listed again under another command line: the pid was reused, a new story.
+        let info = |t: Ts, cmd: &str| Frame::Procs {
+            t,
+            procs: vec![ProcInfo {
+                pid: 1,
+                cmdline: Some(cmd.into()),
+                ..ProcInfo::default()
+            }],
+        };
+        s.apply(&info(601_000, "python3 train.py"));
+        s.apply(&tick(601_000, Some(7), &[(1, 7)]));
+        assert_eq!(
+            s.procs[&1].first_seen, 1_000,
+            "the same process, NVML lost it"
+        );
+        assert_eq!(s.procs[&1].exit, None);
+        for i in 602..=606 {
+            s.apply(&tick(i * 1_000, Some(0), &[]));
+        }
+        assert!(s.procs[&1].exit.is_some());
+        s.apply(&info(607_000, "python3 other.py"));
+        s.apply(&tick(607_000, Some(7), &[(1, 7)]));
+        let p = &s.procs[&1];
+        assert_eq!(
+            (p.exit, p.first_seen, p.gpus[&0].peak.value),
+            (None, 607_000, 7)
+        );
+    }
+
+    #[test]
+    fn a_card_that_cannot_be_read_does_not_end_its_processes() {
+        let mut s = State::default();
+        s.apply(&header());
+        s.apply(&tick(1_000, Some(50), &[(1, 10)]));
+        for i in 2..=12 {
+            s.apply(&tick(i * 1_000, None, &[]));
+        }
+        assert_eq!(s.procs[&1].exit, None, "unknown while the card is lost");
+        s.apply(&tick(13_000, Some(50), &[(1, 12)]));
+        let p = &s.procs[&1];
+        assert_eq!((p.first_seen, p.gpus[&0].peak.value), (1_000, 12));
+    }
+
+    #[test]
+    fn a_pinned_process_outlives_the_keep_time_and_the_cause_comes_from_its_companion() {
+        use crate::model::frame::CompanionFrame;
+        use crate::wire::{EpochRecord, FrameworkEvent, Message};
+        let mut s = State::default();
+        s.apply(&header());
+        let msg = |t, msg| Frame::Companion(CompanionFrame { t, pid: 3, msg });
+        s.apply(&tick(1_000, Some(50), &[(3, 10)]));
+        s.apply(&msg(
+            1_500,
+            Message::Epoch(EpochRecord {
+                epoch: 0,
+                ..EpochRecord::default()
+            }),
+        ));
+        s.apply(&msg(
+            1_800,
+            Message::Event(FrameworkEvent {
+                kind: "oom".into(),
+                ..FrameworkEvent::default()
+            }),
+        ));
+        s.apply(&tick(2_000, Some(50), &[(3, 10)]));
+        s.apply(&msg(
+            2_200,
+            Message::Disconnected(crate::wire::Disconnected::default()),
+        ));
+        s.pinned.insert(3);
+        s.apply(&tick(2_000 + EXIT_GRACE_MS + 1, Some(0), &[]));
+        let exit = s.procs[&3].exit.expect("exited");
+        assert_eq!((exit.at, exit.cause), (2_200, ExitCause::Oom));
+        s.apply(&tick(2_200 + KEEP_EXITED_LIVE_MS + 1, Some(0), &[]));
+        assert!(s.procs.contains_key(&3), "pinned by an alert");
+        assert!(s.companions.latest(3).is_some(), "with its allocator state");
+        s.pinned.clear();
+        s.apply(&tick(2_200 + KEEP_EXITED_LIVE_MS + 2, Some(0), &[]));
+        assert!(!s.procs.contains_key(&3));
+        assert!(s.companions.latest(3).is_none(), "forgotten together");
     }
 
     #[test]

@@ -85,7 +85,9 @@ impl Pipeline {
 
     /// Replay jumped backwards: start the model and the alerts afresh.
     pub fn reset(&mut self) {
+        let keep = self.state.keep_exited_ms;
         self.state = State::default();
+        self.state.keep_exited_ms = keep;
         self.alerts = AlertEngine::new(self.alerts.config().clone());
         self.last_eval = Ts::MIN;
         self.rebuild_until = self.written_until;
@@ -169,6 +171,9 @@ impl Pipeline {
             for c in changes {
                 self.on_change(c);
             }
+            // A process an alert in the panel is about stays listed while the alert does,
+            // so Enter on it always finds it (both are bounded).
+            self.state.pinned = self.alerts.listed().iter().filter_map(|a| a.pid).collect();
         }
     }
 

@@ -13,6 +13,7 @@ use std::cell::RefCell;
 
 use ratatui::layout::Rect;
 
+use crate::model::alerts::Alert;
 use crate::model::frame::Frame;
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::pipeline::Pipeline;
@@ -121,6 +122,12 @@ pub struct App {
     pub zoom: usize,
     /// The selected alert in the panel, and its row (kept in step by `sync`).
     pub sel_alert: Option<AlertId>,
+    /// Whether a person picked `sel_alert` (keys, a click). Until then the selection follows
+    /// the alert the bar shows, the most severe active one, as alerts come and go.
+    pub alert_chosen: bool,
+    /// Past alerts whose mark a person has taken off the cards and rows (`A`): UI state,
+    /// kept across a replay's seeks (the same alerts are derived again).
+    pub acked_past: std::collections::BTreeSet<AlertId>,
     pub alert_row: usize,
     /// Charts run from zero to the card's total instead of fitting the data (key `f`).
     pub full_scale: bool,
@@ -179,6 +186,8 @@ impl App {
             proc_row: 0,
             zoom: 1,
             sel_alert: None,
+            alert_chosen: false,
+            acked_past: Default::default(),
             alert_row: 0,
             full_scale: false,
             card_chart: false,
@@ -264,6 +273,33 @@ impl App {
         active.iter().filter(|a| !a.silenced).count()
     }
 
+    /// Past alerts whose mark still shows on their card and row (not acknowledged), newest
+    /// first.
+    pub fn past_marked(&self) -> Vec<&Alert> {
+        self.pipe
+            .alerts
+            .history()
+            .filter(|a| !self.acked_past.contains(&AlertId::of(a)))
+            .collect()
+    }
+
+    /// The alert the bar shows, which the panel opens on: the most severe active one not
+    /// acknowledged, else any active one, else the most severe past one (newest first).
+    pub fn headline_alert(&self) -> Option<AlertId> {
+        let e = &self.pipe.alerts;
+        let active = e.active();
+        if let Some(a) = active.iter().find(|a| !a.silenced).or(active.first()) {
+            return Some(AlertId::of(a));
+        }
+        let mut worst: Option<&Alert> = None;
+        for a in e.history() {
+            if worst.is_none_or(|w| a.severity > w.severity) {
+                worst = Some(a);
+            }
+        }
+        worst.map(AlertId::of)
+    }
+
     /// Apply one event; afterwards the selection is found again in the new lists.
     pub fn update(&mut self, ev: Event) -> Option<Effect> {
         let effect = match ev {
@@ -345,6 +381,9 @@ impl App {
         } else {
             self.proc_row = 0;
         }
+        if !self.alert_chosen {
+            self.open_on_headline();
+        }
         let ids = self.alert_ids();
         if let Some((i, found)) = locate(&ids, self.sel_alert.as_ref(), self.alert_row) {
             if !found {
@@ -384,6 +423,7 @@ impl App {
                 self.alert_row = i;
                 self.sel_alert = Some(ids[i]);
                 self.alert_scroll = 0;
+                self.alert_chosen = true;
             }
             return;
         }
@@ -428,7 +468,12 @@ impl App {
             Action::Enter if self.view == View::Alerts => self.open_alert(),
             Action::Enter => self.go(View::Detail),
             Action::Alerts if self.view == View::Alerts => self.go_back(),
-            Action::Alerts => self.go(View::Alerts),
+            Action::Alerts => {
+                self.go(View::Alerts);
+                self.alert_chosen = false;
+                self.alert_scroll = 0;
+                self.open_on_headline();
+            }
             Action::Ack => self.ack(),
             Action::Sort => {
                 self.sort.key = self.sort.key.next();

@@ -108,7 +108,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!("a", "alerts panel", Alerts, Char('a')),
     bind!(
         "A",
-        "acknowledge the selected alert (all: asks first)",
+        "acknowledge the selected alert, active or past (all: asks first)",
         Ack,
         Char('A')
     ),

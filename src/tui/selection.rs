@@ -153,7 +153,7 @@ pub fn rows<'a>(
 
 /// An alert's identity: the same kind, process and GPU raised at the same time. (The key
 /// alone is not enough: a cleared alert in history and a new one can share it.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct AlertId {
     pub key: AlertKey,
     pub raised_at: Ts,
@@ -210,6 +210,7 @@ mod tests {
             first_seen: 0,
             last_seen: 0,
             gpus: Default::default(),
+            exit: None,
         };
         for f in ["", "BERT", "python", "ALICE", "23", "1234"] {
             assert!(matches(&p, f), "{f:?} should match");

@@ -62,7 +62,14 @@ fn bar_shows_most_severe_and_count_in_40_columns() {
     assert!(vis.len() >= 2, "{vis:?}");
     for ascii in [false, true] {
         let mut buf = Buffer::empty(Rect::new(0, 0, 40, 1));
-        ui::alerts::render_alert_bar(&vis, 0, buf.area, &mut buf, &theme(ascii));
+        ui::alerts::render_alert_bar(
+            &vis,
+            0,
+            Default::default(),
+            buf.area,
+            &mut buf,
+            &theme(ascii),
+        );
         let line = &text(&buf)[0];
         assert!(line.contains("7@0 leak +100M/ep"), "{line:?}");
         assert!(
@@ -78,8 +85,57 @@ fn bar_shows_most_severe_and_count_in_40_columns() {
 #[test]
 fn bar_without_alerts_says_so() {
     let mut buf = Buffer::empty(Rect::new(0, 0, 40, 1));
-    ui::alerts::render_alert_bar(&[], 2, buf.area, &mut buf, &theme(false));
+    ui::alerts::render_alert_bar(
+        &[],
+        2,
+        Default::default(),
+        buf.area,
+        &mut buf,
+        &theme(false),
+    );
     assert!(text(&buf)[0].contains("no new alerts (2 acknowledged)"));
+}
+
+#[test]
+fn bar_keeps_past_alerts_in_view_with_their_worst_severity() {
+    use gpumon::model::alerts::Severity;
+    let past = ui::alerts::PastAlerts {
+        count: 4,
+        worst: Some(Severity::Critical),
+        worst_count: 1,
+        marked: true,
+    };
+    let bar = |alerts: &[&gpumon::model::alerts::Alert], w: u16, ascii: bool| {
+        let mut buf = Buffer::empty(Rect::new(0, 0, w, 1));
+        ui::alerts::render_alert_bar(alerts, 0, past, buf.area, &mut buf, &theme(ascii));
+        text(&buf)[0].trim_end().to_string()
+    };
+    assert_eq!(bar(&[], 80, false), " no active alerts · 4 past (‼ 1) — a");
+    assert_eq!(bar(&[], 40, false), " no active alerts · 4 past (‼ 1) — a");
+    assert_eq!(bar(&[], 30, false), " no active alerts · 4 past ‼");
+    assert_eq!(bar(&[], 80, true), " no active alerts - 4 past (!! 1) - a");
+    let e = engine();
+    let vis = e.visible();
+    let line = bar(&vis, 80, false);
+    assert!(line.contains("7@0 leak +100M/ep"), "{line}");
+    assert!(line.ends_with(" · 4 past (‼ 1)"), "{line}");
+    // At 40 columns an active warning shares the line with a past critical alert, but
+    // keeps its summary whole beside past warnings.
+    let line = bar(&vis, 40, false);
+    assert!(line.contains("7@0 leak"), "{line}");
+    assert!(line.ends_with("4 past (‼ 1)"), "{line}");
+    let mild = ui::alerts::PastAlerts {
+        worst: Some(Severity::Warning),
+        ..past
+    };
+    let mut buf = Buffer::empty(Rect::new(0, 0, 40, 1));
+    ui::alerts::render_alert_bar(&vis, 0, mild, buf.area, &mut buf, &theme(false));
+    let line = text(&buf)[0].clone();
+    assert!(!line.contains("past"), "{line}");
+    let none = ui::alerts::PastAlerts::default();
+    let mut buf = Buffer::empty(Rect::new(0, 0, 40, 1));
+    ui::alerts::render_alert_bar(&[], 0, none, buf.area, &mut buf, &theme(false));
+    assert_eq!(text(&buf)[0].trim_end(), " no alerts");
 }
 
 #[test]
@@ -125,7 +181,14 @@ fn panel_selection_of_past_alert_and_tiny_areas_do_not_panic() {
     for (w, h) in [(1, 1), (40, 1), (40, 2), (5, 12), (0, 0)] {
         let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
         ui::alerts::render_alerts_panel(&e, 0, buf.area, &mut buf, &theme(true));
-        ui::alerts::render_alert_bar(&e.visible(), 0, buf.area, &mut buf, &theme(true));
+        ui::alerts::render_alert_bar(
+            &e.visible(),
+            0,
+            Default::default(),
+            buf.area,
+            &mut buf,
+            &theme(true),
+        );
     }
     let empty = AlertEngine::default();
     let mut buf = Buffer::empty(Rect::new(0, 0, 40, 12));

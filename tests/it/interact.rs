@@ -233,7 +233,7 @@ fn legend_page_of_help() {
     // The legend is longer than one 36-row screen: what the first screen lacks must be
     // there once scrolled.
     let mut seen = screen.clone();
-    for _ in 0..40 {
+    for _ in 0..60 {
         key(&mut app, KeyCode::Down);
         seen.push_str(&render(&app, 100, 36, &theme(false)));
     }
@@ -316,10 +316,14 @@ fn selection_keeps_its_pid_through_resorts_and_a_seek_rebuild_and_moves_when_it_
     app.update(Event::Replay(status(t0, 9, 80)));
     assert_eq!(app.sel_pid, Some(461), "kept across the rebuild");
     assert!(app.flash.is_none(), "{:?}", app.flash);
-    // 461 is listed until the end; 510 and 462 leave NVML and expire after a minute.
+    // 461 is listed until the end; 510 and 462 leave NVML, stay listed as exited for
+    // `keep_exited` (10 min live), then go.
     feed(&mut app, 9_000, 80_000);
     select(&mut app, 462);
-    let t_end = t0 + 150_000;
+    let exit = app.pipe.state.procs[&462]
+        .exit
+        .expect("462 ended before 80 s");
+    let t_end = exit.at + gpumon::model::state::KEEP_EXITED_LIVE_MS + 1;
     let mut last = all
         .iter()
         .rev()
@@ -595,4 +599,152 @@ fn help_keys_page_at_40x12_has_no_fragments_and_scrolls() {
         "the last key is reachable:\n{end}"
     );
     assert!(!end.contains("more lines"), "{end}");
+}
+
+/// At the end of a run the alerts have ended with their processes: each card keeps the
+/// mark of its worst past alert until `A`, and Enter on a past alert opens the process
+/// that died, never another one.
+#[test]
+fn past_alerts_mark_their_card_until_acknowledged_and_enter_reaches_their_dead_process() {
+    let mut app = app_from(LEAK, None);
+    app.sync();
+    let past: Vec<_> = app.pipe.alerts.history().cloned().collect();
+    let oom = past
+        .iter()
+        .find(|a| a.pid.is_some() && a.severity == gpumon::model::alerts::Severity::Critical)
+        .expect("an OOM among the past alerts")
+        .clone();
+    let pid = oom.pid.expect("about a process");
+    let exit = app.pipe.state.procs[&pid].exit.expect("it died");
+    assert_eq!(exit.cause.label(), "OOM");
+    let border = |app: &App| {
+        let screen = render(app, 120, 40, &theme(false));
+        screen
+            .lines()
+            .find(|l| l.contains(&format!("GPU {} ·", oom.gpu)))
+            .expect("its card")
+            .to_string()
+    };
+    assert!(border(&app).contains("past ‼"), "{}", border(&app));
+    // The panel, on that alert; Enter opens its GPU with the dead process selected.
+    key(&mut app, KeyCode::Char('a'));
+    for _ in 0..past.len() + 4 {
+        if app
+            .sel_alert
+            .is_some_and(|a| a.key == oom.key() && a.raised_at == oom.raised_at)
+        {
+            break;
+        }
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view, View::Detail);
+    assert_eq!(app.sel_pid, Some(pid));
+    assert_eq!(app.view_state().gpus[app.gpu].info.index, oom.gpu);
+    assert!(app.flash.is_none(), "{:?}", app.flash);
+    // A process no longer kept is said so, not swapped for its neighbour.
+    key(&mut app, KeyCode::Char('a'));
+    let sel = app.sel_alert;
+    app.pipe.state.procs.remove(&pid);
+    app.sel_alert = sel;
+    for _ in 0..past.len() + 4 {
+        if app.sel_alert.is_some_and(|a| a.key == oom.key()) {
+            break;
+        }
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view, View::Alerts);
+    let flash = app.flash.clone().unwrap_or_default();
+    assert!(
+        flash.contains(&format!("PID {pid} is not listed")),
+        "{flash}"
+    );
+    // A acknowledges past alerts too: the card forgets them, the panel keeps them.
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Char('A'));
+    key(&mut app, KeyCode::Char('y'));
+    assert!(!border(&app).contains("past"), "{}", border(&app));
+    assert_eq!(app.pipe.alerts.history().count(), past.len());
+}
+
+/// A process that ended stays listed, but is never signalled: its PID may be another
+/// process's by now.
+#[test]
+fn kill_refuses_a_process_that_has_ended() {
+    let mut app = app_from(GROW, None);
+    app.source = SourceKind::Live { interval_ms: 1000 };
+    app.may_signal = |_| Ok(());
+    app.sync();
+    let dead = app
+        .pipe
+        .state
+        .procs
+        .values()
+        .find_map(|p| p.exit.map(|_| p.info.pid))
+        .expect("462 and 510 end before the recording does");
+    select(&mut app, dead);
+    key(&mut app, KeyCode::Char('k'));
+    assert!(app.prompt.is_none());
+    let flash = app.flash.clone().unwrap_or_default();
+    assert!(flash.contains(&format!("PID {dead} has ended")), "{flash}");
+}
+
+/// Opened before any alert, the panel's selection follows the alert the bar shows (the most
+/// severe active one) as alerts come, up to the critical OOM; once a person moves it, it
+/// stays where they put it.
+#[test]
+fn the_panel_follows_the_bars_alert_until_a_person_picks_one() {
+    let path = support::fixture(LEAK);
+    let all = frames(&path);
+    let mut app = App::new(
+        SourceKind::Replay {
+            file: path.display().to_string(),
+            demo: false,
+        },
+        Default::default(),
+    );
+    app.update(Event::Frame(all[0].clone()));
+    key(&mut app, KeyCode::Char('a'));
+    let mut critical = false;
+    let mut rest = all[1..].iter();
+    for f in rest.by_ref() {
+        app.update(Event::Frame(f.clone()));
+        let top = app.pipe.alerts.visible().first().map(|a| a.key());
+        if let Some(top) = top {
+            assert_eq!(app.sel_alert.map(|a| a.key), Some(top));
+        }
+        if app
+            .pipe
+            .alerts
+            .visible()
+            .first()
+            .is_some_and(|a| a.severity == gpumon::model::alerts::Severity::Critical)
+        {
+            critical = true;
+            break;
+        }
+    }
+    assert!(critical, "the recording raises a critical alert");
+    for f in rest.by_ref() {
+        if app.alert_ids().len() >= 2 && app.alert_row == 0 {
+            break;
+        }
+        app.update(Event::Frame(f.clone()));
+    }
+    key(&mut app, KeyCode::Down);
+    let chosen = app.sel_alert;
+    assert_ne!(
+        chosen.map(|a| a.key),
+        app.pipe.alerts.visible().first().map(|a| a.key())
+    );
+    for f in rest.take(200) {
+        app.update(Event::Frame(f.clone()));
+    }
+    let ids = app.alert_ids();
+    assert!(
+        chosen.is_some_and(|c| ids.contains(&c)),
+        "still listed (past)"
+    );
+    assert_eq!(app.sel_alert, chosen, "kept where the person put it");
 }

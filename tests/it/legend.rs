@@ -152,6 +152,15 @@ fn shows(t: &Term, screen: &str) -> bool {
                 && row.contains("python")
         }),
         legend::PAST => lines().any(|l| l.starts_with("✓ ")),
+        legend::EXITED => ["exited pk", "OOM pk", "killed pk"]
+            .iter()
+            .any(|w| screen.contains(w)),
+        legend::PAST_MARK => lines().any(|l| {
+            (l.starts_with('╭') || l.starts_with('┌'))
+                && ["past ‼ ", "past ⚠ ", "past ℹ "]
+                    .iter()
+                    .any(|m| l.contains(m))
+        }),
         legend::SORT => screen.contains('▼') || screen.contains('▲'),
         legend::CUDA => screen.contains("cuda:1"),
         legend::CUDA_Q => screen.contains("cuda:0?") || screen.contains("cuda:1?"),

@@ -45,6 +45,7 @@ mod model_bounds;
 mod msrv;
 mod multi_gpu;
 mod output_errors;
+mod postmortem_tmux;
 mod procfs_placement;
 mod prometheus_e2e;
 mod rank_row;

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-struct Session(String);
+pub(crate) struct Session(String);
 
 impl Drop for Session {
     fn drop(&mut self) {
@@ -16,12 +16,12 @@ impl Drop for Session {
     }
 }
 
-fn tmux(args: &[&str]) -> String {
+pub(crate) fn tmux(args: &[&str]) -> String {
     let out = Command::new("tmux").args(args).output().expect("tmux runs");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn have_tmux() -> bool {
+pub(crate) fn have_tmux() -> bool {
     let ok = Command::new("tmux")
         .arg("-V")
         .output()
@@ -32,11 +32,11 @@ fn have_tmux() -> bool {
     ok
 }
 
-fn pane(s: &Session) -> String {
+pub(crate) fn pane(s: &Session) -> String {
     tmux(&["capture-pane", "-p", "-t", &s.0])
 }
 
-fn wait_for(s: &Session, what: &str, secs: u64) -> String {
+pub(crate) fn wait_for(s: &Session, what: &str, secs: u64) -> String {
     let end = Instant::now() + Duration::from_secs(secs);
     loop {
         let p = pane(s);
@@ -47,7 +47,7 @@ fn wait_for(s: &Session, what: &str, secs: u64) -> String {
     }
 }
 
-fn keys(s: &Session, k: &[&str]) {
+pub(crate) fn keys(s: &Session, k: &[&str]) {
     let mut args = vec!["send-keys", "-t", s.0.as_str()];
     args.extend_from_slice(k);
     tmux(&args);
@@ -62,7 +62,7 @@ fn start(tag: &str, script: impl Fn(&str, &str) -> String) -> Session {
     start_cmd(tag, 80, 24, &cmd)
 }
 
-fn start_cmd(tag: &str, w: u16, h: u16, cmd: &str) -> Session {
+pub(crate) fn start_cmd(tag: &str, w: u16, h: u16, cmd: &str) -> Session {
     let name = format!("gpumon-{tag}-{}", std::process::id());
     let (w, h) = (w.to_string(), h.to_string());
     tmux(&["new-session", "-d", "-s", &name, "-x", &w, "-y", &h, cmd]);
@@ -107,7 +107,7 @@ fn companion(epochs: u32) -> (tempfile::TempDir, std::process::Child) {
 }
 
 /// The text of the rows drawn in reverse video (the selection), from `capture-pane -e`.
-fn reversed_rows(s: &Session) -> Vec<String> {
+pub(crate) fn reversed_rows(s: &Session) -> Vec<String> {
     let raw = tmux(&["capture-pane", "-p", "-e", "-t", &s.0]);
     let mut out = Vec::new();
     for line in raw.lines() {

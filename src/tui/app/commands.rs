@@ -7,7 +7,26 @@ use crate::source::replay::{ReplayStatus, Speed};
 use crate::tui::keys::Action;
 
 impl App {
-    /// Enter on an alert: its GPU's detail with its process selected.
+    /// The panel opens on the alert the bar shows (the most severe active one), so the
+    /// row a person came for is selected and on screen even in a 40x12 pane; until a person
+    /// picks another, the selection follows it (`sync`).
+    pub(super) fn open_on_headline(&mut self) {
+        let ids = self.alert_ids();
+        let Some(id) = self.headline_alert() else {
+            return;
+        };
+        if let Some(i) = ids.iter().position(|x| *x == id) {
+            if self.sel_alert != Some(id) {
+                self.alert_scroll = 0;
+            }
+            self.sel_alert = Some(id);
+            self.alert_row = i;
+        }
+    }
+
+    /// Enter on an alert: its GPU's detail with its process selected, whether the process
+    /// still runs or has ended (an alert in the panel keeps its process listed); never
+    /// another process in its place.
     pub(super) fn open_alert(&mut self) {
         let Some(id) = self.sel_alert else { return };
         let s = self.view_state();
@@ -15,6 +34,20 @@ impl App {
             self.flash = Some(format!("GPU {} is not in this view", id.key.gpu));
             return;
         };
+        if let Some(pid) = id.key.pid {
+            let listed = s
+                .procs
+                .get(&pid)
+                .is_some_and(|p| p.gpus.contains_key(&id.key.gpu));
+            if !listed {
+                self.flash = Some(format!(
+                    "PID {pid} is not listed on GPU {} (no longer kept, or never seen by NVML): \
+                     its evidence is here",
+                    id.key.gpu
+                ));
+                return;
+            }
+        }
         self.select_gpu(pos);
         if let Some(pid) = id.key.pid {
             if !self.pids().contains(&pid) && !self.filter.is_empty() {
@@ -26,18 +59,21 @@ impl App {
         self.go(View::Detail);
     }
 
-    /// `A`: the selected alert in the panel; elsewhere all of them, after asking.
+    /// `A`: the selected alert in the panel (an active one is silenced until it worsens, a
+    /// past one's mark leaves its card and row); elsewhere all of them, after asking.
     pub(super) fn ack(&mut self) {
         if self.view == View::Alerts {
             let Some(id) = self.sel_alert else { return };
             self.flash = Some(if self.pipe.alerts.ack(&id.key) {
                 "acknowledged: silenced until it worsens".into()
+            } else if self.acked_past.insert(id) {
+                "acknowledged: its mark leaves the card and the row".into()
             } else {
-                "this alert is no longer active".into()
+                "already acknowledged".into()
             });
             return;
         }
-        let n = self.unacknowledged();
+        let n = self.unacknowledged() + self.past_marked().len();
         if n == 0 {
             self.flash = Some("no alerts to acknowledge".into());
         } else {
@@ -58,6 +94,14 @@ impl App {
         if self.is_replay() {
             self.flash = Some(format!(
                 "replay: PID {pid} ran when this was recorded; signals go to live processes only"
+            ));
+            return;
+        }
+        // An ended process's PID may already belong to another process: never signal it.
+        if let Some(e) = self.view_state().procs.get(&pid).and_then(|p| p.exit) {
+            self.flash = Some(format!(
+                "PID {pid} has ended ({}): nothing to signal",
+                e.cause.label()
             ));
             return;
         }

@@ -5,6 +5,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 
 use super::{App, Effect, Prompt, Target, View};
 use crate::tui::keys::Action;
+use crate::tui::selection::AlertId;
 
 impl App {
     /// A key while a prompt is open. The filter takes text; a confirmation takes `y`
@@ -37,8 +38,13 @@ impl App {
                 None
             }
             Prompt::AckAll(_) if yes => {
-                let n = self.pipe.alerts.ack_all();
-                self.flash = Some(format!("acknowledged {n} alerts"));
+                let past: Vec<_> = self.past_marked().into_iter().map(AlertId::of).collect();
+                let n = self.pipe.alerts.ack_all() + past.len();
+                self.acked_past.extend(past);
+                self.flash = Some(match n {
+                    1 => "acknowledged 1 alert".into(),
+                    n => format!("acknowledged {n} alerts"),
+                });
                 None
             }
             Prompt::Signal {
@@ -93,6 +99,7 @@ impl App {
                     self.alert_scroll = 0;
                 }
                 self.sel_alert = Some(id);
+                self.alert_chosen = true;
             }
         }
         None

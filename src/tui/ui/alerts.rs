@@ -76,11 +76,59 @@ fn fit(s: &str, width: usize, theme: &Theme) -> String {
     out
 }
 
-/// One line: the most severe visible alert's summary and how many others there are.
-/// `alerts` is `AlertEngine::visible()`: most severe first; `silenced` counts acknowledged ones.
+/// What the bar says about alerts that have ended: how many, and how many of the worst
+/// severity among them (`4 past (‼ 1)`), coloured while any of them is unacknowledged.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PastAlerts {
+    pub count: usize,
+    pub worst: Option<Severity>,
+    pub worst_count: usize,
+    /// Some of them still mark their card (not acknowledged with `A`).
+    pub marked: bool,
+}
+
+impl PastAlerts {
+    pub fn of(app: &App) -> PastAlerts {
+        let all: Vec<&Alert> = app.pipe.alerts.history().collect();
+        let worst = all.iter().map(|a| a.severity).max();
+        PastAlerts {
+            count: all.len(),
+            worst,
+            worst_count: all.iter().filter(|a| Some(a.severity) == worst).count(),
+            marked: !app.past_marked().is_empty(),
+        }
+    }
+
+    /// Spellings from the longest to the shortest: `4 past (‼ 1)`, `4 past ‼`, `+4 past`.
+    fn texts(&self, theme: &Theme) -> Vec<String> {
+        let Some(w) = self.worst else {
+            return Vec::new();
+        };
+        let m = mark(w, theme);
+        let n = self.count;
+        vec![
+            format!("{n} past ({m} {})", self.worst_count),
+            format!("{n} past {m}"),
+            format!("+{n} past"),
+        ]
+    }
+
+    fn style(&self, theme: &Theme) -> Style {
+        match self.worst {
+            Some(w) if self.marked => style(w, theme),
+            _ => theme.dim(),
+        }
+    }
+}
+
+/// One line: the most severe visible alert's summary and how many others there are, then
+/// the past ones (`… · 4 past (‼ 1)`), so a run that ended in an OOM never reads as an
+/// all-clear. `alerts` is `AlertEngine::visible()`: most severe first; `silenced` counts
+/// acknowledged ones.
 pub fn render_alert_bar(
     alerts: &[&Alert],
     silenced: usize,
+    past: PastAlerts,
     area: Rect,
     buf: &mut Buffer,
     theme: &Theme,
@@ -89,14 +137,26 @@ pub fn render_alert_bar(
         return;
     }
     let w = usize::from(area.width);
+    let dot = theme.dot();
+    let past_texts = past.texts(theme);
     let line = match alerts.first() {
         None => {
-            let text = if silenced > 0 {
-                format!(" no new alerts ({silenced} acknowledged)")
-            } else {
-                " no alerts".to_string()
+            let none = match (silenced, past.count) {
+                (0, 0) => " no alerts".to_string(),
+                (0, _) => " no active alerts".to_string(),
+                (n, _) => format!(" no new alerts ({n} acknowledged)"),
             };
-            Line::from(Span::styled(fit(&text, w, theme), theme.dim()))
+            let dash = if theme.ascii { "-" } else { "—" };
+            // The longest spelling that fits, the key to the panel when there is room.
+            let tail = past_texts
+                .iter()
+                .flat_map(|p| [format!(" {dot} {p} {dash} a"), format!(" {dot} {p}")])
+                .find(|t| none.chars().count() + t.chars().count() <= w);
+            let mut spans = vec![Span::styled(fit(&none, w, theme), theme.dim())];
+            if let Some(t) = tail {
+                spans.push(Span::styled(t, past.style(theme)));
+            }
+            Line::from(spans)
         }
         Some(top) => {
             let m = mark(top.severity, theme);
@@ -105,12 +165,28 @@ pub fn render_alert_bar(
             } else {
                 String::new()
             };
-            let room = w.saturating_sub(m.chars().count() + 1 + more.chars().count());
+            let fixed = m.chars().count() + 1 + more.chars().count();
+            let summary_w = top.summary.chars().count();
+            // The past count takes what the summary leaves, in its longest spelling that
+            // fits: the summary keeps 30 characters (its number too), or 16 when a past
+            // alert was worse than any active one (an OOM behind an info).
+            let keep = if past.worst > Some(top.severity) {
+                16
+            } else {
+                30
+            };
+            let tail = past_texts
+                .iter()
+                .map(|p| format!(" {dot} {p}"))
+                .find(|t| fixed + summary_w.min(keep) + t.chars().count() <= w)
+                .unwrap_or_default();
+            let room = w.saturating_sub(fixed + tail.chars().count());
             let sev = style(top.severity, theme);
             Line::from(vec![
                 Span::styled(format!("{m} "), sev),
                 Span::styled(fit(&top.summary, room, theme), sev),
                 Span::styled(more, theme.dim()),
+                Span::styled(tail, past.style(theme)),
             ])
         }
     };
@@ -472,24 +548,62 @@ fn panel(
     }
 }
 
-/// The worst active, unacknowledged alert about `pid` on GPU `gpu` (NVML index), as the
-/// mark drawn in the first column of its process row.
+/// The mark drawn in the first column of the process row of `pid` on GPU `gpu` (NVML
+/// index): its worst active, unacknowledged alert; else the worst past one not yet
+/// acknowledged, in its colour on a process that has ended (its alerts ended with it),
+/// dim on one that runs on.
 pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'static str, Style)> {
-    app.pipe
-        .alerts
-        .active()
+    let about = |a: &&Alert| a.pid == Some(pid) && a.gpu == gpu;
+    let active = app.pipe.alerts.active();
+    if let Some(s) = active
         .into_iter()
-        .filter(|a| !a.silenced && a.pid == Some(pid) && a.gpu == gpu)
+        .filter(|a| !a.silenced && about(a))
         .map(|a| a.severity)
         .max()
-        .map(|s| (mark(s, theme), style(s, theme)))
+    {
+        return Some((mark(s, theme), style(s, theme)));
+    }
+    let s = app
+        .past_marked()
+        .into_iter()
+        .filter(about)
+        .map(|a| a.severity)
+        .max()?;
+    let ended = app
+        .view_state()
+        .procs
+        .get(&pid)
+        .is_some_and(|p| p.exit.is_some());
+    Some((
+        mark(s, theme),
+        if ended { style(s, theme) } else { theme.dim() },
+    ))
 }
 
 /// On a GPU card (or compact row): the worst active alert about the card (or any process
-/// on it) and how many there are, as ` ‼ 2 `; and the card as a click target. The caller
+/// on it) and how many there are, as ` ‼ 2 `, then the worst past one not acknowledged
+/// and how many, as ` past ‼ 1 ` (until `A`); and the card as a click target. The caller
 /// draws the mark in its own title (the card's top border, the compact row's name), so it
 /// goes through the same painted piece and never covers the scale note.
 pub fn decorate_card(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option<Span<'static>> {
+    card_mark(app, pos, area, theme, 0)
+}
+
+/// `decorate_card` for a compact GPU row, which shares its one line with the usage and a
+/// sparkline: without the dot, and the past only when it was worse than every active alert
+/// (`tight`: the active mark alone whenever there is one, for a row with no room to spare).
+pub fn decorate_row(
+    app: &App,
+    pos: usize,
+    area: Rect,
+    theme: &Theme,
+    tight: bool,
+) -> Option<Span<'static>> {
+    card_mark(app, pos, area, theme, if tight { 2 } else { 1 })
+}
+
+/// `short`: 0 on a card's border, 1 on a compact row, 2 on a tight one.
+fn card_mark(app: &App, pos: usize, area: Rect, theme: &Theme, short: u8) -> Option<Span<'static>> {
     app.hit(area, Target::Gpu(pos));
     let g = app.view_state().gpus.get(pos)?;
     let on: Vec<Severity> = app
@@ -500,11 +614,42 @@ pub fn decorate_card(app: &App, pos: usize, area: Rect, theme: &Theme) -> Option
         .filter(|a| !a.silenced && a.gpu == g.info.index)
         .map(|a| a.severity)
         .collect();
-    let worst = on.iter().max().copied()?;
-    Some(Span::styled(
-        format!(" {} {} ", mark(worst, theme), on.len()),
-        style(worst, theme),
-    ))
+    let past: Vec<Severity> = app
+        .past_marked()
+        .into_iter()
+        .filter(|a| a.gpu == g.info.index)
+        .map(|a| a.severity)
+        .collect();
+    let worst = |v: &[Severity]| v.iter().max().copied();
+    let text = match (worst(&on), worst(&past)) {
+        (None, None) => return None,
+        (Some(a), None) => format!(" {} {} ", mark(a, theme), on.len()),
+        (None, Some(p)) => format!(" past {} {} ", mark(p, theme), past.len()),
+        // A compact row names the past only when it was worse than anything active.
+        (Some(a), Some(p)) if short == 1 && p > a => format!(
+            " {} {} past {} {} ",
+            mark(a, theme),
+            on.len(),
+            mark(p, theme),
+            past.len()
+        ),
+        (Some(a), Some(_)) if short > 0 => format!(" {} {} ", mark(a, theme), on.len()),
+        (Some(a), Some(p)) => format!(
+            " {} {} {} past {} {} ",
+            mark(a, theme),
+            on.len(),
+            theme.dot(),
+            mark(p, theme),
+            past.len()
+        ),
+    };
+    // Coloured by the worst active alert; past ones alone are what the card remembers.
+    let st = match (worst(&on), worst(&past)) {
+        (Some(a), _) => style(a, theme),
+        (None, Some(p)) => style(p, theme),
+        (None, None) => theme.dim(),
+    };
+    Some(Span::styled(text, st))
 }
 
 #[cfg(test)]

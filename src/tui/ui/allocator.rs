@@ -21,6 +21,8 @@ pub(crate) struct AllocView<'a> {
     pub proc: &'a ProcAlloc,
     /// The device of that process on this GPU; None when it could not be matched.
     pub dev: Option<&'a DevAlloc>,
+    /// Set when the process has ended: the panel is its last reported state.
+    pub exit: Option<crate::model::exit::Exit>,
 }
 
 /// Colour of F: green < 0.4, yellow to 0.7, red above. Without colour the
@@ -302,6 +304,20 @@ pub(crate) fn panel_lines(
             theme.normal(),
         ),
     ])];
+    if let Some(e) = v.exit {
+        let st = match e.cause {
+            crate::model::exit::ExitCause::Oom => theme.error(),
+            _ => theme.warn(),
+        };
+        out.push(Line::from(Span::styled(
+            format!(
+                "{} {}: its last reported state",
+                e.cause.label(),
+                theme.clock(e.at)
+            ),
+            st,
+        )));
+    }
     let Some(d) = v.dev else {
         out.push(Line::from(Span::styled(
             "no allocator data for this GPU (device not matched yet)",
@@ -425,6 +441,7 @@ mod tests {
         let p = c.get(9).expect("pid 9");
         AllocView {
             nvml_used: Some(10 * GIB + 512 * MIB),
+            exit: None,
             nvml_peak: Some(11 * GIB),
             proc: p,
             dev: p.devices.get(&0),

@@ -61,8 +61,9 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
         .get(app.proc_row.min(procs.len().saturating_sub(1)))
         .copied();
     let all = s.gpu_infos();
-    let companion = sel.and_then(|(pr, _)| s.companions.get(pr.info.pid));
-    let dev = sel.and_then(|(pr, _)| s.companions.for_gpu_in(pr.info.pid, &g.info, all));
+    // A process that ended keeps the last state its companion reported: its post-mortem.
+    let companion = sel.and_then(|(pr, _)| s.companions.latest(pr.info.pid));
+    let dev = sel.and_then(|(pr, _)| s.companions.latest_for_gpu_in(pr.info.pid, &g.info, all));
     let proc_chart = sel.filter(|_| !app.card_chart);
     // The allocator panel's place depends on whether any process here has a companion,
     // not the selected one, so moving the selection does not make the table jump (a
@@ -70,7 +71,7 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
     // follow the selected process: without them the chart takes the rows back.
     let any_companion = procs
         .iter()
-        .any(|(pr, _)| s.companions.get(pr.info.pid).is_some());
+        .any(|(pr, _)| s.companions.latest(pr.info.pid).is_some());
     // Wide: a panel beside the table, with the allocator (companion) or the process's facts.
     let side = sel.is_some() && inner.width >= 110;
     let note_text = sel.map(|(pr, pg)| mapping_note(pr, pg));
@@ -127,8 +128,9 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
         });
     }
     if let (Some(d), true) = (dev, trend.height > 0) {
+        let until = sel.map_or(s.now, |(pr, _)| pr.until(s.now));
         p.paint("fragmentation trend", |buf| {
-            frag_trend(buf, d, app, trend, theme)
+            frag_trend(buf, d, app, until, trend, theme)
         });
     }
     let (table, side_panel) = if side {
@@ -153,12 +155,13 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
                 .render(a, buf)
         });
     }
-    if let (Some(proc_alloc), Some((_, pg))) = (companion, sel) {
+    if let (Some(proc_alloc), Some((pr, pg))) = (companion, sel) {
         let view = AllocView {
             nvml_used: pg.last_used,
             nvml_peak: Some(pg.peak.value),
             proc: proc_alloc,
             dev,
+            exit: pr.exit,
         };
         let target = side_panel.or((panel.height > 0).then_some(panel));
         if let Some(a) = target {
@@ -195,9 +198,18 @@ fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'stati
         .clone()
         .or_else(|| pr.info.name.clone())
         .unwrap_or_else(|| "(command not readable)".into());
-    let now = pg
-        .last_used
-        .map_or_else(|| "n/a (not listed now)".into(), human);
+    let now = match (pr.exit, pg.last_used) {
+        (Some(e), _) => format!("{} at {}", e.cause.label(), theme.clock(e.at)),
+        (None, Some(u)) => format!("{} now", human(u)),
+        (None, None) => "not listed now".into(),
+    };
+    let advice = if pr.exit.is_some() {
+        "it had no companion: only NVML's view of it is known. Next time start it with \
+         `gpumon run -- CMD` to keep its allocator's state and OOMs"
+    } else {
+        "no companion: start it with `gpumon run -- CMD` (or `import gpumon; gpumon.start()`) \
+         to see its allocator: allocated, cached, fragmentation, epochs"
+    };
     vec![
         Line::from(vec![
             Span::styled(format!("pid {} ", pr.info.pid), theme.title()),
@@ -210,7 +222,7 @@ fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'stati
         Line::from(Span::raw(cmd)),
         Line::from(vec![
             Span::raw("NVML: "),
-            Span::styled(format!("{now} now"), theme.used()),
+            Span::styled(now, theme.used()),
             Span::styled(
                 format!(
                     ", peak {} at {}",
@@ -221,11 +233,7 @@ fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'stati
             ),
         ]),
         Line::from(Span::styled(mapping_note(pr, pg), theme.dim())),
-        Line::from(Span::styled(
-            "no companion: start it with `gpumon run -- CMD` (or `import gpumon; gpumon.start()`) \
-             to see its allocator: allocated, cached, fragmentation, epochs",
-            theme.dim(),
-        )),
+        Line::from(Span::styled(advice, theme.dim())),
     ]
 }
 
@@ -286,8 +294,21 @@ fn process_chart(
     let s = app.view_state();
     let areas = plot::split(chart, chart.height >= 3);
     let n = usize::from(areas.plot.width) * slots_per_cell(theme);
-    let grid = Grid::fit(s.now, Some(pr.first_seen), app.window_ms(), n.max(1));
-    let used = sample(&pg.used, &grid);
+    // A process that ended is charted to its exit: its whole story, no empty time after.
+    let grid = Grid::fit(
+        pr.until(s.now),
+        Some(pr.first_seen),
+        app.window_ms(),
+        n.max(1),
+    );
+    let mut used = sample(&pg.used, &grid);
+    // After its last sighting NVML simply does not list it (it is ending): no data, not
+    // the read-failure mark.
+    for (i, c) in used.iter_mut().enumerate() {
+        if *c == Col::Gap && grid.start + grid.step * i as i64 > pg.last_seen {
+            *c = Col::None;
+        }
+    }
     let (alloc, reserved, floor, peak) = match dev {
         Some(d) => (
             sample(&d.allocated, &grid),
@@ -330,7 +351,13 @@ fn process_chart(
         .fold((f64::MAX, 0.0f64), |(a, b), (lo, hi)| {
             (a.min(lo), b.max(hi))
         });
-    let lo = if lo == f64::MAX { 0.0 } else { lo };
+    // Zero-based for a process that ended: its story is read as a whole, and a fitted
+    // axis (6.4–7.0 GiB) would make a 5 % step look like a cliff.
+    let lo = if lo == f64::MAX || pr.exit.is_some() {
+        0.0
+    } else {
+        lo
+    };
     let total = g.total() as f64;
     let scale = Scale::fit(
         lo,
@@ -522,6 +549,7 @@ fn frag_trend(
     buf: &mut ratatui::buffer::Buffer,
     d: &DevAlloc,
     app: &App,
+    until: crate::model::time::Ts,
     area: Rect,
     theme: &Theme,
 ) {
@@ -537,8 +565,7 @@ fn frag_trend(
     let lw = label.len() as u16;
     let spark_w = area.width.saturating_sub(lw + now.chars().count() as u16);
     buf.set_stringn(area.x, area.y, label, usize::from(area.width), theme.dim());
-    let s = app.view_state();
-    let grid = Grid::new(s.now, app.window_ms(), usize::from(spark_w).max(1));
+    let grid = Grid::new(until, app.window_ms(), usize::from(spark_w).max(1));
     let cols = sample(&d.frag_f, &grid);
     let spark = Rect {
         x: area.x + lw,

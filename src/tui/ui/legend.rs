@@ -43,7 +43,13 @@ term!(
     GONE,
     "gone",
     "gone",
-    "NVML no longer lists the process (exited or released the GPU)"
+    "NVML stopped listing it: not yet known to have ended (see exited)"
+);
+term!(
+    EXITED,
+    "exited",
+    "exited",
+    "(USED) the process ended; OOM: of an OOM it reported; killed: no goodbye"
 );
 term!(
     NA,
@@ -199,7 +205,13 @@ term!(
     MARK,
     "⚠ on a row",
     "! on a row",
-    "this process or card has an active alert"
+    "this process has an alert (dim, or on an ended one: a past alert)"
+);
+term!(
+    PAST_MARK,
+    "past ‼ 1",
+    "past !! 1",
+    "(card border) the worst ended alert on the card, and how many, until A"
 );
 term!(
     PAST,
@@ -253,7 +265,8 @@ term!(
 
 /// Every entry, in the order help's legend page lists them.
 pub const LEGEND: &[Term] = &[
-    USED, PEAK, GONE, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG, STRANDED,
-    LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, FIT, ZOOM, REFS, TRACES, CHART_KEY, HISTORY,
-    GATES, SEV, MARK, CARD_MARK, PAST, ACK, SORT, REPLAY, REC, FROZEN, WINDOW, INTERVAL,
+    USED, PEAK, GONE, EXITED, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG,
+    STRANDED, LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, FIT, ZOOM, REFS, TRACES, CHART_KEY,
+    HISTORY, GATES, SEV, MARK, CARD_MARK, PAST_MARK, PAST, ACK, SORT, REPLAY, REC, FROZEN, WINDOW,
+    INTERVAL,
 ];

@@ -94,8 +94,9 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
     let active = app.pipe.alerts.active();
     let silenced = active.iter().filter(|a| a.silenced).count();
     let visible: Vec<_> = active.into_iter().filter(|a| !a.silenced).collect();
+    let past = alerts::PastAlerts::of(app);
     p.paint("alert bar", |buf| {
-        alerts::render_alert_bar(&visible, silenced, bar, buf, theme)
+        alerts::render_alert_bar(&visible, silenced, past, bar, buf, theme)
     });
     p.paint("footer", |buf| {
         status::render_footer(app, footer, buf, theme)

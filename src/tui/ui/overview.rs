@@ -123,8 +123,9 @@ fn alloc_of<'a>(
     g: &GpuState,
     all: &[crate::model::sample::GpuInfo],
 ) -> Option<(&'a ProcAlloc, &'a DevAlloc)> {
-    let d = s.companions.for_gpu_in(p.info.pid, &g.info, all)?;
-    Some((s.companions.get(p.info.pid)?, d))
+    // A process that ended keeps the last state its companion reported.
+    let d = s.companions.latest_for_gpu_in(p.info.pid, &g.info, all)?;
+    Some((s.companions.latest(p.info.pid)?, d))
 }
 
 pub(crate) fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
@@ -175,22 +176,35 @@ fn title(g: &GpuState, width: u16, theme: &Theme) -> String {
 }
 
 /// The scale note on the card's border: the chart's range against the card's total, and
-/// the key that switches between them.
-fn scale_note(s: &Scale, total: u64, full: bool, theme: &Theme) -> String {
+/// the key that switches between them; `key: false` leaves the key out (a border that also
+/// carries alert marks keeps the range).
+fn scale_note(s: &Scale, total: u64, full: bool, key: bool, theme: &Theme) -> String {
     let dash = if theme.ascii { "-" } else { "–" };
     let dot = theme.dot();
+    let hint = |h: &str| {
+        if key {
+            format!(" {dot} {h} ")
+        } else {
+            " ".into()
+        }
+    };
     if full {
-        format!(" card scale {dot} f: fit data ")
+        format!(" card scale{}", hint("f: fit data"))
     } else {
         let lo = s.label(s.lo);
         let lo = lo.split(' ').next().unwrap_or("0");
         if s.hi >= total as f64 {
-            format!(" {lo}{dash}{} (card) {dot} f: card scale ", human(total))
+            format!(
+                " {lo}{dash}{} (card){}",
+                human(total),
+                hint("f: card scale")
+            )
         } else {
             format!(
-                " {lo}{dash}{} of {} {dot} f: card scale ",
+                " {lo}{dash}{} of {}{}",
                 s.label(s.hi),
-                human(total)
+                human(total),
+                hint("f: card scale")
             )
         }
     }
@@ -287,9 +301,12 @@ fn card(
     let mark_w = mark.as_ref().map_or(0, |m| m.width());
     let mark = mark.filter(|_| mark_w + t.chars().count() + 4 <= usize::from(area.width));
     let taken = t.chars().count() + mark.as_ref().map_or(0, |m| m.width()) + 4;
-    let note = scale
-        .map(|sc| scale_note(&sc, g.total(), app.full_scale, theme))
-        .filter(|n| n.chars().count() + taken <= usize::from(area.width));
+    let note = scale.and_then(|sc| {
+        [true, false]
+            .into_iter()
+            .map(|key| scale_note(&sc, g.total(), app.full_scale, key, theme))
+            .find(|n| n.chars().count() + taken <= usize::from(area.width))
+    });
     p.paint("card border", |buf| {
         let mut block =
             block
@@ -498,7 +515,14 @@ fn compact(
     let head = format!("{mark}GPU{} {} ", g.info.index, short_name(&g.info.name));
     let style = if sel { theme.title() } else { theme.normal() };
     // The alert mark follows the name, where a card would have it in its border.
-    let alert = super::alerts::decorate_card(app, pos, area, theme);
+    let mut alert = super::alerts::decorate_row(app, pos, area, theme, false);
+    // On one row the usage needs its whole number and 7 cells of sparkline beside the name
+    // and the mark; a mark that leaves less gives up its past part.
+    let usage_min = usage_line(g, 1, theme).width() + 7;
+    let mark_w = alert.as_ref().map_or(0, |a| a.width());
+    if area.height < 2 && head.chars().count() + mark_w + usage_min > usize::from(area.width) {
+        alert = super::alerts::decorate_row(app, pos, area, theme, true);
+    }
     let head_w =
         (head.chars().count() + alert.as_ref().map_or(0, |a| a.width().saturating_sub(1))) as u16;
     p.paint("gpu row name", |buf| {

@@ -8,6 +8,7 @@ use ratatui::widgets::Widget;
 use super::legend;
 use super::theme::Theme;
 use crate::fmt::human;
+use crate::model::exit::ExitCause;
 use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState};
 use crate::model::time::Ts;
@@ -50,13 +51,26 @@ fn mapping_style(m: &Mapping, theme: &Theme) -> ratatui::style::Style {
     }
 }
 
-/// `n/a` when NVML gave no number; `gone` when NVML no longer lists the process at all
-/// (it exited or let go of the GPU): the row lingers for a minute, labelled for what it is.
-fn used_label(pg: &ProcGpu, now: Ts) -> String {
+/// `n/a` when NVML gave no number; `gone` when NVML no longer lists the process (for
+/// a few seconds, or while its companion still talks); once it has ended, how: `exited`,
+/// `OOM` or `killed` (the row stays, with its last state, `keep_exited` long).
+fn used_label(p: &ProcState, pg: &ProcGpu, now: Ts) -> String {
+    if let Some(e) = p.exit {
+        return e.cause.label().into();
+    }
     match pg.last_used {
         Some(u) => human(u),
         None if pg.last_seen < now => legend::GONE.sym.into(),
         None => legend::NA.sym.into(),
+    }
+}
+
+fn used_style(p: &ProcState, theme: &Theme) -> ratatui::style::Style {
+    match p.exit.map(|e| e.cause) {
+        None => theme.used(),
+        Some(ExitCause::Oom) => theme.error(),
+        Some(ExitCause::Killed) => theme.warn(),
+        Some(ExitCause::Exited) => theme.dim(),
     }
 }
 
@@ -88,7 +102,7 @@ fn proc_line_at(
 ) -> Line<'static> {
     let w = usize::from(width);
     let user = p.info.user.clone().unwrap_or_else(|| "?".into());
-    let used = format!("{:>9}", used_label(pg, now));
+    let used = format!("{:>9}", used_label(p, pg, now));
     let peak = if growth {
         format!(" {:>12}", growth_label(pg, now))
     } else {
@@ -101,14 +115,21 @@ fn proc_line_at(
         format!("{:>7} {:<8.8} ", p.info.pid, user)
     };
     let tail_w = used.len() + map.len() + if w >= 50 { peak.len() } else { 0 };
-    let cmd_w = w.saturating_sub(head.len() + tail_w + 1);
+    let mut cmd_w = w.saturating_sub(head.len() + tail_w + 1);
+    // When it ended, where the command column has room to spare for it.
+    let ended = p
+        .exit
+        .map(|e| format!(" ended {}", theme.clock(e.at)))
+        .filter(|t| cmd_w >= 24 + t.len());
+    cmd_w -= ended.as_ref().map_or(0, String::len);
     let cmd = super::text::fit_command(&command(p), cmd_w, theme.ascii);
-    let mut spans = vec![
-        Span::raw(head),
-        Span::raw(format!("{cmd:<cmd_w$} ")),
+    let mut spans = vec![Span::raw(head), Span::raw(format!("{cmd:<cmd_w$}"))];
+    spans.extend(ended.map(|t| Span::styled(t, theme.dim())));
+    spans.extend([
+        Span::raw(" "),
         Span::styled(map, mapping_style(&pg.mapping, theme)),
-        Span::styled(used, theme.used()),
-    ];
+        Span::styled(used, used_style(p, theme)),
+    ]);
     if w >= 50 {
         spans.push(Span::styled(peak, theme.peak()));
     }
@@ -157,13 +178,24 @@ pub fn render_no_companion(
     if area.height == 0 || area.width == 0 {
         return;
     }
-    let text = format!(
-        "PID {} has no companion: NVML sees its {} but not its allocator. Start it with \
-         `gpumon run -- CMD` (or `import gpumon; gpumon.start()`) for allocator detail. {}",
-        p.info.pid,
-        pg.last_used.map_or_else(|| "memory".into(), human),
-        mapping_note(p, pg)
-    );
+    let text = match p.exit {
+        Some(e) => format!(
+            "PID {} {} at {} and had no companion: only NVML's view of it is known (peak {}). \
+             Start the next run with `gpumon run -- CMD` to keep its allocator's state and OOMs. {}",
+            p.info.pid,
+            e.cause.label(),
+            theme.clock(e.at),
+            human(pg.peak.value),
+            mapping_note(p, pg)
+        ),
+        None => format!(
+            "PID {} has no companion: NVML sees its {} but not its allocator. Start it with \
+             `gpumon run -- CMD` (or `import gpumon; gpumon.start()`) for allocator detail. {}",
+            p.info.pid,
+            pg.last_used.map_or_else(|| "memory".into(), human),
+            mapping_note(p, pg)
+        ),
+    };
     ratatui::widgets::Paragraph::new(text)
         .style(theme.dim())
         .wrap(ratatui::widgets::Wrap { trim: true })

@@ -200,6 +200,7 @@ pub(crate) fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &The
                 app.filter,
                 if theme.ascii { "_" } else { "█" }
             ),
+            Prompt::AckAll(1) => "acknowledge the 1 alert? y: yes, any other key: no".into(),
             Prompt::AckAll(n) => format!("acknowledge all {n} alerts? y: yes, any other key: no"),
             Prompt::Signal { sig, what, .. } => format!(
                 "send {} to {what}? y: yes, any other key: no",
