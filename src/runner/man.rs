@@ -45,6 +45,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "gpumon run preloads this interposer file instead of the one inside the binary.",
     ),
     (
+        "GPUMON_SELFTIME",
+        "Set to 1 in a program with the Python companion: the companion times its own GIL holds and framework calls (what it costs the program; bench/companion_overhead.py reads it).",
+    ),
+    (
         "GPUMON_PRELOAD_DISABLE",
         "Set (and not 0): the interposer loads but stays inactive.",
     ),

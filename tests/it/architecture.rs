@@ -36,7 +36,12 @@ const BELOW: &[(&str, &[&str])] = &[
     // The bundled interposer and demos unpack where the channel looks for sockets.
     ("embed", &["wire", "fmt", "channel"]),
     ("launch", &["wire", "fmt", "model", "channel", "embed"]),
-    ("cli", &["wire", "fmt", "model", "source", "export"]),
+    (
+        "cli",
+        &[
+            "wire", "fmt", "model", "record", "source", "export", "report",
+        ],
+    ),
     (
         "config",
         &["wire", "fmt", "model", "export", "pipeline", "tui", "cli"],

@@ -60,7 +60,14 @@ fn record_and_serve_stopped_by_sigterm_or_sighup_return_0() {
             Some(0),
             "record stopped by signal {sig}"
         );
-        let text = std::fs::read_to_string(&out).expect("recording");
+        // Compressed by default: a clean stop closes the gzip member, so the whole file
+        // decodes (a stream cut short would fail here) and ends with a whole line.
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::MultiGzDecoder::new(std::fs::File::open(&out).expect("recording")),
+            &mut text,
+        )
+        .expect("the recording is a complete gzip stream");
         assert!(text.ends_with('\n'), "the recording ends with a whole line");
         for l in text.lines() {
             serde_json::from_str::<serde_json::Value>(l).expect("every line is JSON");

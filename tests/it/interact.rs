@@ -674,7 +674,7 @@ fn past_alerts_mark_their_card_until_acknowledged_and_enter_reaches_their_dead_p
 fn kill_refuses_a_process_that_has_ended() {
     let mut app = app_from(GROW, None);
     app.source = SourceKind::Live { interval_ms: 1000 };
-    app.may_signal = |_| Ok(());
+    app.may_signal = |_| Ok(live("python3 grow_shrink.py"));
     app.sync();
     let dead = app
         .pipe
