@@ -198,10 +198,10 @@ impl Collector {
                 }
             }
             Frame::Companion(c) => self.companion(c.t, c.pid, &c.msg, state),
-            Frame::Status { t, level, text, .. } if *level != Level::Info => {
-                if self.run.notes.len() < MAX_NOTES {
-                    self.run.notes.push((*t, text.clone()));
-                }
+            Frame::Status { t, level, text, .. }
+                if *level != Level::Info && self.run.notes.len() < MAX_NOTES =>
+            {
+                self.run.notes.push((*t, text.clone()));
             }
             _ => {}
         }

@@ -516,7 +516,7 @@ mod tests {
             "t",
         )
         .expect("bars");
-        assert_eq!(svg.matches("V").count() >= 2, true);
+        assert!(svg.matches("V").count() >= 2);
         assert!(svg.contains("asked 64.0 MiB"), "{svg}");
         assert!(histogram("h", &[], None, "t").is_none());
     }

@@ -14,6 +14,8 @@ pub(super) fn report(r: &ReportArgs) -> Result<i32> {
     let out = match (&r.output, r.format) {
         (Some(p), _) if p.as_os_str() == "-" => None,
         (Some(p), _) => Some(p.clone()),
+        // A recording read from stdin has no place to sit beside: the page goes to stdout.
+        (None, Format::Html) if r.file.as_os_str() == "-" => None,
         (None, Format::Html) => Some(default_output(&r.file, Format::Html)),
         (None, Format::Md) => None,
     };
