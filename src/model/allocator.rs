@@ -48,6 +48,11 @@ pub struct FragState {
     pub largest_block: Option<u64>,
     /// `None` with `na` set when the framework cannot list free blocks.
     pub hist: Option<Vec<HistBucket>>,
+    /// The largest free and live blocks, exact, largest first (issue 20).
+    pub free_top: Vec<u64>,
+    pub live_top: Vec<u64>,
+    /// Large sizes allocated anew in several snapshots: `(size, times)`.
+    pub requests: Vec<(u64, u64)>,
     pub source: Option<String>,
     /// Why free blocks are unavailable, in the companion's words.
     pub na: Option<String>,
@@ -65,6 +70,9 @@ impl FragState {
             n_segments: f.n_segments,
             largest_block: f.largest_block,
             hist,
+            free_top: f.free_top.clone(),
+            live_top: f.live_top.clone(),
+            requests: f.requests.clone(),
             source: f.source.clone(),
             na: f
                 .na

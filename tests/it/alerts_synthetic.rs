@@ -132,6 +132,7 @@ fn ctx() -> GrowthContext {
         last_epoch: None,
         growth_active: false,
         cache_active: false,
+        exact: true,
     }
 }
 
@@ -375,3 +376,4 @@ proptest! {
         let _ = epoch_growth(&points, None, &ctx(), &GrowthConfig::default());
     }
 }
+

@@ -171,6 +171,8 @@ fn value_label(name: &ValueName) -> &str {
         ValueName::Allocated => "allocated",
         ValueName::Headroom => "headroom",
         ValueName::TypicalRequest => "typical",
+        ValueName::RecurringRequest => "R",
+        ValueName::NeededHole => "hole",
         // A name from another build's recording: its first word.
         ValueName::Other(n) => n.split(' ').next().unwrap_or(""),
     }
@@ -186,12 +188,16 @@ fn gate_label(name: &GateName) -> &str {
         GateName::GrowthVsNoise => "noise",
         GateName::Sustained => "sustained",
         GateName::NotAJump => "spread",
+        GateName::MedianStep => "steps",
         GateName::FitsTotal | GateName::FreeShare => "T",
         GateName::FitsNoHole | GateName::FitsNoHoleAtPeak => "R",
         GateName::FragIndex => "F",
         GateName::Retries | GateName::AllocatorShare => "allocator",
         GateName::HeldShare | GateName::HeldShareNvml => "held",
         GateName::Headroom => "headroom",
+        GateName::CacheOnly => "D",
+        GateName::SpareHoles => "holes",
+        GateName::HoleMargin => "margin",
         // A gate from another build's recording: its first word.
         GateName::Other(n) => n.split([' ', '=']).next().unwrap_or(""),
     }
