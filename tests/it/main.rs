@@ -15,6 +15,7 @@ mod support;
 mod alerts_config_asset;
 mod alerts_corpus;
 mod alerts_corpus2;
+mod alerts_corpus3;
 mod alerts_engine;
 mod alerts_schema;
 mod alerts_synthetic;
