@@ -4,6 +4,7 @@ pub mod alerts;
 pub mod allocator;
 pub mod caps;
 pub mod frame;
+pub mod growth_rate;
 pub mod mapping;
 pub mod named;
 pub mod placement;

@@ -29,7 +29,7 @@ named! {
         // Cache-fit risk (a recurring request only the cache can serve).
         CacheOnly = "D < R: only the cache serves R",
         SpareHoles = "holes fitting R beyond a step's need",
-        HoleMargin = "needed hole − R (just fits)",
+        HoleMargin = "margin of the needed hole (just fits)",
         // Grab-all.
         HeldShare = "held share of card",
         AllocatorShare = "allocator share of held",
@@ -123,6 +123,11 @@ mod tests {
             (GateName::AllocatorShare, "allocator share of held"),
             (GateName::HeldShareNvml, "held share of card (NVML only)"),
             (GateName::Headroom, "headroom < request"),
+            // new in issue 20
+            (GateName::MedianStep, "median step"),
+            (GateName::CacheOnly, "D < R: only the cache serves R"),
+            (GateName::SpareHoles, "holes fitting R beyond a step's need"),
+            (GateName::HoleMargin, "margin of the needed hole (just fits)"),
         ];
         for (name, old) in &gates {
             let g = Gate {
@@ -177,6 +182,8 @@ mod tests {
             (ValueName::Allocated, "allocated"),
             (ValueName::Headroom, "headroom"),
             (ValueName::TypicalRequest, "typical request"),
+            (ValueName::RecurringRequest, "R recurring request"),
+            (ValueName::NeededHole, "hole R needs"),
         ];
         let quoted = |s: &str| format!("\"{s}\"");
         for (v, old) in &series {

@@ -188,7 +188,7 @@ fn gate_label(name: &GateName) -> &str {
         GateName::GrowthVsNoise => "noise",
         GateName::Sustained => "sustained",
         GateName::NotAJump => "spread",
-        GateName::MedianStep => "steps",
+        GateName::MedianStep => "median",
         GateName::FitsTotal | GateName::FreeShare => "T",
         GateName::FitsNoHole | GateName::FitsNoHoleAtPeak => "R",
         GateName::FragIndex => "F",
