@@ -27,6 +27,10 @@ pub const MAX_COMPANIONS: usize = 256;
 /// when their connection ends.
 pub const SILENT_EXPIRE_MS: i64 = 30 * 60_000;
 
+/// A sample and a block map this close are one moment (the companion sends the two of an
+/// epoch end with the same time, a peak reading right after the sample that triggered it).
+const MOMENT_MS: i64 = 1_000;
+
 /// Fragmentation index `F = 1 − L/T`: 0 when nothing is free, `None` when the
 /// largest free block is unknown (never guessed).
 pub fn frag_index(free_total: u64, largest_free: Option<u64>) -> Option<f64> {
@@ -54,6 +58,9 @@ pub struct FragState {
     /// Large sizes allocated anew in several snapshots: `(size, times)`.
     pub requests: Vec<(u64, u64)>,
     pub source: Option<String>,
+    /// Allocated and reserved at the block map's moment (the sample of the same phase
+    /// point, within a second), so one line can show numbers of one moment (issue 20).
+    pub moment: Option<(u64, u64)>,
     /// Why free blocks are unavailable, in the companion's words.
     pub na: Option<String>,
     pub cost_us: Option<u64>,
@@ -74,6 +81,7 @@ impl FragState {
             live_top: f.live_top.clone(),
             requests: f.requests.clone(),
             source: f.source.clone(),
+            moment: None,
             na: f
                 .na
                 .get("free_blocks")
@@ -214,10 +222,25 @@ impl DevAlloc {
         }
         self.largest_alloc = self.largest_alloc.max(s.largest_alloc);
         self.last = Some(s.clone());
+        // The sample of a block map's phase point may come just after it.
+        if let Some(f) = self.frag.as_mut()
+            && f.moment.is_none()
+            && (t - f.t).abs() <= MOMENT_MS
+            && let (Some(a), Some(r)) = (s.allocated, s.reserved)
+        {
+            f.moment = Some((a, r));
+        }
+    }
+
+    /// Allocated and reserved of the last sample when it was taken within a second of `t`.
+    fn moment_at(&self, t: Ts) -> Option<(u64, u64)> {
+        let s = self.last.as_ref()?;
+        ((self.last_t - t).abs() <= MOMENT_MS).then_some((s.allocated?, s.reserved?))
     }
 
     fn frag_update(&mut self, t: Ts, f: &Frag) {
-        let st = FragState::from_msg(t, f);
+        let mut st = FragState::from_msg(t, f);
+        st.moment = self.moment_at(t);
         self.frag_f.push(t, st.index());
         self.stranded.push(t, st.stranded().map(|v| v as f64));
         self.largest_alloc = self.largest_alloc.max(st.largest_block);

@@ -12,7 +12,8 @@ use super::legend;
 use super::theme::Theme;
 use crate::fmt::{compact, compact_signed};
 use crate::model::alerts::{
-    Alert, AlertEngine, Evidence, GateName, Severity, StepUnit, TrendSeries, ValueName,
+    Alert, AlertEngine, AlertKind, Evidence, GateName, Severity, StepUnit, TrendSeries,
+    ValueName,
 };
 use crate::tui::app::{App, Target};
 use crate::tui::selection::AlertId;
@@ -489,6 +490,19 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
         .map(|a| a.severity)
         .max()
         .map(|s| (mark(s, theme), style(s, theme)))
+}
+
+/// The most severe active fragmentation alert (risk or OOM) of a process on a GPU: what the
+/// allocator line colours F and stranded by (issue 20), acknowledged ones included.
+pub fn frag_risk(app: &App, pid: u32, gpu: u32) -> Option<Severity> {
+    app.pipe
+        .alerts
+        .active()
+        .into_iter()
+        .filter(|a| a.pid == Some(pid) && a.gpu == gpu)
+        .filter(|a| matches!(a.kind, AlertKind::FragmentationRisk | AlertKind::FragmentationOom))
+        .map(|a| a.severity)
+        .max()
 }
 
 /// On a GPU card (or compact row): the worst active alert about the card (or any process

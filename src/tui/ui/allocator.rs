@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 
 use super::theme::Theme;
 use crate::fmt::human;
+use crate::model::alerts::Severity;
 use crate::model::allocator::{DevAlloc, FragState, ProcAlloc};
 
 /// Everything the panel shows for one (process, GPU).
@@ -21,6 +22,8 @@ pub(crate) struct AllocView<'a> {
     pub proc: &'a ProcAlloc,
     /// The device of that process on this GPU; None when it could not be matched.
     pub dev: Option<&'a DevAlloc>,
+    /// Its most severe active fragmentation alert: the colour of F and stranded.
+    pub risk: Option<Severity>,
 }
 
 /// Colour of F: green < 0.4, yellow to 0.7, red above. Without colour the
@@ -33,29 +36,36 @@ pub(crate) fn frag_style(f: f64, theme: &Theme) -> Style {
     }
 }
 
-fn band(f: f64) -> &'static str {
-    match f {
-        f if f > 0.7 => "high",
-        f if f >= 0.4 => "mid",
-        _ => "low",
+/// Colour of F and stranded on the allocator lines: the fragmentation risk of the process
+/// (issue 20), not F alone. F is high by construction at an epoch end with a large cache and
+/// says little; whether the program's recurring requests still fit does.
+fn risk_style(risk: Option<Severity>, theme: &Theme) -> Style {
+    match risk {
+        Some(Severity::Critical) => theme.error(),
+        Some(_) => theme.warn(),
+        None => theme.normal(),
     }
 }
 
-/// `F 0.998 stranded 8.77 GiB` or `F n/a — reason`.
-pub(crate) fn frag_text(fr: Option<&FragState>, theme: &Theme) -> Line<'static> {
+/// `F 0.998 stranded 8.77 GiB` or `F n/a — reason`, coloured by `risk` (the process's
+/// active fragmentation alert); without colour the risk is said in words.
+pub(crate) fn frag_text(
+    fr: Option<&FragState>,
+    risk: Option<Severity>,
+    theme: &Theme,
+) -> Line<'static> {
     let Some(fr) = fr else {
         return Line::from(Span::styled("F n/a — no free-block data yet", theme.dim()));
     };
     match (fr.index(), fr.stranded()) {
         (Some(f), Some(stranded)) => {
-            let mut spans = vec![
-                Span::raw("F "),
-                Span::styled(format!("{f:.3}"), frag_style(f, theme)),
-            ];
-            if !theme.color {
-                spans.push(Span::raw(format!(" ({})", band(f))));
+            let style = risk_style(risk, theme);
+            let mut spans = vec![Span::raw("F "), Span::styled(format!("{f:.3}"), style)];
+            if !theme.color && risk.is_some() {
+                spans.push(Span::raw(" (risk)"));
             }
-            spans.push(Span::raw(format!(" stranded {}", human(stranded))));
+            spans.push(Span::raw(" stranded "));
+            spans.push(Span::styled(human(stranded), style));
             if let (Some(l), Some(t)) = (fr.largest_free, fr.free_total) {
                 spans.push(Span::styled(
                     format!("  L {} of T {}", human(l), human(t)),
@@ -333,7 +343,7 @@ pub(crate) fn panel_lines(
             theme.dim(),
         )));
     }
-    out.push(frag_text(d.frag.as_ref(), theme));
+    out.push(frag_text(d.frag.as_ref(), v.risk, theme));
     if let Some(l) = oom_line(d, theme) {
         out.push(l);
     }
@@ -428,6 +438,7 @@ mod tests {
             nvml_peak: Some(11 * GIB),
             proc: p,
             dev: p.devices.get(&0),
+            risk: Some(Severity::Warning),
         }
     }
 
@@ -501,7 +512,7 @@ mod tests {
             assert!(r.is_ascii(), "non-ASCII in ascii mode: {r:?}");
         }
         assert!(
-            rows.iter().any(|r| r.contains("F 0.998 (high)")),
+            rows.iter().any(|r| r.contains("F 0.998 (risk)")),
             "{rows:#?}"
         );
         assert!(
@@ -521,10 +532,29 @@ mod tests {
             ..FragState::default()
         };
         let theme = Theme::default();
-        let l = text(&[frag_text(Some(&fr), &theme)]);
+        let l = text(&[frag_text(Some(&fr), None, &theme)]);
         assert_eq!(l[0], "F n/a — cudaMallocAsync keeps no block map");
         let h = text(&histogram_lines(&fr, 40, 5, &theme));
         assert_eq!(h[0], "free blocks n/a — cudaMallocAsync keeps no block map");
+    }
+
+    /// F and stranded take the colour of the process's fragmentation risk, not of F: a
+    /// high F without a risk alert is not red (the clean runs of the issue-20 review).
+    #[test]
+    fn f_and_stranded_are_coloured_by_risk() {
+        let fr = FragState {
+            free_total: Some(8 * GIB),
+            largest_free: Some(100 * MIB),
+            ..FragState::default()
+        };
+        let t = Theme::default();
+        let style_of = |risk| {
+            let l = frag_text(Some(&fr), risk, &t);
+            (l.spans[1].style, l.spans[3].style)
+        };
+        assert_eq!(style_of(None), (t.normal(), t.normal()));
+        assert_eq!(style_of(Some(Severity::Warning)), (t.warn(), t.warn()));
+        assert_eq!(style_of(Some(Severity::Critical)), (t.error(), t.error()));
     }
 
     #[test]
