@@ -43,6 +43,7 @@ mod multi_gpu;
 mod procfs_placement;
 mod prometheus_e2e;
 mod rank_row;
+mod risk_signals;
 mod readme_keys;
 mod record_budget;
 mod record_errors;
