@@ -190,7 +190,10 @@ pub struct Frag {
     #[serde(deserialize_with = "sizes", skip_serializing_if = "Vec::is_empty")]
     pub live_top: Vec<u64>,
     /// Large sizes the program allocated anew in at least two snapshots: `(size, times)`.
-    #[serde(deserialize_with = "size_counts", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        deserialize_with = "size_counts",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub requests: Vec<(u64, u64)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,

@@ -152,9 +152,10 @@ mod tests {
 
     #[test]
     fn size_lists_keep_whole_sizes_and_at_most_eight() {
-        let l: Lists =
-            serde_json::from_str(r#"{"s":[5,-1,"x",2.0,1,2,3,4,5,6,7,8],"c":[[1,2],[3],[4,"x"],7,[9,1]]}"#)
-                .expect("lenient");
+        let l: Lists = serde_json::from_str(
+            r#"{"s":[5,-1,"x",2.0,1,2,3,4,5,6,7,8],"c":[[1,2],[3],[4,"x"],7,[9,1]]}"#,
+        )
+        .expect("lenient");
         assert_eq!(l.s, [5, 2, 1, 2, 3, 4, 5, 6]);
         assert_eq!(l.c, [(1, 2), (9, 1)]);
         let l: Lists = serde_json::from_str(r#"{"s":7,"c":null}"#).expect("lenient");

@@ -140,8 +140,7 @@ fn corpus2_labels_hold_on_both_halves() -> Res<()> {
 /// Replays every recording a labels file names and checks each label, on both halves;
 /// prints the table docs/alerts.md and the README quote. Shared with `alerts_corpus3`.
 pub fn labels_hold(dir: &Path, labels_file: &str) -> Res<()> {
-    let labels: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join(labels_file))?)?;
+    let labels: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(labels_file))?)?;
     let truth_file = labels["truth"].as_str().ok_or("no truth file")?;
     let truth: BTreeMap<String, Value> = std::fs::read_to_string(dir.join(truth_file))?
         .lines()
@@ -380,9 +379,10 @@ pub fn labels_hold(dir: &Path, labels_file: &str) -> Res<()> {
     line("leak detection delay, epochs after onset", &|h| {
         fmt_stats(&h.delays, "")
     });
-    line("leak detection delay, s after the onset epoch began", &|h| {
-        fmt_stats(&h.delays_s, " s")
-    });
+    line(
+        "leak detection delay, s after the onset epoch began",
+        &|h| fmt_stats(&h.delays_s, " s"),
+    );
     line("markerless detection, s after onset", &|h| {
         fmt_stats(&h.markerless_s, " s")
     });

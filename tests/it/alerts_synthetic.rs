@@ -376,4 +376,3 @@ proptest! {
         let _ = epoch_growth(&points, None, &ctx(), &GrowthConfig::default());
     }
 }
-

@@ -30,7 +30,10 @@ fn truth() -> BTreeMap<String, (u32, Option<i64>)> {
         .map(|v| {
             (
                 v["scenario"].as_str().unwrap_or_default().to_string(),
-                (v["pid"].as_u64().unwrap_or(0) as u32, v["oom_t_ms"].as_i64()),
+                (
+                    v["pid"].as_u64().unwrap_or(0) as u32,
+                    v["oom_t_ms"].as_i64(),
+                ),
             )
         })
         .collect()
@@ -125,7 +128,10 @@ fn growth_sort_ranks_leaks_first(app: &App, t: &BTreeMap<String, (u32, Option<i6
     };
     for leak in ["slow_leak_2", "slow_leak_3", "slow_leak_4", "leak_epoch0"] {
         for clean in ["clean_sched", "clean_sched_b", "clean_ownhole_room"] {
-            assert!(pos(leak) < pos(clean), "{leak} below {clean} at {at} ms: {order:?}");
+            assert!(
+                pos(leak) < pos(clean),
+                "{leak} below {clean} at {at} ms: {order:?}"
+            );
         }
     }
 }

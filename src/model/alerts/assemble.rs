@@ -3,10 +3,10 @@
 //! signals it followed across evaluations. The engine calls these and keeps only the
 //! lifecycle; the rules stay pure functions of their inputs.
 
+use super::cache_fit::{self, FitInput, Recurrence};
 use super::config::AlertConfig;
 use super::fragmentation::{self, FragInput, RequestSource};
 use super::grab_all::{self, GrabInput};
-use super::cache_fit::{self, FitInput, Recurrence};
 use super::growth::{self, Ceiling, GrowthContext, WindowSource};
 use super::headroom::{self, HeadroomInput};
 use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
@@ -165,15 +165,14 @@ impl<'a> Subject<'a> {
         let p = self.proc;
         let reserved = c.reserved?;
         let latest = c.frag.as_ref()?;
-        let (request, times, recurrence) = if latest.free_top.is_empty()
-            && latest.live_top.is_empty()
-        {
-            let (r, n) = self.memory.alternating_block(p.pid, p.gpu)?;
-            (r, n, Recurrence::LargestBlock)
-        } else {
-            let &(r, n) = latest.requests.iter().max_by_key(|(s, _)| *s)?;
-            (r, n, Recurrence::Companion)
-        };
+        let (request, times, recurrence) =
+            if latest.free_top.is_empty() && latest.live_top.is_empty() {
+                let (r, n) = self.memory.alternating_block(p.pid, p.gpu)?;
+                (r, n, Recurrence::LargestBlock)
+            } else {
+                let &(r, n) = latest.requests.iter().max_by_key(|(s, _)| *s)?;
+                (r, n, Recurrence::Companion)
+            };
         // Over the span: the most holes any reading had, the most copies a step held at
         // once, the widest margin: a reading taken mid-step (the request's own hole in
         // use) cannot raise it alone.

@@ -21,9 +21,7 @@ use super::config::FragConfig;
 use super::format::{fit_summary, who};
 use super::fragmentation::named;
 use super::inputs::{FragView, Runtime};
-use super::{
-    AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Severity, ValueName,
-};
+use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Gate, GateName, Severity, ValueName};
 
 /// Where the recurring request was learnt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +78,9 @@ pub fn read_fit(r: u64, f: &FragView) -> Option<(u64, u64, Option<u64>, bool)> {
     let upper: u64 = hist.iter().filter(|h| h.0 >= b).map(|h| h.1).sum();
     let own = u64::from(f.largest_block == Some(r));
     let l = f.largest_free?;
-    let margin = (upper == 1 && l >= r).then(|| l - r).or((upper == 0 && own == 1).then_some(0));
+    let margin = (upper == 1 && l >= r)
+        .then(|| l - r)
+        .or((upper == 0 && own == 1).then_some(0));
     Some((upper + own, 1, margin, false))
 }
 
@@ -131,7 +131,9 @@ pub fn check(
     };
     let learnt = match i.recurrence {
         Recurrence::Companion => format!("allocated anew {} times", i.times),
-        Recurrence::LargestBlock => format!("its largest block, seen come and go {} times", i.times),
+        Recurrence::LargestBlock => {
+            format!("its largest block, seen come and go {} times", i.times)
+        }
     };
     let room = match i.limit {
         Some(l) => format!(
@@ -293,25 +295,37 @@ mod tests {
             margin: Some(200 * M),
             ..own_hole()
         };
-        assert_eq!(check_(&roomy, &rt).map(|f| f.severity), Some(Severity::Warning));
+        assert_eq!(
+            check_(&roomy, &rt).map(|f| f.severity),
+            Some(Severity::Warning)
+        );
         let one_spare = FitInput {
             holes: 2,
             margin: Some(200 * M),
             ..own_hole()
         };
-        assert_eq!(check_(&one_spare, &rt).map(|f| f.severity), Some(Severity::Warning));
+        assert_eq!(
+            check_(&one_spare, &rt).map(|f| f.severity),
+            Some(Severity::Warning)
+        );
         let many = FitInput {
             holes: 4,
             margin: Some(200 * M),
             ..own_hole()
         };
-        assert!(check_(&many, &rt).is_none(), "three spare holes, wide margin");
+        assert!(
+            check_(&many, &rt).is_none(),
+            "three spare holes, wide margin"
+        );
         let need_two = FitInput {
             holes: 2,
             need: 2,
             ..own_hole()
         };
-        assert_eq!(check_(&need_two, &rt).map(|f| f.severity), Some(Severity::Critical));
+        assert_eq!(
+            check_(&need_two, &rt).map(|f| f.severity),
+            Some(Severity::Critical)
+        );
     }
 
     #[test]
@@ -326,18 +340,27 @@ mod tests {
             allocator: Some("expandable_segments".into()),
             ..Runtime::torch_native()
         };
-        assert!(check_(&own_hole(), &es).is_none(), "pages remap: no hole needed");
+        assert!(
+            check_(&own_hole(), &es).is_none(),
+            "pages remap: no hole needed"
+        );
         let once = FitInput {
             times: 1,
             ..own_hole()
         };
-        assert!(check_(&once, &rt).is_none(), "made once: an embedding, not a step's");
+        assert!(
+            check_(&once, &rt).is_none(),
+            "made once: an embedding, not a step's"
+        );
         let none = FitInput {
             holes: 0,
             margin: None,
             ..own_hole()
         };
-        assert!(check_(&none, &rt).is_none(), "fits no hole: the reading-based rule's");
+        assert!(
+            check_(&none, &rt).is_none(),
+            "fits no hole: the reading-based rule's"
+        );
     }
 
     #[test]

@@ -127,7 +127,10 @@ mod tests {
             (GateName::MedianStep, "median step"),
             (GateName::CacheOnly, "D < R: only the cache serves R"),
             (GateName::SpareHoles, "holes fitting R beyond a step's need"),
-            (GateName::HoleMargin, "margin of the needed hole (just fits)"),
+            (
+                GateName::HoleMargin,
+                "margin of the needed hole (just fits)",
+            ),
         ];
         for (name, old) in &gates {
             let g = Gate {

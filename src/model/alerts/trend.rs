@@ -192,7 +192,12 @@ fn window_trend(
         }
         let med = median(&mut steps).unwrap_or(0.0);
         let need = cfg.sustained_frac * slope;
-        gates.push(gate(GateName::MedianStep, med, need, med >= need && med > 0.0));
+        gates.push(gate(
+            GateName::MedianStep,
+            med,
+            need,
+            med >= need && med > 0.0,
+        ));
     }
     if !gates.iter().all(|g| g.passed) {
         return None;

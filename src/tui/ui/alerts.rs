@@ -12,8 +12,7 @@ use super::legend;
 use super::theme::Theme;
 use crate::fmt::{compact, compact_signed};
 use crate::model::alerts::{
-    Alert, AlertEngine, AlertKind, Evidence, GateName, Severity, StepUnit, TrendSeries,
-    ValueName,
+    Alert, AlertEngine, AlertKind, Evidence, GateName, Severity, StepUnit, TrendSeries, ValueName,
 };
 use crate::tui::app::{App, Target};
 use crate::tui::selection::AlertId;
@@ -500,7 +499,12 @@ pub fn frag_risk(app: &App, pid: u32, gpu: u32) -> Option<Severity> {
         .active()
         .into_iter()
         .filter(|a| a.pid == Some(pid) && a.gpu == gpu)
-        .filter(|a| matches!(a.kind, AlertKind::FragmentationRisk | AlertKind::FragmentationOom))
+        .filter(|a| {
+            matches!(
+                a.kind,
+                AlertKind::FragmentationRisk | AlertKind::FragmentationOom
+            )
+        })
         .map(|a| a.severity)
         .max()
 }

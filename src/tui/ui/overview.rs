@@ -17,8 +17,8 @@ use super::theme::Theme;
 use crate::fmt::{gib1, human};
 use crate::model::alerts::Severity;
 use crate::model::allocator::{DevAlloc, ProcAlloc};
-use crate::model::time::Ts;
 use crate::model::state::{GpuState, ProcGpu, ProcState, State};
+use crate::model::time::Ts;
 use crate::tui::app::App;
 
 pub(crate) fn short_name(name: &str) -> &str {
@@ -590,7 +590,10 @@ pub(crate) fn alloc_summary(
     let moment = d.frag.as_ref().and_then(|f| Some((f, f.moment?)));
     match moment {
         Some((f, (alloc, reserved))) => {
-            spans.push(Span::styled(format!("alloc {}", human(alloc)), theme.used()));
+            spans.push(Span::styled(
+                format!("alloc {}", human(alloc)),
+                theme.used(),
+            ));
             let cached = reserved.saturating_sub(alloc);
             spans.push(Span::raw(format!(" cached {} ", human(cached))));
             spans.extend(super::allocator::frag_text(Some(f), risk, theme).spans);

@@ -68,7 +68,11 @@ pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line
 /// `+1.20 GiB/m`: the GROWTH sort's rate (`model::growth_rate`), `–` while unknown.
 pub fn growth_label(rate: Option<f64>, theme: &Theme) -> String {
     let Some(g) = rate else {
-        return if theme.ascii { "-".into() } else { "–".into() };
+        return if theme.ascii {
+            "-".into()
+        } else {
+            "–".into()
+        };
     };
     let sign = if g < 0.0 { "-" } else { "+" };
     format!(
