@@ -81,7 +81,7 @@ fn f_turns_before_the_fragmentation_oom_and_growth_sort_finds_the_leaks() {
     // two seconds before each fragmentation OOM (more than one epoch: epochs last about
     // one second), and to the end of the clean runs
     let before = |name: &str| t[name].1.expect("an OOM") - t0 - 2_000;
-    let mut points = vec![
+    let mut points = [
         (before("frag_ownhole"), "frag_ownhole"),
         (before("frag_pinned"), "frag_pinned"),
         (60_000, "sort"),
