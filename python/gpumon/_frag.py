@@ -32,10 +32,15 @@ def reduce_torch_snapshot(segments, dev):
     largest_block = 0
     free_sizes = []
     live_sizes = []
+    # allocated and reserved of this very block map, so that a monitor can show numbers
+    # of one moment beside T and L (issue 20): the sample of the same time may be late
+    seg_total = 0
+    in_use = 0
     for seg in segments:
         if seg.get("device", dev) != dev:
             continue
         n_segments += 1
+        seg_total += int(seg.get("total_size", 0) or 0)
         for b in seg.get("blocks", ()):
             size = int(b.get("size", 0))
             if size <= 0:
@@ -56,6 +61,7 @@ def reduce_torch_snapshot(segments, dev):
                 if size >= MIN_REQUEST:
                     free_sizes.append(size)
             elif state == "active_allocated":
+                in_use += size
                 if size > largest_block:
                     largest_block = size
                 if size >= MIN_REQUEST:
@@ -70,6 +76,8 @@ def reduce_torch_snapshot(segments, dev):
         "hist": [[k, c[0], c[1]] for k, c in sorted(hist.items())],
         "free_top": heapq.nlargest(TOP, free_sizes),
         "live_top": heapq.nlargest(TOP, live_sizes),
+        "allocated": in_use if seg_total else None,
+        "reserved": seg_total or None,
         "_live_counts": _counts(live_sizes),
         "source": "snapshot",
     }

@@ -182,6 +182,10 @@ def test_histogram_reduction_and_index():
     assert f["free_total"] == 7 * MIB + 1 and f["largest_free"] == 4 * MIB
     assert f["n_segments"] == 1 and f["largest_block"] == 9 * MIB
     assert f["free_top"] == [4 * MIB, 3 * MIB] and f["live_top"] == [9 * MIB]
+    assert f["allocated"] is None and f["reserved"] is None, "no segment sizes: not guessed"
+    segs[0]["total_size"] = 20 * MIB
+    f = _frag.reduce_torch_snapshot(segs, 0)
+    assert f["reserved"] == 20 * MIB and f["allocated"] == 9 * MIB
     assert _frag.frag_index(0, 0) == 0.0
     assert _frag.frag_index(100, None) is None
     assert abs(_frag.frag_index(500 * 18, 18) - 0.998) < 1e-9

@@ -61,6 +61,9 @@ pub struct FragState {
     /// Allocated and reserved at the block map's moment (the sample of the same phase
     /// point, within a second), so one line can show numbers of one moment (issue 20).
     pub moment: Option<(u64, u64)>,
+    /// When that sample was taken: a nearer one replaces it (a reading at a new high is
+    /// sent just before the sample that triggered it, with the same time).
+    pub moment_t: Option<Ts>,
     /// Why free blocks are unavailable, in the companion's words.
     pub na: Option<String>,
     pub cost_us: Option<u64>,
@@ -82,6 +85,7 @@ impl FragState {
             requests: f.requests.clone(),
             source: f.source.clone(),
             moment: None,
+            moment_t: None,
             na: f
                 .na
                 .get("free_blocks")
@@ -224,11 +228,12 @@ impl DevAlloc {
         self.last = Some(s.clone());
         // The sample of a block map's phase point may come just after it.
         if let Some(f) = self.frag.as_mut()
-            && f.moment.is_none()
             && (t - f.t).abs() <= MOMENT_MS
+            && f.moment_t.is_none_or(|m| (t - f.t).abs() < (m - f.t).abs())
             && let (Some(a), Some(r)) = (s.allocated, s.reserved)
         {
             f.moment = Some((a, r));
+            f.moment_t = Some(t);
         }
     }
 
@@ -240,7 +245,14 @@ impl DevAlloc {
 
     fn frag_update(&mut self, t: Ts, f: &Frag) {
         let mut st = FragState::from_msg(t, f);
-        st.moment = self.moment_at(t);
+        if let (Some(a), Some(r)) = (f.allocated, f.reserved) {
+            // the block map's own numbers: the moment itself
+            st.moment = Some((a, r));
+            st.moment_t = Some(t);
+        } else if let Some(m) = self.moment_at(t) {
+            st.moment = Some(m);
+            st.moment_t = Some(self.last_t);
+        }
         self.frag_f.push(t, st.index());
         self.stranded.push(t, st.stranded().map(|v| v as f64));
         self.largest_alloc = self.largest_alloc.max(st.largest_block);
@@ -714,6 +726,29 @@ mod tests {
             peak_allocated: Some(alloc + 5),
             ..Sample::default()
         })
+    }
+
+    /// A block map read at a new high is sent just before the sample that triggered it,
+    /// with the same time: that sample, not the one before, is its moment.
+    #[test]
+    fn a_block_map_takes_the_sample_of_its_own_moment() {
+        let mut d = DevAlloc::new(0);
+        let sample = |a: u64| Sample {
+            allocated: Some(a),
+            reserved: Some(2000),
+            ..Sample::default()
+        };
+        d.sample(1_000, &sample(700));
+        d.frag_update(1_250, &Frag::default());
+        assert_eq!(d.frag.as_ref().and_then(|f| f.moment), Some((700, 2000)));
+        d.sample(1_250, &sample(1400));
+        assert_eq!(d.frag.as_ref().and_then(|f| f.moment), Some((1400, 2000)));
+        d.sample(1_500, &sample(800));
+        assert_eq!(
+            d.frag.as_ref().and_then(|f| f.moment),
+            Some((1400, 2000)),
+            "a later sample is not nearer"
+        );
     }
 
     #[test]

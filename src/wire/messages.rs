@@ -189,6 +189,12 @@ pub struct Frag {
     /// The largest live blocks (≥ 1 MiB), exact, largest first.
     #[serde(deserialize_with = "sizes", skip_serializing_if = "Vec::is_empty")]
     pub live_top: Vec<u64>,
+    /// Allocated and reserved of this block map itself (its live blocks, its segments):
+    /// one moment with T and L.
+    #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
+    pub allocated: Option<u64>,
+    #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<u64>,
     /// Large sizes the program allocated anew in at least two snapshots: `(size, times)`.
     #[serde(
         deserialize_with = "size_counts",

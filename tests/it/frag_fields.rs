@@ -17,7 +17,7 @@ M = 1 << 20
 def snap(live):
     blocks = [{"size": 768 * M, "state": "active_allocated"}, {"size": 2 * M, "state": "inactive"}]
     blocks.append({"size": 640 * M, "state": "active_allocated" if live else "inactive"})
-    return [{"device": 0, "blocks": blocks}]
+    return [{"device": 0, "total_size": 1410 * M, "blocks": blocks}]
 rec = _frag.Recurrence()
 for live in (True, False, True, False):
     f = _frag.reduce_torch_snapshot(snap(live), 0)
