@@ -294,6 +294,28 @@ pub(crate) fn render_process_alloc(area: Rect, buf: &mut Buffer, v: &AllocView<'
     }
 }
 
+/// `requests 640 MiB ×12 (1 hole fits)`: the recurring large requests beside F (issue 20),
+/// with how many free blocks of the same reading fit the largest.
+fn requests_line(fr: Option<&FragState>, theme: &Theme) -> Option<Line<'static>> {
+    let fr = fr?;
+    let largest = fr.requests.iter().map(|r| r.0).max()?;
+    let times = if theme.ascii { "x" } else { "×" };
+    let list: Vec<String> = fr
+        .requests
+        .iter()
+        .map(|(s, n)| format!("{} {times}{n}", human(*s)))
+        .collect();
+    let fits = fr.free_top.iter().filter(|&&h| h >= largest).count();
+    let holes = if fits == 1 { "hole fits" } else { "holes fit" };
+    Some(Line::from(Span::styled(
+        format!(
+            "requests {} ({fits} free {holes} the largest)",
+            list.join(", ")
+        ),
+        theme.dim(),
+    )))
+}
+
 /// The panel as lines (for callers composing their own layout, and tests).
 pub(crate) fn panel_lines(
     v: &AllocView<'_>,
@@ -344,6 +366,9 @@ pub(crate) fn panel_lines(
         )));
     }
     out.push(frag_text(d.frag.as_ref(), v.risk, theme));
+    if let Some(l) = requests_line(d.frag.as_ref(), theme) {
+        out.push(l);
+    }
     if let Some(l) = oom_line(d, theme) {
         out.push(l);
     }
@@ -555,6 +580,21 @@ mod tests {
         assert_eq!(style_of(None), (t.normal(), t.normal()));
         assert_eq!(style_of(Some(Severity::Warning)), (t.warn(), t.warn()));
         assert_eq!(style_of(Some(Severity::Critical)), (t.error(), t.error()));
+    }
+
+    #[test]
+    fn recurring_requests_sit_beside_f() {
+        let fr = FragState {
+            requests: vec![(640 * MIB, 12), (8 * MIB, 3)],
+            free_top: vec![640 * MIB, 8 * MIB],
+            ..FragState::default()
+        };
+        let l = text(&[requests_line(Some(&fr), &Theme::default()).expect("line")]);
+        assert_eq!(
+            l[0],
+            "requests 640 MiB ×12, 8.00 MiB ×3 (1 free hole fits the largest)"
+        );
+        assert!(requests_line(Some(&FragState::default()), &Theme::default()).is_none());
     }
 
     #[test]
