@@ -5,6 +5,7 @@ creates a CUDA context, and never resets the allocator's peaks."""
 import os
 import sys
 import time
+import threading
 
 from . import _frag
 
@@ -132,6 +133,10 @@ class TorchSource(Source):
         self._snap_kw = None  # None: not probed; {} plain; {"include_traces": False}
         self.snapshot_na = None
         self.oom_installed = False
+        # Per device: the large requests seen made again and again (issue 20 item 1).
+        # Snapshots come from the program's thread (epoch ends) and the companion's.
+        self._recurrence = {}
+        self._rec_lock = threading.Lock()
 
     def ready(self):
         try:
@@ -300,6 +305,9 @@ class TorchSource(Source):
         # Live truth over the environment (also after `_set_allocator_settings` at run time).
         self._alloc = _live_policy(segs) or getattr(self, "_alloc", None)
         f = _frag.reduce_torch_snapshot(segs, dev)
+        with self._rec_lock:
+            rec = self._recurrence.setdefault(dev, _frag.Recurrence())
+            f["requests"] = rec.update(f.pop("_live_counts"))
         f["type"] = "frag"
         f["cost_us"] = int((time.perf_counter() - t0) * 1e6)
         return {k: v for k, v in f.items() if v is not None}

@@ -190,9 +190,26 @@ def test_histogram_reduction_and_index():
     assert f["hist"] == [[0, 1, 1], [21, 1, 3 * MIB], [22, 1, 4 * MIB]]
     assert f["free_total"] == 7 * MIB + 1 and f["largest_free"] == 4 * MIB
     assert f["n_segments"] == 1 and f["largest_block"] == 9 * MIB
+    assert f["free_top"] == [4 * MIB, 3 * MIB] and f["live_top"] == [9 * MIB]
+    assert f["allocated"] is None and f["reserved"] is None, "no segment sizes: not guessed"
+    segs[0]["total_size"] = 20 * MIB
+    f = _frag.reduce_torch_snapshot(segs, 0)
+    assert f["reserved"] == 20 * MIB and f["allocated"] == 9 * MIB
     assert _frag.frag_index(0, 0) == 0.0
     assert _frag.frag_index(100, None) is None
     assert abs(_frag.frag_index(500 * 18, 18) - 0.998) < 1e-9
+
+
+def test_recurring_requests_are_sizes_allocated_anew():
+    """A parameter stays live (one rise); a step's buffer comes and goes (a rise each
+    time a snapshot sees it back): only the second is a recurring request."""
+    r = _frag.Recurrence()
+    param, buf = 64 * MIB, 640 * MIB
+    assert r.update({param: 1, buf: 1}) == []
+    assert r.update({param: 1}) == []  # the buffer was freed (epoch end)
+    assert r.update({param: 1, buf: 1}) == [[buf, 2]]
+    assert r.update({param: 1, buf: 2}) == [[buf, 3]]  # two live at once: a rise too
+    assert r.update({param: 1}) == [[buf, 3]]
 
 
 def test_uuid_normalisation():

@@ -33,6 +33,10 @@ pub const SILENT_EXPIRE_MS: i64 = 30 * 60_000;
 pub const MAX_ENDED: usize = 64;
 pub const MAX_ENDED_BYTES: usize = caps::MAX_TOTAL_BYTES / 4;
 
+/// A sample and a block map this close are one moment (the companion sends the two of an
+/// epoch end with the same time, a peak reading right after the sample that triggered it).
+const MOMENT_MS: i64 = 1_000;
+
 /// Fragmentation index `F = 1 − L/T`: 0 when nothing is free, `None` when the
 /// largest free block is unknown (never guessed).
 pub fn frag_index(free_total: u64, largest_free: Option<u64>) -> Option<f64> {
@@ -54,7 +58,18 @@ pub struct FragState {
     pub largest_block: Option<u64>,
     /// `None` with `na` set when the framework cannot list free blocks.
     pub hist: Option<Vec<HistBucket>>,
+    /// The largest free and live blocks, exact, largest first (issue 20).
+    pub free_top: Vec<u64>,
+    pub live_top: Vec<u64>,
+    /// Large sizes allocated anew in several snapshots: `(size, times)`.
+    pub requests: Vec<(u64, u64)>,
     pub source: Option<String>,
+    /// Allocated and reserved at the block map's moment (the sample of the same phase
+    /// point, within a second), so one line can show numbers of one moment (issue 20).
+    pub moment: Option<(u64, u64)>,
+    /// When that sample was taken: a nearer one replaces it (a reading at a new high is
+    /// sent just before the sample that triggered it, with the same time).
+    pub moment_t: Option<Ts>,
     /// Why free blocks are unavailable, in the companion's words.
     pub na: Option<String>,
     pub cost_us: Option<u64>,
@@ -71,7 +86,12 @@ impl FragState {
             n_segments: f.n_segments,
             largest_block: f.largest_block,
             hist,
+            free_top: f.free_top.clone(),
+            live_top: f.live_top.clone(),
+            requests: f.requests.clone(),
             source: f.source.clone(),
+            moment: None,
+            moment_t: None,
             na: f
                 .na
                 .get("free_blocks")
@@ -212,10 +232,33 @@ impl DevAlloc {
         }
         self.largest_alloc = self.largest_alloc.max(s.largest_alloc);
         self.last = Some(s.clone());
+        // The sample of a block map's phase point may come just after it.
+        if let Some(f) = self.frag.as_mut()
+            && (t - f.t).abs() <= MOMENT_MS
+            && f.moment_t.is_none_or(|m| (t - f.t).abs() < (m - f.t).abs())
+            && let (Some(a), Some(r)) = (s.allocated, s.reserved)
+        {
+            f.moment = Some((a, r));
+            f.moment_t = Some(t);
+        }
+    }
+
+    /// Allocated and reserved of the last sample when it was taken within a second of `t`.
+    fn moment_at(&self, t: Ts) -> Option<(u64, u64)> {
+        let s = self.last.as_ref()?;
+        ((self.last_t - t).abs() <= MOMENT_MS).then_some((s.allocated?, s.reserved?))
     }
 
     fn frag_update(&mut self, t: Ts, f: &Frag) {
-        let st = FragState::from_msg(t, f);
+        let mut st = FragState::from_msg(t, f);
+        if let (Some(a), Some(r)) = (f.allocated, f.reserved) {
+            // the block map's own numbers: the moment itself
+            st.moment = Some((a, r));
+            st.moment_t = Some(t);
+        } else if let Some(m) = self.moment_at(t) {
+            st.moment = Some(m);
+            st.moment_t = Some(self.last_t);
+        }
         self.frag_f.push(t, st.index());
         self.stranded.push(t, st.stranded().map(|v| v as f64));
         self.largest_alloc = self.largest_alloc.max(st.largest_block);
@@ -766,6 +809,29 @@ mod tests {
             peak_allocated: Some(alloc + 5),
             ..Sample::default()
         })
+    }
+
+    /// A block map read at a new high is sent just before the sample that triggered it,
+    /// with the same time: that sample, not the one before, is its moment.
+    #[test]
+    fn a_block_map_takes_the_sample_of_its_own_moment() {
+        let mut d = DevAlloc::new(0);
+        let sample = |a: u64| Sample {
+            allocated: Some(a),
+            reserved: Some(2000),
+            ..Sample::default()
+        };
+        d.sample(1_000, &sample(700));
+        d.frag_update(1_250, &Frag::default());
+        assert_eq!(d.frag.as_ref().and_then(|f| f.moment), Some((700, 2000)));
+        d.sample(1_250, &sample(1400));
+        assert_eq!(d.frag.as_ref().and_then(|f| f.moment), Some((1400, 2000)));
+        d.sample(1_500, &sample(800));
+        assert_eq!(
+            d.frag.as_ref().and_then(|f| f.moment),
+            Some((1400, 2000)),
+            "a later sample is not nearer"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod allocator;
 pub mod caps;
 pub mod exit;
 pub mod frame;
+pub mod growth_rate;
 pub mod label;
 pub mod mapping;
 pub mod named;

@@ -2,6 +2,7 @@
 //! filter, and the identities the selection holds (a PID on a GPU, an alert), so that a
 //! re-sort or a new alert never moves the cursor onto something else. Pure: no I/O.
 
+use crate::model::alerts::config::GrowthConfig;
 use crate::model::alerts::{Alert, AlertKey};
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::model::time::Ts;
@@ -74,22 +75,9 @@ impl Sort {
     }
 }
 
-/// Window over which `growth` is measured.
-pub const GROWTH_WINDOW_MS: i64 = 60_000;
-
-/// Bytes per minute over the last minute (first to last sample in the window); 0 without
-/// two samples. A rate, not a delta, so a process that just appeared does not top the list.
-pub fn growth(pg: &ProcGpu, now: Ts) -> f64 {
-    let b = pg.used.window(now - GROWTH_WINDOW_MS, now);
-    let mut pts = b.iter().filter(|b| !b.is_gap());
-    let (Some(first), Some(last)) = (pts.next(), b.iter().rev().find(|b| !b.is_gap())) else {
-        return 0.0;
-    };
-    let dt = (last.start - first.start) as f64;
-    if dt <= 0.0 {
-        return 0.0;
-    }
-    (last.max - first.max) / dt * 60_000.0
+/// The GROWTH column's rate, bytes per minute (`model::growth_rate`); 0 while unknown.
+pub fn growth(s: &State, pid: u32, gpu: u32) -> Option<f64> {
+    crate::model::growth_rate::per_minute(s, pid, gpu, &GrowthConfig::default())
 }
 
 /// The name a process is sorted and filtered by: its command line, else its name.
@@ -131,12 +119,11 @@ pub fn rows<'a>(
         .collect();
     // Growth reads a window of the series: compute it once per row, not per comparison
     // (this runs after every frame to find the selection again).
-    let now = s.now;
-    let rate = |pg: &ProcGpu| match sort.key {
-        SortKey::Growth => growth(pg, now),
+    let rate = |p: &ProcState| match sort.key {
+        SortKey::Growth => growth(s, p.info.pid, gpu).unwrap_or(0.0),
         _ => 0.0,
     };
-    let mut keyed: Vec<_> = v.into_iter().map(|r| (rate(r.1), r)).collect();
+    let mut keyed: Vec<_> = v.into_iter().map(|r| (rate(r.0), r)).collect();
     keyed.sort_by(|(ga, a), (gb, b)| {
         let ord = match sort.key {
             SortKey::Used => a.1.last_used.unwrap_or(0).cmp(&b.1.last_used.unwrap_or(0)),

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::number::{opt, or_zero};
+use super::number::{opt, or_zero, size_counts, sizes};
 
 /// Free-block histogram bucket: `(k, count, bytes)` for blocks of `2^k ..< 2^(k+1)` bytes.
 pub type HistBucket = (u32, u64, u64);
@@ -182,6 +182,25 @@ pub struct Frag {
     pub largest_block: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hist: Option<Vec<HistBucket>>,
+    /// The largest free blocks (≥ 1 MiB), exact, largest first: the holes a large request
+    /// can be served from, and their margin (issue 20).
+    #[serde(deserialize_with = "sizes", skip_serializing_if = "Vec::is_empty")]
+    pub free_top: Vec<u64>,
+    /// The largest live blocks (≥ 1 MiB), exact, largest first.
+    #[serde(deserialize_with = "sizes", skip_serializing_if = "Vec::is_empty")]
+    pub live_top: Vec<u64>,
+    /// Allocated and reserved of this block map itself (its live blocks, its segments):
+    /// one moment with T and L.
+    #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
+    pub allocated: Option<u64>,
+    #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<u64>,
+    /// Large sizes the program allocated anew in at least two snapshots: `(size, times)`.
+    #[serde(
+        deserialize_with = "size_counts",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub requests: Vec<(u64, u64)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]

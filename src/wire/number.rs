@@ -68,6 +68,36 @@ pub(super) fn or_zero<'de, D: Deserializer<'de>, T: WireInt + Default>(
     opt(d).map(Option::unwrap_or_default)
 }
 
+/// Most entries a list of sizes keeps (`free_top`, `live_top`, `requests`); the rest of a
+/// longer list is ignored, so a peer cannot make gpumon hold more.
+pub(super) const MAX_SIZES: usize = 8;
+
+/// `deserialize_with` for a list of byte sizes: entries that are no whole `u64` are left
+/// out, a value that is no list is empty, at most [`MAX_SIZES`] kept.
+pub(super) fn sizes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|v| v.as_number().and_then(u64::from_json))
+            .take(MAX_SIZES)
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// `deserialize_with` for `[[size, count], ...]`, leniently as [`sizes`].
+pub(super) fn size_counts<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(u64, u64)>, D::Error> {
+    let pair = |v: &Value| {
+        let a = v.as_array().filter(|a| a.len() == 2)?;
+        let n = |i: usize| a[i].as_number().and_then(u64::from_json);
+        Some((n(0)?, n(1)?))
+    };
+    Ok(match Value::deserialize(d)? {
+        Value::Array(items) => items.iter().filter_map(pair).take(MAX_SIZES).collect(),
+        _ => Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +140,25 @@ mod tests {
         assert_eq!(read::<u32>("-1"), None);
         assert_eq!(read::<i64>("1e19"), None);
         assert_eq!(read::<i64>("\"5\""), None);
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Lists {
+        #[serde(deserialize_with = "sizes")]
+        s: Vec<u64>,
+        #[serde(deserialize_with = "size_counts")]
+        c: Vec<(u64, u64)>,
+    }
+
+    #[test]
+    fn size_lists_keep_whole_sizes_and_at_most_eight() {
+        let l: Lists = serde_json::from_str(
+            r#"{"s":[5,-1,"x",2.0,1,2,3,4,5,6,7,8],"c":[[1,2],[3],[4,"x"],7,[9,1]]}"#,
+        )
+        .expect("lenient");
+        assert_eq!(l.s, [5, 2, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(l.c, [(1, 2), (9, 1)]);
+        let l: Lists = serde_json::from_str(r#"{"s":7,"c":null}"#).expect("lenient");
+        assert!(l.s.is_empty() && l.c.is_empty());
     }
 }

@@ -53,15 +53,15 @@ fn leak_is_raised_once_then_worsens_when_forecast_halves_and_ack_silences_until_
             }
         }
     }
-    // Epoch 0 is warm-up; six points plus one confirming ending need epochs 1..7,
-    // which are complete in the snapshot with n = 8 epochs.
-    assert_eq!(raised_at, Some(8));
+    // An exact floor is judged from epoch 0 (issue 20): five points plus one confirming
+    // ending need epochs 0..5, which are complete in the snapshot with n = 6 epochs.
+    assert_eq!(raised_at, Some(6));
     assert!(!worsened.is_empty());
     let (n, silenced, _) = worsened[0];
     assert!(!silenced, "a worse alert speaks again (epoch {n})");
     assert!(worsened.iter().any(|w| w.2 == Severity::Critical));
     let a = e.get(&key(AlertKind::Growth, 1)).expect("still active");
-    assert_eq!(a.raised_epoch, Some(8));
+    assert_eq!(a.raised_epoch, Some(6));
 }
 
 #[test]
@@ -330,8 +330,8 @@ fn companion_epochs_from_frames_raise_a_leak_with_epoch_and_forecast() {
     let c = first.expect("leak raised");
     assert_eq!(
         c.alert.raised_epoch,
-        Some(8),
-        "epochs 1..7 complete, epoch 8 running"
+        Some(6),
+        "exact floors from epoch 0: epochs 0..5 complete, epoch 6 running"
     );
     let fc = c.alert.evidence.forecast.as_ref().expect("forecast");
     assert_eq!(

@@ -132,6 +132,7 @@ fn ctx() -> GrowthContext {
         last_epoch: None,
         growth_active: false,
         cache_active: false,
+        exact: true,
     }
 }
 

@@ -158,7 +158,7 @@ fn panel_shows_history_and_evidence_at_40x12() {
         assert!(lines[0].starts_with("Alerts 2 active, 1 past"), "{all}");
         assert!(all.contains("raised 02:00:00 epoch 12"), "{all}");
         assert!(all.contains("slope +100MiB/ep"), "{all}");
-        assert!(all.contains("p 3e-8"), "{all}");
+        assert!(all.contains("p 2e-9"), "{all}");
         assert!(all.contains("gates"), "{all}");
         assert!(all.contains("OOM in"), "{all}");
         assert!(all.contains("floor "), "{all}");

@@ -3,6 +3,7 @@
 //! signals it followed across evaluations. The engine calls these and keeps only the
 //! lifecycle; the rules stay pure functions of their inputs.
 
+use super::cache_fit::{self, FitInput, Recurrence};
 use super::config::AlertConfig;
 use super::fragmentation::{self, FragInput, RequestSource};
 use super::grab_all::{self, GrabInput};
@@ -62,6 +63,7 @@ impl<'a> Subject<'a> {
             last_epoch: None,
             growth_active: self.active(AlertKind::Growth).is_some(),
             cache_active: self.active(AlertKind::CacheGrowth).is_some(),
+            exact: false,
         };
         if let Some(c) = &p.companion {
             ctx.capacity = c
@@ -71,6 +73,8 @@ impl<'a> Subject<'a> {
             ctx.current_epoch = c.current_epoch.or(c.epochs.last().map(|e| e.epoch));
             ctx.last_epoch = c.last_epoch;
             if !c.epochs.is_empty() {
+                // Floors an allocator counted after gc (or the interposer's live bytes).
+                ctx.exact = true;
                 return growth::epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg);
             }
             if !c.allocated_windows.is_empty() && p.nvml_epochs.is_empty() {
@@ -109,11 +113,21 @@ impl<'a> Subject<'a> {
             && let Some(fi) = frag_input(p, c, self.free())
         {
             let epoch = c.current_epoch;
-            if let Some(f) = fragmentation::risk(p.pid, p.gpu, &fi, &c.runtime, epoch) {
-                out.push((f, cfg.fragmentation.persist_ms));
-            } else if let Some(f) = self.retry_risk(c, &fi) {
-                // Already an event, not a reading: no persistence needed.
-                out.push((f, 0));
+            // One fragmentation-risk alert per process: the most severe of the readings'
+            // rule, the cache-fit rule (already judged over two epochs of block maps, so no
+            // persistence of its own) and the retries (an event).
+            let risks = [
+                fragmentation::risk(p.pid, p.gpu, &fi, &c.runtime, epoch)
+                    .map(|f| (f, cfg.fragmentation.persist_ms)),
+                self.cache_fit(c, &fi).map(|f| (f, 0)),
+                self.retry_risk(c, &fi).map(|f| (f, 0)),
+            ];
+            if let Some(best) = risks
+                .into_iter()
+                .flatten()
+                .reduce(|a, b| if b.0.severity > a.0.severity { b } else { a })
+            {
+                out.push(best);
             }
             let hi = HeadroomInput {
                 free_total: fi.free_total,
@@ -143,6 +157,58 @@ impl<'a> Subject<'a> {
             }
         }
         out
+    }
+
+    /// The cache-fit risk: the process's recurring large request against the holes of the
+    /// block maps of the last two epochs and the room its limit leaves.
+    fn cache_fit(&self, c: &CompanionView, fi: &FragInput) -> Option<Finding> {
+        let p = self.proc;
+        let reserved = c.reserved?;
+        let latest = c.frag.as_ref()?;
+        let (request, times, recurrence) =
+            if latest.free_top.is_empty() && latest.live_top.is_empty() {
+                let (r, n) = self.memory.alternating_block(p.pid, p.gpu)?;
+                (r, n, Recurrence::LargestBlock)
+            } else {
+                let &(r, n) = latest.requests.iter().max_by_key(|(s, _)| *s)?;
+                (r, n, Recurrence::Companion)
+            };
+        // Over the span: the most holes any reading had, the most copies a step held at
+        // once, the widest margin: a reading taken mid-step (the request's own hole in
+        // use) cannot raise it alone.
+        let mut fit: Option<(u64, u64, Option<u64>, bool)> = None;
+        for f in self.memory.readings(p.pid, p.gpu) {
+            let Some((h, n, m, exact)) = cache_fit::read_fit(request, f) else {
+                continue;
+            };
+            fit = Some(match fit {
+                None => (h, n, m, exact),
+                Some((h0, n0, m0, e0)) => (h0.max(h), n0.max(n), m0.max(m), e0 && exact),
+            });
+        }
+        let (holes, need, margin, exact) = fit?;
+        let input = FitInput {
+            request,
+            times,
+            recurrence,
+            room: fi.device_avail,
+            limit: c.limit,
+            reserved,
+            free_total: fi.free_total,
+            largest_free: fi.largest_free,
+            holes,
+            need,
+            margin,
+            exact,
+        };
+        cache_fit::check(
+            p.pid,
+            p.gpu,
+            &input,
+            &c.runtime,
+            &self.cfg.fragmentation,
+            c.current_epoch,
+        )
     }
 
     /// The retry-based risk where the reading alone shows none; `None` when the framework
@@ -202,12 +268,13 @@ impl<'a> Subject<'a> {
 fn frag_input(p: &ProcView, c: &CompanionView, free: Option<u64>) -> Option<FragInput> {
     let t = c
         .frag
+        .as_ref()
         .map(|f| f.free_total)
         .or_else(|| Some(c.reserved?.saturating_sub(c.allocated?)))?;
     let (request, request_source) = largest_request(c)?;
     Some(FragInput {
         free_total: t,
-        largest_free: c.frag.and_then(|f| f.largest_free),
+        largest_free: c.frag.as_ref().and_then(|f| f.largest_free),
         device_avail: p.device_avail(free)?,
         request,
         request_source,
@@ -241,10 +308,23 @@ fn allocator_ceiling(c: &CompanionView, free: Option<u64>, total: u64) -> Option
 /// R: the largest of the allocator counter, the block map's largest live block and the
 /// last OOM's request, with where it came from.
 fn largest_request(c: &CompanionView) -> Option<(u64, RequestSource)> {
+    // A companion that reports recurring requests names the requests to come; the largest
+    // block ever seen may be a parameter that is never requested again (issue 20).
+    let recurring = c
+        .frag
+        .as_ref()
+        .and_then(|f| f.requests.iter().map(|(s, _)| *s).max());
+    let last_oom = c.ooms.last().and_then(|e| e.requested);
+    if let Some(r) = recurring {
+        return Some(match last_oom {
+            Some(o) if o > r => (o, RequestSource::LastOom),
+            _ => (r, RequestSource::Recurring),
+        });
+    }
     let cands = [
         (c.largest_alloc, RequestSource::AllocCounter),
         (
-            c.frag.and_then(|f| f.largest_block),
+            c.frag.as_ref().and_then(|f| f.largest_block),
             RequestSource::BlockMap,
         ),
         (

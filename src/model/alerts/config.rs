@@ -57,6 +57,40 @@ pub struct GrowthConfig {
     /// steps, so windows are longer (issue 13: within 10 minutes of the onset).
     pub nvml_window_ms: i64,
     pub nvml_window_warmup_ms: i64,
+    /// Exact series (the allocator's floor after gc, the interposer's live bytes) have no
+    /// cache and no sampling in them: a rise is judged on its statistics and its noise, not
+    /// on fixed byte gates. Their slope must reach the larger of this...
+    pub exact_min_slope_bytes: u64,
+    /// ...and this share of the series' noise σ per epoch (so a noisy "exact" floor is
+    /// held to its noise), and their growth over the window this many bytes.
+    pub exact_noise_slope: f64,
+    pub exact_min_growth_bytes: u64,
+    /// Their warm-up and shortest window: a leak from epoch 0 is judged from epoch 0.
+    pub exact_warmup_epochs: u64,
+    pub exact_min_window: usize,
+    /// Severity follows the forecast: info when the OOM is at least this far away (days:
+    /// worth knowing, not worth waking for).
+    pub info_after_ms: i64,
+    /// Set by `exact()`: the slope gate scales with the window's noise σ, and the median
+    /// step must carry the rise (a step change with jitter around it has a median step of
+    /// about zero; a leak's steps are all about its rate).
+    #[serde(skip)]
+    pub exact_gates: bool,
+}
+
+impl GrowthConfig {
+    /// The gates for an exact series.
+    pub fn exact(&self) -> GrowthConfig {
+        GrowthConfig {
+            min_slope_bytes: self.exact_min_slope_bytes,
+            min_growth_bytes: self.exact_min_growth_bytes,
+            min_growth_frac: 0.0,
+            warmup_epochs: self.exact_warmup_epochs,
+            min_window: self.exact_min_window,
+            exact_gates: true,
+            ..self.clone()
+        }
+    }
 }
 
 impl Default for GrowthConfig {
@@ -79,6 +113,13 @@ impl Default for GrowthConfig {
             exact_window_warmup_ms: 20_000,
             nvml_window_ms: 20_000,
             nvml_window_warmup_ms: 40_000,
+            exact_min_slope_bytes: MIB_U64,
+            exact_noise_slope: 0.5,
+            exact_min_growth_bytes: 4 * MIB_U64,
+            exact_warmup_epochs: 0,
+            exact_min_window: 5,
+            info_after_ms: 24 * 3_600_000,
+            exact_gates: false,
         }
     }
 }
@@ -101,6 +142,13 @@ pub struct FragConfig {
     /// reserved: a caching allocator's normal mid-step slack was 19–22 % of reserved at the
     /// card-full OOMs of the first corpus; the fragmented runs of the second held 70–78 %.
     pub min_free_share: f64,
+    /// Cache-fit risk (a recurring request that only the cache can serve): warning when
+    /// the holes that fit it are at most this many more than a step needs at once...
+    pub few_spare_holes: u64,
+    /// ...or the hole a step needs is larger than the request by less than the larger of
+    /// these (a share of the request, bytes): it just fits; critical with no spare hole.
+    pub just_fit_frac: f64,
+    pub just_fit_bytes: u64,
 }
 
 impl Default for FragConfig {
@@ -110,6 +158,9 @@ impl Default for FragConfig {
             oom_hold_ms: 10 * 60_000,
             oom_free_multiple: 2.0,
             min_free_share: 0.3,
+            few_spare_holes: 1,
+            just_fit_frac: 0.02,
+            just_fit_bytes: 2 * MIB_U64,
         }
     }
 }

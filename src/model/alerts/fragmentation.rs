@@ -21,6 +21,8 @@ pub enum RequestSource {
     BlockMap,
     /// The request of the last OOM.
     LastOom,
+    /// The largest size the companion saw allocated anew in several block maps.
+    Recurring,
 }
 
 impl RequestSource {
@@ -29,6 +31,7 @@ impl RequestSource {
             RequestSource::AllocCounter => "the largest allocation this run has made",
             RequestSource::BlockMap => "the largest block in the last snapshot",
             RequestSource::LastOom => "the request of the last OOM",
+            RequestSource::Recurring => "a request the program makes again and again",
         }
     }
 }

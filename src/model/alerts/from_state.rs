@@ -129,6 +129,10 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
             free_total: f.free_total?,
             largest_free: f.largest_free,
             largest_block: f.largest_block,
+            hist: f.hist.clone(),
+            free_top: f.free_top.clone(),
+            live_top: f.live_top.clone(),
+            requests: f.requests.clone(),
         })
     });
     let ooms = d

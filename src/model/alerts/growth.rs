@@ -43,6 +43,9 @@ pub struct GrowthContext {
     /// Whether a growth / cache-growth alert is active (hysteresis).
     pub growth_active: bool,
     pub cache_active: bool,
+    /// The floor is exact (an allocator's count after gc, the interposer's live bytes):
+    /// judged with noise-scaled gates (`GrowthConfig::exact`).
+    pub exact: bool,
 }
 
 fn trace_of(points: &[EpochPoint], f: impl Fn(&EpochPoint) -> Option<u64>) -> Trace {
@@ -117,6 +120,8 @@ fn forecast(
     }
 }
 
+/// Severity follows the forecast: critical when the OOM is near (or before the run's last
+/// epoch), info when it is days away, warning in between and when there is no forecast.
 fn severity(f: Option<&Forecast>, cfg: &GrowthConfig, last_epoch: Option<u64>) -> Severity {
     let Some(f) = f else {
         return Severity::Warning;
@@ -127,6 +132,8 @@ fn severity(f: Option<&Forecast>, cfg: &GrowthConfig, last_epoch: Option<u64>) -
     };
     if f.steps < cfg.critical_epochs || before_end {
         Severity::Critical
+    } else if f.ms.is_some_and(|ms| ms >= cfg.info_after_ms) {
+        Severity::Info
     } else {
         Severity::Warning
     }
@@ -201,13 +208,16 @@ pub fn epoch_growth(
     cfg: &GrowthConfig,
 ) -> Option<Finding> {
     let pts = usable_epochs(points, baseline_from, cfg);
-    let floor = trace_of(&pts, |p| Some(p.floor));
+    let exact_cfg = cfg.exact();
+    let floor_cfg = if ctx.exact { &exact_cfg } else { cfg };
+    let floor_pts = usable_epochs(points, baseline_from, floor_cfg);
+    let floor = trace_of(&floor_pts, |p| Some(p.floor));
     let peak = trace_of(&pts, |p| p.peak);
     let reserved = trace_of(&pts, |p| p.reserved);
-    let floor_t = detect_confirmed(&floor, ctx.capacity, cfg, ctx.growth_active);
+    let floor_t = detect_confirmed(&floor, ctx.capacity, floor_cfg, ctx.growth_active);
     // The peak decides the forecast when it trends too; the floor alone otherwise.
     let peak_t = detect_confirmed(&peak, ctx.capacity, cfg, ctx.growth_active);
-    let last = pts.last()?;
+    let last = floor_pts.last()?;
     let epoch_now = ctx.current_epoch.or(Some(last.epoch));
     let who_s = who(Some(ctx.pid), ctx.gpu);
     let head = format!("PID {} on GPU {}", ctx.pid, ctx.gpu);
@@ -327,7 +337,11 @@ pub fn nvml_epoch_growth(
     ctx: &GrowthContext,
     cfg: &GrowthConfig,
 ) -> Option<Finding> {
-    epoch_growth(points, None, ctx, cfg).map(|mut f| {
+    let ctx = GrowthContext {
+        exact: false,
+        ..ctx.clone()
+    };
+    epoch_growth(points, None, &ctx, cfg).map(|mut f| {
         f.message = f.message.replace(
             "the allocated floor at each epoch end",
             "the process's NVML usage at each epoch marker (no framework gpumon can read: the allocator's cache and the CUDA context are in it)",
@@ -383,7 +397,18 @@ pub fn window_growth(
         tr.t.push(p.t);
         tr.y.push(p.min);
     }
-    let test = detect_confirmed(&tr, ctx.capacity, cfg, ctx.growth_active)?;
+    // The interposer's live bytes are exact: judged on their noise (its windows have their
+    // own time warm-up, so the epoch warm-up does not apply).
+    let exact_cfg = GrowthConfig {
+        warmup_epochs: cfg.warmup_epochs,
+        ..cfg.exact()
+    };
+    let gates = if source == WindowSource::Exact {
+        &exact_cfg
+    } else {
+        cfg
+    };
+    let test = detect_confirmed(&tr, ctx.capacity, gates, ctx.growth_active)?;
     let last = points.last()?;
     let width = source.width_ms(cfg);
     let width_s = width_words(width);
@@ -470,6 +495,7 @@ mod tests {
             last_epoch: None,
             growth_active: false,
             cache_active: false,
+            exact: false,
         }
     }
 
@@ -495,7 +521,8 @@ mod tests {
         );
         let f = epoch_growth(&pts, None, &ctx(), &Default::default()).expect("leak detected");
         assert_eq!(f.key.kind, AlertKind::Growth);
-        assert_eq!(f.severity, Severity::Warning);
+        // 669 epochs of 10 minutes: the OOM is days away, so the severity is info.
+        assert_eq!(f.severity, Severity::Info);
         assert_eq!(f.evidence.series, Some(TrendSeries::Floor));
         let slope = f.evidence.slope.expect("slope");
         assert!((slope - 100.0 * M as f64).abs() < 1.0, "{slope}");

@@ -124,7 +124,7 @@ pub struct CompanionView {
 }
 
 /// Latest free-pool view: T, L and the largest live block.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct FragView {
     pub t: Ts,
     /// T: free bytes held by the allocator.
@@ -133,6 +133,13 @@ pub struct FragView {
     pub largest_free: Option<u64>,
     /// Largest live allocation (a lower bound for the workload's largest request).
     pub largest_block: Option<u64>,
+    /// Free blocks per log2 bucket `(k, count, bytes)`, when the block map was read.
+    pub hist: Option<Vec<(u32, u64, u64)>>,
+    /// The largest free and live blocks, exact, largest first (empty from older companions).
+    pub free_top: Vec<u64>,
+    pub live_top: Vec<u64>,
+    /// Large sizes the program allocated anew in several snapshots: `(size, times)`.
+    pub requests: Vec<(u64, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -13,10 +13,12 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::model::time::Ts;
 
-use super::inputs::ProcView;
+use super::inputs::{FragView, ProcView};
 
 /// Epoch ends remembered per process (retries are compared over the last two).
 const EPOCHS_KEPT: usize = 4;
+/// Block-map readings kept per process: those of the last two epochs, at most this many.
+const READINGS_KEPT: usize = 64;
 
 #[derive(Debug, Clone, Default)]
 struct ProcMemory {
@@ -24,6 +26,11 @@ struct ProcMemory {
     retries: VecDeque<(u64, u64)>,
     /// Block-map readings (time, L) since the end of the epoch before the last.
     holes: VecDeque<(Ts, u64)>,
+    /// Whole block-map readings over the same span, for the cache-fit rule.
+    readings: VecDeque<FragView>,
+    /// The largest live block of each reading, over a longer span (older companions send
+    /// no recurring requests: a size that comes and goes is one).
+    blocks: VecDeque<u64>,
     last_epoch_t: Option<Ts>,
     prev_epoch_t: Option<Ts>,
 }
@@ -50,16 +57,58 @@ impl Memory {
             m.prev_epoch_t = m.last_epoch_t;
             m.last_epoch_t = Some(e.t);
         }
-        if let Some(f) = c.frag
-            && let Some(l) = f.largest_free
-            && m.holes.back().is_none_or(|(t, _)| *t < f.t)
+        if let Some(f) = &c.frag
+            && m.readings.back().is_none_or(|r| r.t < f.t)
         {
-            m.holes.push_back((f.t, l));
+            if let Some(l) = f.largest_free {
+                m.holes.push_back((f.t, l));
+            }
+            m.readings.push_back(f.clone());
+            if let Some(b) = f.largest_block {
+                m.blocks.push_back(b);
+            }
         }
         let keep_from = m.prev_epoch_t.unwrap_or(Ts::MIN);
         while m.holes.len() > 1 && m.holes.front().is_some_and(|(t, _)| *t < keep_from) {
             m.holes.pop_front();
         }
+        while m.readings.len() > READINGS_KEPT
+            || (m.readings.len() > 1 && m.readings.front().is_some_and(|r| r.t < keep_from))
+        {
+            m.readings.pop_front();
+        }
+        while m.blocks.len() > READINGS_KEPT {
+            m.blocks.pop_front();
+        }
+    }
+
+    /// Block-map readings of the current and the previous epoch, oldest first.
+    pub fn readings(&self, pid: u32, gpu: u32) -> impl Iterator<Item = &FragView> {
+        self.procs
+            .get(&(pid, gpu))
+            .into_iter()
+            .flat_map(|m| m.readings.iter())
+    }
+
+    /// The largest live-block size that came and went (seen, then a reading without it,
+    /// then seen again), with how many times it came back: a request the program makes
+    /// again and again, for companions that do not report `requests`.
+    pub fn alternating_block(&self, pid: u32, gpu: u32) -> Option<(u64, u64)> {
+        let b = &self.procs.get(&(pid, gpu))?.blocks;
+        let mut sizes: Vec<u64> = b.iter().copied().collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes.into_iter().rev().find_map(|v| {
+            // rises: a reading with v after one without it (the first sighting counts)
+            let mut rises = 0;
+            let mut prev_had = false;
+            for &x in b {
+                let has = x == v;
+                rises += u64::from(has && !prev_had);
+                prev_had = has;
+            }
+            (rises >= 2).then_some((v, rises))
+        })
     }
 
     /// Retries added during the last one or two completed epochs (0: none; `None`: the
@@ -90,7 +139,7 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::alerts::inputs::{CompanionView, EpochPoint, FragView};
+    use crate::model::alerts::inputs::{CompanionView, EpochPoint};
 
     fn view(epoch: u64, t: Ts, retries: u64, hole: Option<(Ts, u64)>) -> ProcView {
         ProcView {
@@ -108,6 +157,7 @@ mod tests {
                     free_total: 1 << 30,
                     largest_free: Some(l),
                     largest_block: None,
+                    ..FragView::default()
                 }),
                 ..CompanionView::default()
             }),

@@ -8,6 +8,7 @@
 //! evidence alerts are recorded with.
 
 pub mod assemble;
+pub mod cache_fit;
 pub mod config;
 pub mod engine;
 pub mod format;

@@ -16,6 +16,8 @@ named! {
         GrowthVsNoise = "growth vs noise",
         Sustained = "sustained",
         NotAJump = "not a jump",
+        /// Exact series: the median step carries the rise.
+        MedianStep = "median step",
         // Fragmentation risk.
         FitsTotal = "T ≥ R",
         FitsNoHole = "R > max(L, D)",
@@ -24,6 +26,10 @@ named! {
         FitsNoHoleAtPeak = "R > L at the step's peak",
         Retries = "allocator retries in the last epochs",
         FreeShare = "T / reserved",
+        // Cache-fit risk (a recurring request only the cache can serve).
+        CacheOnly = "D < R: only the cache serves R",
+        SpareHoles = "holes fitting R beyond a step's need",
+        HoleMargin = "margin of the needed hole (just fits)",
         // Grab-all.
         HeldShare = "held share of card",
         AllocatorShare = "allocator share of held",
@@ -87,6 +93,8 @@ named! {
         Allocated = "allocated",
         Headroom = "headroom",
         TypicalRequest = "typical request",
+        RecurringRequest = "R recurring request",
+        NeededHole = "hole R needs",
     }
 }
 
@@ -115,6 +123,14 @@ mod tests {
             (GateName::AllocatorShare, "allocator share of held"),
             (GateName::HeldShareNvml, "held share of card (NVML only)"),
             (GateName::Headroom, "headroom < request"),
+            // new in issue 20
+            (GateName::MedianStep, "median step"),
+            (GateName::CacheOnly, "D < R: only the cache serves R"),
+            (GateName::SpareHoles, "holes fitting R beyond a step's need"),
+            (
+                GateName::HoleMargin,
+                "margin of the needed hole (just fits)",
+            ),
         ];
         for (name, old) in &gates {
             let g = Gate {
@@ -169,6 +185,8 @@ mod tests {
             (ValueName::Allocated, "allocated"),
             (ValueName::Headroom, "headroom"),
             (ValueName::TypicalRequest, "typical request"),
+            (ValueName::RecurringRequest, "R recurring request"),
+            (ValueName::NeededHole, "hole R needs"),
         ];
         let quoted = |s: &str| format!("\"{s}\"");
         for (v, old) in &series {

@@ -7,7 +7,7 @@ use crate::fmt::MIB_U64;
 use crate::model::time::Ts;
 
 use super::config::GrowthConfig;
-use super::stats::{mann_kendall_up, quantise_mib, residual_noise, theil_sen};
+use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
 use super::{Gate, GateName, Point};
 
 /// Rounded to 4 significant digits (whole numbers above 10^4 stay whole).
@@ -133,7 +133,11 @@ fn window_trend(
         }
         theil_sen(&w.x, &flat).unwrap_or(0.0)
     };
-    let min_slope = cfg.min_slope_bytes as f64;
+    let min_slope = if cfg.exact_gates {
+        (cfg.min_slope_bytes as f64).max(cfg.exact_noise_slope * noise)
+    } else {
+        cfg.min_slope_bytes as f64
+    };
     let min_growth = (cfg.min_growth_bytes as f64).max(cfg.min_growth_frac * capacity as f64);
     // Evidence is stored rounded (4 significant digits, whole bytes) so recordings read
     // cleanly and survive a JSON round trip unchanged; decisions use the exact values.
@@ -171,6 +175,30 @@ fn window_trend(
             without_jumps >= cfg.sustained_frac * min_slope,
         ),
     ];
+    let mut gates = gates;
+    if cfg.exact_gates {
+        // Per-x steps (epochs or windows may skip): their median carries a leak's rate.
+        let mut steps: Vec<f64> = (1..n)
+            .filter_map(|i| {
+                let dx = w.x[i] - w.x[i - 1];
+                (dx > 0.0).then(|| (yq[i] - yq[i - 1]) / dx)
+            })
+            .collect();
+        // Without the two largest, as for `not a jump`: a warm-up or a step change is one
+        // or two of them; what is left of a leak still steps at its rate, of jitter not.
+        steps.sort_by(|a, b| a.total_cmp(b));
+        if steps.len() >= 4 {
+            steps.truncate(steps.len() - 2);
+        }
+        let med = median(&mut steps).unwrap_or(0.0);
+        let need = cfg.sustained_frac * slope;
+        gates.push(gate(
+            GateName::MedianStep,
+            med,
+            need,
+            med >= need && med > 0.0,
+        ));
+    }
     if !gates.iter().all(|g| g.passed) {
         return None;
     }

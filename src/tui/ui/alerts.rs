@@ -12,7 +12,7 @@ use super::legend;
 use super::theme::Theme;
 use crate::fmt::{compact, compact_signed};
 use crate::model::alerts::{
-    Alert, AlertEngine, Evidence, GateName, Severity, StepUnit, TrendSeries, ValueName,
+    Alert, AlertEngine, AlertKind, Evidence, GateName, Severity, StepUnit, TrendSeries, ValueName,
 };
 use crate::tui::app::{App, Target};
 use crate::tui::selection::AlertId;
@@ -247,6 +247,8 @@ fn value_label(name: &ValueName) -> &str {
         ValueName::Allocated => "allocated",
         ValueName::Headroom => "headroom",
         ValueName::TypicalRequest => "typical",
+        ValueName::RecurringRequest => "R",
+        ValueName::NeededHole => "hole",
         // A name from another build's recording: its first word.
         ValueName::Other(n) => n.split(' ').next().unwrap_or(""),
     }
@@ -262,12 +264,16 @@ fn gate_label(name: &GateName) -> &str {
         GateName::GrowthVsNoise => "noise",
         GateName::Sustained => "sustained",
         GateName::NotAJump => "spread",
+        GateName::MedianStep => "median",
         GateName::FitsTotal | GateName::FreeShare => "T",
         GateName::FitsNoHole | GateName::FitsNoHoleAtPeak => "R",
         GateName::FragIndex => "F",
         GateName::Retries | GateName::AllocatorShare => "allocator",
         GateName::HeldShare | GateName::HeldShareNvml => "held",
         GateName::Headroom => "headroom",
+        GateName::CacheOnly => "D",
+        GateName::SpareHoles => "holes",
+        GateName::HoleMargin => "margin",
         // A gate from another build's recording: its first word.
         GateName::Other(n) => n.split([' ', '=']).next().unwrap_or(""),
     }
@@ -578,6 +584,24 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
         mark(s, theme),
         if ended { style(s, theme) } else { theme.dim() },
     ))
+}
+
+/// The most severe active fragmentation alert (risk or OOM) of a process on a GPU: what the
+/// allocator line colours F and stranded by (issue 20), acknowledged ones included.
+pub fn frag_risk(app: &App, pid: u32, gpu: u32) -> Option<Severity> {
+    app.pipe
+        .alerts
+        .active()
+        .into_iter()
+        .filter(|a| a.pid == Some(pid) && a.gpu == gpu)
+        .filter(|a| {
+            matches!(
+                a.kind,
+                AlertKind::FragmentationRisk | AlertKind::FragmentationOom
+            )
+        })
+        .map(|a| a.severity)
+        .max()
 }
 
 /// On a GPU card (or compact row): the worst active alert about the card (or any process

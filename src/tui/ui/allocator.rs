@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 
 use super::theme::Theme;
 use crate::fmt::human;
+use crate::model::alerts::Severity;
 use crate::model::allocator::{DevAlloc, FragState, ProcAlloc};
 
 /// Everything the panel shows for one (process, GPU).
@@ -23,6 +24,8 @@ pub(crate) struct AllocView<'a> {
     pub dev: Option<&'a DevAlloc>,
     /// Set when the process has ended: the panel is its last reported state.
     pub exit: Option<crate::model::exit::Exit>,
+    /// Its most severe active fragmentation alert: the colour of F and stranded.
+    pub risk: Option<Severity>,
 }
 
 /// Colour of F: green < 0.4, yellow to 0.7, red above. Without colour the
@@ -35,29 +38,36 @@ pub(crate) fn frag_style(f: f64, theme: &Theme) -> Style {
     }
 }
 
-fn band(f: f64) -> &'static str {
-    match f {
-        f if f > 0.7 => "high",
-        f if f >= 0.4 => "mid",
-        _ => "low",
+/// Colour of F and stranded on the allocator lines: the fragmentation risk of the process
+/// (issue 20), not F alone. F is high by construction at an epoch end with a large cache and
+/// says little; whether the program's recurring requests still fit does.
+fn risk_style(risk: Option<Severity>, theme: &Theme) -> Style {
+    match risk {
+        Some(Severity::Critical) => theme.error(),
+        Some(_) => theme.warn(),
+        None => theme.normal(),
     }
 }
 
-/// `F 0.998 stranded 8.77 GiB` or `F n/a — reason`.
-pub(crate) fn frag_text(fr: Option<&FragState>, theme: &Theme) -> Line<'static> {
+/// `F 0.998 stranded 8.77 GiB` or `F n/a — reason`, coloured by `risk` (the process's
+/// active fragmentation alert); without colour the risk is said in words.
+pub(crate) fn frag_text(
+    fr: Option<&FragState>,
+    risk: Option<Severity>,
+    theme: &Theme,
+) -> Line<'static> {
     let Some(fr) = fr else {
         return Line::from(Span::styled("F n/a — no free-block data yet", theme.dim()));
     };
     match (fr.index(), fr.stranded()) {
         (Some(f), Some(stranded)) => {
-            let mut spans = vec![
-                Span::raw("F "),
-                Span::styled(format!("{f:.3}"), frag_style(f, theme)),
-            ];
-            if !theme.color {
-                spans.push(Span::raw(format!(" ({})", band(f))));
+            let style = risk_style(risk, theme);
+            let mut spans = vec![Span::raw("F "), Span::styled(format!("{f:.3}"), style)];
+            if !theme.color && risk.is_some() {
+                spans.push(Span::raw(" (risk)"));
             }
-            spans.push(Span::raw(format!(" stranded {}", human(stranded))));
+            spans.push(Span::raw(" stranded "));
+            spans.push(Span::styled(human(stranded), style));
             if let (Some(l), Some(t)) = (fr.largest_free, fr.free_total) {
                 spans.push(Span::styled(
                     format!("  L {} of T {}", human(l), human(t)),
@@ -286,6 +296,28 @@ pub(crate) fn render_process_alloc(area: Rect, buf: &mut Buffer, v: &AllocView<'
     }
 }
 
+/// `requests 640 MiB ×12 (1 hole fits)`: the recurring large requests beside F (issue 20),
+/// with how many free blocks of the same reading fit the largest.
+fn requests_line(fr: Option<&FragState>, theme: &Theme) -> Option<Line<'static>> {
+    let fr = fr?;
+    let largest = fr.requests.iter().map(|r| r.0).max()?;
+    let times = if theme.ascii { "x" } else { "×" };
+    let list: Vec<String> = fr
+        .requests
+        .iter()
+        .map(|(s, n)| format!("{} {times}{n}", human(*s)))
+        .collect();
+    let fits = fr.free_top.iter().filter(|&&h| h >= largest).count();
+    let holes = if fits == 1 { "hole fits" } else { "holes fit" };
+    Some(Line::from(Span::styled(
+        format!(
+            "requests {} ({fits} free {holes} the largest)",
+            list.join(", ")
+        ),
+        theme.dim(),
+    )))
+}
+
 /// The panel as lines (for callers composing their own layout, and tests).
 pub(crate) fn panel_lines(
     v: &AllocView<'_>,
@@ -349,7 +381,10 @@ pub(crate) fn panel_lines(
             theme.dim(),
         )));
     }
-    out.push(frag_text(d.frag.as_ref(), theme));
+    out.push(frag_text(d.frag.as_ref(), v.risk, theme));
+    if let Some(l) = requests_line(d.frag.as_ref(), theme) {
+        out.push(l);
+    }
     if let Some(l) = oom_line(d, theme) {
         out.push(l);
     }
@@ -445,6 +480,7 @@ mod tests {
             nvml_peak: Some(11 * GIB),
             proc: p,
             dev: p.devices.get(&0),
+            risk: Some(Severity::Warning),
         }
     }
 
@@ -518,7 +554,7 @@ mod tests {
             assert!(r.is_ascii(), "non-ASCII in ascii mode: {r:?}");
         }
         assert!(
-            rows.iter().any(|r| r.contains("F 0.998 (high)")),
+            rows.iter().any(|r| r.contains("F 0.998 (risk)")),
             "{rows:#?}"
         );
         assert!(
@@ -538,10 +574,44 @@ mod tests {
             ..FragState::default()
         };
         let theme = Theme::default();
-        let l = text(&[frag_text(Some(&fr), &theme)]);
+        let l = text(&[frag_text(Some(&fr), None, &theme)]);
         assert_eq!(l[0], "F n/a — cudaMallocAsync keeps no block map");
         let h = text(&histogram_lines(&fr, 40, 5, &theme));
         assert_eq!(h[0], "free blocks n/a — cudaMallocAsync keeps no block map");
+    }
+
+    /// F and stranded take the colour of the process's fragmentation risk, not of F: a
+    /// high F without a risk alert is not red (the clean runs of the issue-20 review).
+    #[test]
+    fn f_and_stranded_are_coloured_by_risk() {
+        let fr = FragState {
+            free_total: Some(8 * GIB),
+            largest_free: Some(100 * MIB),
+            ..FragState::default()
+        };
+        let t = Theme::default();
+        let style_of = |risk| {
+            let l = frag_text(Some(&fr), risk, &t);
+            (l.spans[1].style, l.spans[3].style)
+        };
+        assert_eq!(style_of(None), (t.normal(), t.normal()));
+        assert_eq!(style_of(Some(Severity::Warning)), (t.warn(), t.warn()));
+        assert_eq!(style_of(Some(Severity::Critical)), (t.error(), t.error()));
+    }
+
+    #[test]
+    fn recurring_requests_sit_beside_f() {
+        let fr = FragState {
+            requests: vec![(640 * MIB, 12), (8 * MIB, 3)],
+            free_top: vec![640 * MIB, 8 * MIB],
+            ..FragState::default()
+        };
+        let l = text(&[requests_line(Some(&fr), &Theme::default()).expect("line")]);
+        assert_eq!(
+            l[0],
+            "requests 640 MiB ×12, 8.00 MiB ×3 (1 free hole fits the largest)"
+        );
+        assert!(requests_line(Some(&FragState::default()), &Theme::default()).is_none());
     }
 
     #[test]

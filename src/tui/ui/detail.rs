@@ -162,6 +162,7 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
             proc: proc_alloc,
             dev,
             exit: pr.exit,
+            risk: super::alerts::frag_risk(app, proc_alloc.pid, pg.gpu),
         };
         let target = side_panel.or((panel.height > 0).then_some(panel));
         if let Some(a) = target {

@@ -15,8 +15,10 @@ use super::plot::{self, Kind, Plot, Trace, slots_per_cell};
 use super::procs::{first_visible, proc_header, render_row};
 use super::theme::Theme;
 use crate::fmt::{gib1, human};
+use crate::model::alerts::Severity;
 use crate::model::allocator::{DevAlloc, ProcAlloc};
 use crate::model::state::{GpuState, ProcGpu, ProcState, State};
+use crate::model::time::Ts;
 use crate::tui::app::App;
 
 pub(crate) fn short_name(name: &str) -> &str {
@@ -418,8 +420,10 @@ fn proc_rows(
             && y < end
         {
             let row = Rect { y, ..row };
+            let risk = super::alerts::frag_risk(app, pa.pid, pg.gpu);
+            let now = app.view_state().now;
             p.paint("allocator line", |buf| {
-                alloc_summary(pa, d, theme).render(row, buf)
+                alloc_summary(pa, d, risk, now, theme).render(row, buf)
             });
             y += 1;
         }
@@ -588,19 +592,55 @@ fn compact(
     });
 }
 
+/// A moment this old or older says its age on the allocator line.
+const OLD_MOMENT_MS: i64 = 5_000;
+
 /// Second line under a process with a companion: allocator split, fragmentation, epoch.
-pub(crate) fn alloc_summary(pa: &ProcAlloc, d: &DevAlloc, theme: &Theme) -> Line<'static> {
-    let opt = |v: Option<u64>| v.map_or_else(|| "n/a".into(), human);
+/// Every number is of one moment (issue 20): the newest block map with the sample of its
+/// phase point; with a block map but no such sample, F's part is left out rather than set
+/// beside numbers of another moment. F and stranded are coloured by `risk`.
+pub(crate) fn alloc_summary(
+    pa: &ProcAlloc,
+    d: &DevAlloc,
+    risk: Option<Severity>,
+    now: Ts,
+    theme: &Theme,
+) -> Line<'static> {
     let arrow = if theme.ascii { "  `-" } else { "  ↳" };
-    let mut spans = vec![
-        Span::styled(
-            format!("{arrow} {} ", super::policy::framework_label(pa)),
-            theme.dim(),
-        ),
-        Span::styled(format!("alloc {}", opt(d.allocated_now())), theme.used()),
-        Span::raw(format!(" cached {} ", opt(d.cached_now()))),
-    ];
-    spans.extend(super::allocator::frag_text(d.frag.as_ref(), theme).spans);
+    let mut spans = vec![Span::styled(
+        format!("{arrow} {} ", super::policy::framework_label(pa)),
+        theme.dim(),
+    )];
+    let moment = d.frag.as_ref().and_then(|f| Some((f, f.moment?)));
+    match moment {
+        Some((f, (alloc, reserved))) => {
+            spans.push(Span::styled(
+                format!("alloc {}", human(alloc)),
+                theme.used(),
+            ));
+            let cached = reserved.saturating_sub(alloc);
+            spans.push(Span::raw(format!(" cached {} ", human(cached))));
+            spans.extend(super::allocator::frag_text(Some(f), risk, theme).spans);
+            if now - f.t >= OLD_MOMENT_MS {
+                spans.push(Span::styled(
+                    format!(" ({} ago)", crate::fmt::rough_duration_short(now - f.t)),
+                    theme.dim(),
+                ));
+            }
+        }
+        None => {
+            let opt = |v: Option<u64>| v.map_or_else(|| "n/a".into(), human);
+            spans.push(Span::styled(
+                format!("alloc {}", opt(d.allocated_now())),
+                theme.used(),
+            ));
+            spans.push(Span::raw(format!(" cached {}", opt(d.cached_now()))));
+            if d.frag.is_none() || d.frag.as_ref().is_some_and(|f| f.index().is_none()) {
+                spans.push(Span::raw(" "));
+                spans.extend(super::allocator::frag_text(d.frag.as_ref(), risk, theme).spans);
+            }
+        }
+    }
     if let Some(e) = d.epochs.back() {
         spans.push(Span::styled(format!("  epoch {}", e.epoch), theme.dim()));
     }
@@ -647,7 +687,7 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             if y >= area.y + area.height {
                 break;
             }
-            alloc_summary(pa, d, theme).render(
+            alloc_summary(pa, d, None, s.now, theme).render(
                 Rect {
                     x: area.x,
                     y,

@@ -76,12 +76,18 @@ fn used_style(p: &ProcState, theme: &Theme) -> ratatui::style::Style {
 
 /// One process row for the overview cards, shortened to `width`.
 pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line<'static> {
-    proc_line_at(p, pg, width, theme, pg.last_seen, false)
+    proc_line_at(p, pg, width, theme, pg.last_seen, None)
 }
 
-/// `+1.20 GiB/m`: growth over the last minute, per minute.
-pub fn growth_label(pg: &ProcGpu, now: Ts) -> String {
-    let g = crate::tui::selection::growth(pg, now);
+/// `+1.20 GiB/m`: the GROWTH sort's rate (`model::growth_rate`), `–` while unknown.
+pub fn growth_label(rate: Option<f64>, theme: &Theme) -> String {
+    let Some(g) = rate else {
+        return if theme.ascii {
+            "-".into()
+        } else {
+            "–".into()
+        };
+    };
     let sign = if g < 0.0 { "-" } else { "+" };
     format!(
         "{sign}{}{}",
@@ -98,13 +104,13 @@ fn proc_line_at(
     width: u16,
     theme: &Theme,
     now: Ts,
-    growth: bool,
+    growth: Option<Option<f64>>,
 ) -> Line<'static> {
     let w = usize::from(width);
     let user = p.info.user.clone().unwrap_or_else(|| "?".into());
     let used = format!("{:>9}", used_label(p, pg, now));
-    let peak = if growth {
-        format!(" {:>12}", growth_label(pg, now))
+    let peak = if let Some(rate) = growth {
+        format!(" {:>12}", growth_label(rate, theme))
     } else {
         format!(" {} {:>9}", legend::PEAK.sym, human(pg.peak.value))
     };
@@ -149,7 +155,8 @@ pub fn render_row(
     theme: &Theme,
 ) {
     let now = app.view_state().now;
-    let growth = app.sort.key == SortKey::Growth;
+    let growth = (app.sort.key == SortKey::Growth)
+        .then(|| crate::tui::selection::growth(app.view_state(), p.info.pid, pg.gpu));
     proc_line_at(p, pg, row.width, theme, now, growth).render(row, buf);
     if let Some((mark, style)) = super::alerts::row_mark(app, p.info.pid, pg.gpu, theme) {
         buf.set_stringn(row.x, row.y, mark, usize::from(row.width), style);

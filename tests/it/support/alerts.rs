@@ -81,6 +81,7 @@ pub fn fragmented(now: i64) -> CompanionView {
             free_total: 9000 * M,
             largest_free: Some(18 * M),
             largest_block: Some(64 * M),
+            ..FragView::default()
         }),
         ..CompanionView::default()
     }
