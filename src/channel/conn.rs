@@ -34,6 +34,9 @@ pub(super) const MAX_BLANK_RUN: u64 = 100_000;
 pub enum Outcome {
     /// Nothing listens (stale socket) or connect failed.
     Unreachable(String),
+    /// No process has the pid, yet something listens there (a listener that outlived
+    /// its process, or one in a pid namespace gpumon cannot see): left alone.
+    Absent(String),
     /// Refused for credentials or version: retried only once the socket file changes.
     Refused(String),
     /// Was connected; ended normally or by error.
@@ -76,6 +79,25 @@ impl Conn<'_> {
         Outcome::Refused(text)
     }
 
+    /// The socket's pid has no process. Only a file of this user's that the kernel
+    /// refuses to connect to is stale (the scanner removes it); the probe sends nothing.
+    /// Anything else is never connected to, and never removed.
+    async fn absent(&self, path: &Path, checked: &verify::Checked) -> Outcome {
+        use std::os::unix::fs::MetadataExt;
+        let why = format!("no process {}", self.pid);
+        let ours = std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == self.own_uid);
+        if !ours {
+            return Outcome::Absent(why);
+        }
+        let probe = UnixStream::connect(checked.connect_path());
+        match tokio::time::timeout(std::time::Duration::from_millis(200), probe).await {
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                Outcome::Unreachable(why)
+            }
+            _ => Outcome::Absent(why),
+        }
+    }
+
     pub(crate) async fn run(&self, path: &Path) -> Outcome {
         // Nothing is written to, or believed from, a socket before it is verified
         // (`verify`): the file, then the process behind it.
@@ -89,9 +111,7 @@ impl Conn<'_> {
             // connected to (the scanner removes it when it is ours).
             match liveness::started_before(self.pid, checked.fd()) {
                 Ok(()) => {}
-                Err(liveness::NotAlive::NoProcess) => {
-                    return Outcome::Unreachable(format!("no process {}", self.pid));
-                }
+                Err(liveness::NotAlive::NoProcess) => return self.absent(path, &checked).await,
                 Err(liveness::NotAlive::Refused(e)) => return self.refuse(e).await,
             }
         }
@@ -137,7 +157,7 @@ impl Conn<'_> {
             match liveness::holds_our_peer(self.pid, fd, self.own_uid, path) {
                 Ok(()) => {}
                 Err(liveness::NotAlive::NoProcess) => {
-                    return Outcome::Unreachable(format!("no process {}", self.pid));
+                    return Outcome::Absent(format!("no process {}", self.pid));
                 }
                 Err(liveness::NotAlive::Refused(e)) => return self.refuse(e).await,
             }

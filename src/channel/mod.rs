@@ -208,7 +208,7 @@ impl Scanner {
                 Some(id) => slots::Slot::RefusedUntilChanged(id),
                 None => retry,
             },
-            Outcome::Ended(_) => retry,
+            Outcome::Ended(_) | Outcome::Absent(_) => retry,
             Outcome::Unreachable(_) => {
                 self.unlink_if_stale(&path);
                 retry
@@ -217,9 +217,9 @@ impl Scanner {
         self.slots.set(path, slot);
     }
 
-    /// A socket of a process that no longer exists (nobody listens, or a listener
-    /// outlived it), owned by us: left behind. Removing it keeps the directory small;
-    /// another user's is never touched.
+    /// A socket nobody listens on, of a process that no longer exists, owned by us:
+    /// left behind by a crash. Removing it keeps the directory small; another user's
+    /// is never touched, nor one something still listens on (`Outcome::Absent`).
     fn unlink_if_stale(&self, path: &Path) {
         let Some(pid) = path.file_name().and_then(dirs::sock_pid) else {
             return;

@@ -312,9 +312,7 @@ mod tests {
         let shared = tmp.path().join("shared");
         std::fs::create_dir(&shared).expect("mkdir");
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-        let e = open_dir(&shared.join("cache/gpumon"), own())
-            .err()
-            .expect("refused");
+        let e = open_dir(&shared.join("cache/gpumon"), own()).expect_err("refused");
         assert!(e.contains("writable by everyone"), "{e}");
         // Sticky (as /tmp) is fine: others cannot rename or remove what is ours.
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
@@ -323,9 +321,7 @@ mod tests {
         std::fs::create_dir(&inner).expect("mkdir");
         std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o777)).expect("chmod");
         let dir = open_dir(&shared.join("cache/gpumon"), own()).expect("root ok");
-        let e = sub_dir(&dir, &shared, OsStr::new("preload-x"), own())
-            .err()
-            .expect("refused");
+        let e = sub_dir(&dir, &shared, OsStr::new("preload-x"), own()).expect_err("refused");
         assert!(e.contains("not writable by others"), "{e}");
     }
 
@@ -335,9 +331,7 @@ mod tests {
         let root = tmp.path().join("gpumon");
         let dir = open_dir(&root, own()).expect("made");
         std::os::unix::fs::symlink(tmp.path(), root.join("preload-x")).expect("symlink");
-        let e = sub_dir(&dir, &root, OsStr::new("preload-x"), own())
-            .err()
-            .expect("refused");
+        let e = sub_dir(&dir, &root, OsStr::new("preload-x"), own()).expect_err("refused");
         assert!(e.contains("link"), "{e}");
     }
 
@@ -350,9 +344,7 @@ mod tests {
         let theirs = tmp.path().join("theirs");
         std::fs::create_dir(&theirs).expect("mkdir");
         std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
-        let e = open_dir(&theirs.join("gpumon"), own())
-            .err()
-            .expect("refused");
+        let e = open_dir(&theirs.join("gpumon"), own()).expect_err("refused");
         assert!(e.contains("belongs to uid 65534"), "{e}");
     }
 }

@@ -223,8 +223,10 @@ async fn a_listener_whose_pid_now_runs_another_program_is_refused() {
     );
 }
 
-/// N1, the pid has no process at all: never connected to, and not a word about it
-/// (a stale socket); the socket file is ours, so it is removed.
+/// N1, the pid has no process at all: its data is never shown and nothing is said. The
+/// file is ours but something still listens on it (the listener outlived its process,
+/// or lives in a pid namespace gpumon cannot see), so it is left alone: only a file
+/// the kernel refuses connections on is stale and removed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listener_whose_pid_has_no_process_is_ignored() {
     let dir = private_dir();
@@ -237,7 +239,22 @@ async fn a_listener_whose_pid_has_no_process_is_ignored() {
         "data under a pid with no process was shown: {texts:?}"
     );
     assert!(
-        !dir.path().join(format!("{}.sock", a.pid)).exists(),
-        "a socket of ours whose pid has no process is left behind"
+        dir.path().join(format!("{}.sock", a.pid)).exists(),
+        "a socket something listens on was removed"
     );
+    assert!(
+        !texts
+            .iter()
+            .any(|t| t.contains(&format!("companion {}", a.pid))),
+        "{texts:?}"
+    );
+    // Once nothing listens, the file is stale: removed.
+    drop(a);
+    let stale = dir.path().join(format!("{}.sock", u32::MAX / 2));
+    drop(std::os::unix::net::UnixListener::bind(&stale).expect("bind"));
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while stale.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!stale.exists(), "a stale socket of ours is left behind");
 }
