@@ -146,24 +146,21 @@ fn holds_listener_at(pid: u32, path: &std::path::Path) -> io::Result<bool> {
 /// When the socket file was made, as wall-clock ms: its birth time where the file
 /// system keeps one (it cannot be changed later), else its change time.
 fn socket_made_ms(fd: BorrowedFd<'_>) -> Option<i64> {
-    // SAFETY: statx fills the zeroed struct for a valid descriptor and an empty path.
-    let stx = unsafe {
-        let mut stx: libc::statx = std::mem::zeroed();
-        let rc = libc::statx(
-            fd.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_EMPTY_PATH,
-            libc::STATX_BTIME | libc::STATX_CTIME,
-            &mut stx,
-        );
-        (rc == 0).then_some(stx)?
-    };
-    let t = if stx.stx_mask & libc::STATX_BTIME != 0 && stx.stx_btime.tv_sec > 0 {
-        stx.stx_btime
-    } else {
-        stx.stx_ctime
-    };
-    Some(t.tv_sec * 1000 + i64::from(t.tv_nsec) / 1_000_000)
+    // Through std, not `libc::statx`: std reaches statx by a weak symbol and falls back to
+    // fstat, so the binary still links against glibc 2.17 (the manylinux2014 wheel).
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::File::from(fd.try_clone_to_owned().ok()?)
+        .metadata()
+        .ok()?;
+    let born = meta
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .filter(|d| d.as_secs() > 0);
+    Some(match born {
+        Some(d) => i64::try_from(d.as_millis()).ok()?,
+        None => meta.ctime() * 1000 + meta.ctime_nsec() / 1_000_000,
+    })
 }
 
 /// Wall-clock ms of a start time given in clock ticks since boot.
