@@ -748,3 +748,41 @@ fn the_panel_follows_the_bars_alert_until_a_person_picks_one() {
     );
     assert_eq!(app.sel_alert, chosen, "kept where the person put it");
 }
+
+/// At the end of a clean run the empty panel says the rules ran and found nothing; at its
+/// start, that it is too early to tell (issue 20: "Nothing yet" at the end of 40 epochs).
+/// PID 782 of the clean corpus alone (`--pid 782`), as a person filtering to their job sees it.
+#[test]
+fn the_empty_panel_says_whether_the_rules_have_had_their_epochs() {
+    let clean = |until_ms: Option<i64>| {
+        let path = support::fixture("../corpus/corpus_clean.jsonl");
+        let all = frames(&path);
+        let start = all.first().map(|f| f.time()).unwrap_or(0);
+        let mut pipe = gpumon::pipeline::Pipeline::default();
+        pipe.filter = gpumon::pipeline::filter::Filter::new(&[], &[], &[782]).expect("filter");
+        let mut app = App::new(
+            SourceKind::Replay {
+                file: path.display().to_string(),
+                demo: false,
+            },
+            pipe,
+        );
+        for f in all
+            .iter()
+            .filter(|f| until_ms.is_none_or(|u| f.time() <= start + u))
+        {
+            app.apply(f);
+        }
+        key(&mut app, KeyCode::Char('a'));
+        app
+    };
+    let end = clean(None);
+    assert_eq!(end.pipe.alerts.listed().len(), 0, "PID 782 runs clean");
+    let text = render(&end, 100, 12, &theme(false));
+    assert!(text.contains("No alerts: the growth"), "{text}");
+    assert!(!text.contains("Nothing yet"), "{text}");
+
+    let early = clean(Some(3_000));
+    let text = render(&early, 100, 12, &theme(false));
+    assert!(text.contains("Nothing yet"), "{text}");
+}

@@ -426,6 +426,18 @@ fn subject(a: &Alert) -> String {
     }
 }
 
+/// The most epochs any companion, connected or ended, has reported on one device.
+fn most_epochs(app: &App) -> u64 {
+    let c = &app.view_state().companions;
+    c.by_pid
+        .values()
+        .chain(c.ended.values())
+        .flat_map(|p| p.devices.values())
+        .filter_map(|d| d.epochs.back().map(|e| e.epoch + 1))
+        .max()
+        .unwrap_or(0)
+}
+
 fn panel(
     engine: &AlertEngine,
     app: Option<&App>,
@@ -456,7 +468,13 @@ fn panel(
     );
     if items.is_empty() {
         if area.height > 1 {
-            let msg = "Nothing yet. Growth alerts need 6 epochs after warm-up (or six 10-minute windows).";
+            let msg = match app.map(most_epochs).unwrap_or(0) {
+                // Enough epochs for every rule to have judged: say so, not "nothing yet".
+                n if n >= 8 => format!(
+                    "No alerts: the growth, fragmentation, OOM and grab-all rules ran over {n} epochs and none fired."
+                ),
+                _ => "Nothing yet. Growth alerts need 6 epochs after warm-up (or six 10-minute windows).".to_string(),
+            };
             let r = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
             Paragraph::new(msg)
                 .style(theme.dim())

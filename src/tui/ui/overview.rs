@@ -620,10 +620,13 @@ pub(crate) fn alloc_summary(
             ));
             let cached = reserved.saturating_sub(alloc);
             spans.push(Span::raw(format!(" cached {} ", human(cached))));
+            if let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), alloc, reserved) {
+                spans.push(Span::styled(format!("· {note} "), theme.warn()));
+            }
             spans.extend(super::allocator::frag_text(Some(f), risk, theme).spans);
             if now - f.t >= OLD_MOMENT_MS {
                 spans.push(Span::styled(
-                    format!(" ({} ago)", crate::fmt::rough_duration_short(now - f.t)),
+                    format!(" ({} ago)", crate::fmt::duration(now - f.t)),
                     theme.dim(),
                 ));
             }
@@ -635,6 +638,11 @@ pub(crate) fn alloc_summary(
                 theme.used(),
             ));
             spans.push(Span::raw(format!(" cached {}", opt(d.cached_now()))));
+            if let (Some(a), Some(c)) = (d.allocated_now(), d.cached_now())
+                && let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), a, a + c)
+            {
+                spans.push(Span::styled(format!(" · {note}"), theme.warn()));
+            }
             if d.frag.is_none() || d.frag.as_ref().is_some_and(|f| f.index().is_none()) {
                 spans.push(Span::raw(" "));
                 spans.extend(super::allocator::frag_text(d.frag.as_ref(), risk, theme).spans);
