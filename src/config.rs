@@ -132,6 +132,9 @@ pub fn parse(text: &str) -> Result<Resolved> {
     if let Ok(table) = text.parse::<toml::Table>() {
         non_finite(&toml::Value::Table(table), "")?;
     }
+    if let Some(a) = &file.alerts {
+        a.check().map_err(|e| anyhow::anyhow!("alerts.{e}"))?;
+    }
     let interval = file
         .interval
         .as_deref()

@@ -247,6 +247,9 @@ pub(super) fn configure(pipe: &mut Pipeline, out: &OutputArgs) -> Result<()> {
                 crate::config::did_you_mean(&e.to_string())
             ))
         })?;
+        cfg.check().map_err(|e| {
+            crate::cli::UsageError(format!("invalid alert configuration {}: {e}", p.display()))
+        })?;
         pipe.alerts = AlertEngine::new(cfg);
     } else if let Some(cfg) = crate::config::alerts(crate::config::current()) {
         pipe.alerts = AlertEngine::new(cfg);

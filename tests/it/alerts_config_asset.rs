@@ -45,3 +45,33 @@ fn alerts_config_flag_accepts_the_asset_and_names_a_bad_file() {
         .stderr(predicate::str::contains("invalid alert configuration"))
         .stderr(predicate::str::contains("bad.json"));
 }
+
+/// A value of the right type that no rule can use (`confirm = 0`: a rule that never needs
+/// to pass) is refused by key, in the JSON flag and in the config file's `[alerts]`.
+#[test]
+fn values_out_of_range_are_refused_naming_the_key() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/h200_torch_grow_shrink.jsonl");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("zero.json");
+    std::fs::write(&bad, "{\"growth\": {\"confirm\": 0}}").expect("write");
+    Command::cargo_bin("gpumon")
+        .expect("binary")
+        .args(["replay", "--headless", "--alerts-config"])
+        .arg(&bad)
+        .arg(&fixture)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("growth.confirm must be at least 1"));
+    let toml = dir.path().join("gpumon.toml");
+    std::fs::write(&toml, "[alerts.growth]\nmax_window = 2\n").expect("write");
+    Command::cargo_bin("gpumon")
+        .expect("binary")
+        .args(["--config"])
+        .arg(&toml)
+        .args(["replay", "--headless"])
+        .arg(&fixture)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("alerts.growth.max_window"));
+}

@@ -228,6 +228,132 @@ impl Default for EngineConfig {
     }
 }
 
+impl AlertConfig {
+    /// Values a rule cannot work with, named by key: a window of 0 points or `confirm = 0`
+    /// would make a rule fire on nothing or never, silently (issue 25: config values
+    /// range-checked). JSON/TOML already refused wrong types and unknown keys.
+    pub fn check(&self) -> Result<(), String> {
+        let g = &self.growth;
+        let f = &self.fragmentation;
+        let a = &self.grab_all;
+        let share = |v: f64| (0.0..=1.0).contains(&v);
+        let rules: [(&str, bool, &str); 24] = [
+            (
+                "growth.alpha",
+                g.alpha > 0.0 && g.alpha < 1.0,
+                "a probability between 0 and 1",
+            ),
+            ("growth.min_window", g.min_window >= 3, "at least 3 points"),
+            (
+                "growth.max_window",
+                g.max_window >= g.min_window,
+                "at least growth.min_window",
+            ),
+            (
+                "growth.exact_min_window",
+                g.exact_min_window >= 3,
+                "at least 3 points",
+            ),
+            ("growth.confirm", g.confirm >= 1, "at least 1"),
+            (
+                "growth.min_growth_frac",
+                share(g.min_growth_frac),
+                "a share from 0 to 1",
+            ),
+            (
+                "growth.sustained_frac",
+                share(g.sustained_frac),
+                "a share from 0 to 1",
+            ),
+            (
+                "growth.min_signal_to_noise",
+                g.min_signal_to_noise >= 0.0,
+                "0 or more",
+            ),
+            (
+                "growth.exact_noise_slope",
+                g.exact_noise_slope >= 0.0,
+                "0 or more",
+            ),
+            (
+                "growth.critical_epochs",
+                g.critical_epochs > 0.0,
+                "more than 0",
+            ),
+            ("growth.window_ms", g.window_ms > 0, "more than 0 ms"),
+            (
+                "growth.exact_window_ms",
+                g.exact_window_ms > 0,
+                "more than 0 ms",
+            ),
+            (
+                "growth.nvml_window_ms",
+                g.nvml_window_ms > 0,
+                "more than 0 ms",
+            ),
+            (
+                "growth.window_warmup_ms",
+                g.window_warmup_ms >= 0,
+                "0 ms or more",
+            ),
+            (
+                "growth.info_after_ms",
+                g.info_after_ms > 0,
+                "more than 0 ms",
+            ),
+            (
+                "fragmentation.persist_ms",
+                f.persist_ms >= 0,
+                "0 ms or more",
+            ),
+            (
+                "fragmentation.oom_hold_ms",
+                f.oom_hold_ms >= 0,
+                "0 ms or more",
+            ),
+            (
+                "fragmentation.oom_free_multiple",
+                f.oom_free_multiple >= 1.0,
+                "at least 1",
+            ),
+            (
+                "fragmentation.min_free_share",
+                share(f.min_free_share),
+                "a share from 0 to 1",
+            ),
+            (
+                "fragmentation.just_fit_frac",
+                share(f.just_fit_frac),
+                "a share from 0 to 1",
+            ),
+            (
+                "grab_all.held_frac",
+                share(a.held_frac),
+                "a share from 0 to 1",
+            ),
+            (
+                "grab_all.used_frac",
+                share(a.used_frac),
+                "a share from 0 to 1",
+            ),
+            (
+                "grab_all.nvml_held_frac",
+                share(a.nvml_held_frac),
+                "a share from 0 to 1",
+            ),
+            (
+                "engine.ack_forecast_shrink",
+                share(self.engine.ack_forecast_shrink),
+                "a share from 0 to 1",
+            ),
+        ];
+        match rules.iter().find(|(_, ok, _)| !ok) {
+            Some((key, _, want)) => Err(format!("{key} must be {want}")),
+            None => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,5 +367,24 @@ mod tests {
         assert_eq!(c.growth.min_window, 6);
         assert!(!c.grab_all.nvml_only);
         assert_eq!(c.fragmentation, FragConfig::default());
+    }
+
+    #[test]
+    fn values_no_rule_can_use_are_refused_by_key() {
+        assert_eq!(AlertConfig::default().check(), Ok(()));
+        for (json, key) in [
+            (r#"{"growth":{"confirm":0}}"#, "growth.confirm"),
+            (r#"{"growth":{"max_window":0}}"#, "growth.max_window"),
+            (r#"{"growth":{"alpha":1.5}}"#, "growth.alpha"),
+            (r#"{"grab_all":{"held_frac":2.0}}"#, "grab_all.held_frac"),
+            (
+                r#"{"fragmentation":{"oom_free_multiple":0.5}}"#,
+                "fragmentation.oom_free_multiple",
+            ),
+        ] {
+            let c: AlertConfig = serde_json::from_str(json).expect("parses");
+            let e = c.check().expect_err(json);
+            assert!(e.starts_with(key), "{json}: {e}");
+        }
     }
 }
