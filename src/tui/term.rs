@@ -22,6 +22,34 @@ pub(crate) fn restore() {
     let _ = out.flush();
 }
 
+/// Ctrl-Z, as htop does it: give the terminal back, stop with SIGTSTP's own default action
+/// (so the shell says `Stopped` and `fg` resumes), and on SIGCONT take raw mode, the
+/// alternate screen and the mouse again; the caller repaints every cell. Runs on the loop's
+/// thread, so no frame is drawn onto the shell's screen in between.
+pub(crate) fn suspend() {
+    restore();
+    // SAFETY: sigaction with a zeroed struct (SIG_DFL) and the saved one put back; raise
+    // targets this process. While SIGTSTP has its default action the process stops here.
+    unsafe {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGTSTP, &dfl, &mut old) == 0 {
+            libc::raise(libc::SIGTSTP);
+            libc::sigaction(libc::SIGTSTP, &old, std::ptr::null_mut());
+        } else {
+            libc::raise(libc::SIGSTOP);
+        }
+    }
+    let _ = terminal::enable_raw_mode();
+    let _ = execute!(
+        io::stdout(),
+        terminal::EnterAlternateScreen,
+        cursor::Hide,
+        event::EnableMouseCapture
+    );
+}
+
 pub(crate) struct TerminalGuard;
 
 impl TerminalGuard {
