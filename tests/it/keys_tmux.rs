@@ -1,5 +1,5 @@
 //! Issue 24's keys in a real terminal: Ctrl-Z suspends to the shell and `fg` brings the
-//! screen back without its letters being read as keys; in the alerts panel Home/End/g/G
+//! screen back without its letters being read as keys (and a replay resumes where it stood); in the alerts panel Home/End/g/G
 //! move in the list (they once reset the replay to 0:00), and `q` closes help.
 
 use crate::tmux_e2e::{have_tmux, keys, literal, pane, position, start_cmd, wait_for};
@@ -61,6 +61,17 @@ fn ctrl_z_gives_the_shell_back_and_fg_redraws_without_reading_fg_as_keys() {
         "`f` of fg did not toggle the scale, nothing unpaused:\n{after}"
     );
     assert_eq!(position(&after), position(&before), "no seek either");
+    // A playing replay resumes where it stood, not ahead by the time it was stopped.
+    keys(&s, &["Space"]);
+    let playing = pane(&s);
+    keys(&s, &["C-z"]);
+    wait_for(&s, "Stopped", 5);
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    literal(&s, "fg");
+    keys(&s, &["Enter"]);
+    let back = wait_for(&s, "REPLAY", 5);
+    let moved = position(&back) - position(&playing);
+    assert!(moved <= 3, "{moved} s on after 5 s stopped:\n{playing}\n{back}");
     // And it still takes keys, and gives a sane terminal back on q.
     keys(&s, &["q"]);
     let p = wait_for(&s, "shell$", 5);
@@ -76,8 +87,8 @@ fn home_in_the_alerts_panel_moves_the_selection_not_the_replay_and_q_closes_help
         return;
     }
     let s = start_cmd("homekeys", 80, 24, &format!("{}; sleep 60", gpumon_replay()));
-    wait_for(&s, "REPLAY", 15);
-    // Play until alerts exist, then pause.
+    // The length shows once the marks are scanned: then `}` reaches the alerts.
+    wait_for(&s, "/ 2:22", 15);
     keys(&s, &["}", "}"]);
     keys(&s, &["Space"]);
     let p = wait_for(&s, "paused", 5);
