@@ -93,7 +93,7 @@ fn suspend(tx: &Sender<Event>) {
             libc::raise(libc::SIGSTOP);
         }
     } else if tx.try_send(Event::Suspend).is_err() {
-        crate::tui::term::suspend();
+        crate::tui::term::suspend(true);
         let _ = tx.try_send(Event::Resize);
     }
 }

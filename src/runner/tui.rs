@@ -239,8 +239,12 @@ where
                 Some(Effect::Signal { pid, sig, started }) => {
                     app.signal_done(pid, sig, crate::tui::signal::send(pid, sig, started));
                 }
-                Some(Effect::Suspend) => {
-                    crate::tui::term::suspend();
+                Some(Effect::Suspend { sent: false }) if !crate::tui::term::job_control() => {
+                    // 36 characters: whole in a 40-column pane.
+                    app.flash = Some("not suspended: no shell to fg gpumon".into());
+                }
+                Some(Effect::Suspend { sent }) => {
+                    crate::tui::term::suspend(sent);
                     // The shell had the screen: the next draw repaints every cell.
                     terminal.clear()?;
                     dirty = Some(Duration::ZERO);

@@ -56,8 +56,9 @@ pub enum Effect {
     Quit,
     Replay(Control),
     Bell,
-    /// Ctrl-Z (or SIGTSTP from outside): give the terminal back and stop until `fg`.
-    Suspend,
+    /// Ctrl-Z (`sent: false`) or SIGTSTP sent from outside (`sent: true`): give the
+    /// terminal back and stop until `fg` or SIGCONT.
+    Suspend { sent: bool },
     /// Send a signal (confirmed by the user); the loop reports back with `signal_done`.
     Signal {
         pid: u32,
@@ -328,7 +329,7 @@ impl App {
                 None
             }
             Event::Resize => None,
-            Event::Suspend => Some(Effect::Suspend),
+            Event::Suspend => Some(Effect::Suspend { sent: true }),
             Event::Quit(reason) => {
                 self.quit_reason = Some(reason);
                 Some(Effect::Quit)
@@ -473,7 +474,7 @@ impl App {
             // panel once reset the replay and emptied the panel.
             Action::Top => self.move_selection(isize::MIN / 2),
             Action::Bottom => self.move_selection(isize::MAX / 2),
-            Action::Suspend => return Some(Effect::Suspend),
+            Action::Suspend => return Some(Effect::Suspend { sent: false }),
             Action::PageUp if self.view == View::Alerts => {
                 self.alert_scroll = self.alert_scroll.saturating_sub(5)
             }
@@ -533,7 +534,7 @@ impl App {
             Action::PageDown => self.help_scroll = at.saturating_add(8),
             Action::Top => self.help_scroll = 0,
             Action::Bottom => self.help_scroll = self.help_max.get(),
-            Action::Suspend => return Some(Effect::Suspend),
+            Action::Suspend => return Some(Effect::Suspend { sent: false }),
             _ => self.help = false,
         }
         None

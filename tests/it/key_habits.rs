@@ -175,11 +175,15 @@ fn end_lands_on_the_last_line_of_help_and_k_climbs_from_there() {
 fn ctrl_z_asks_the_loop_to_suspend_even_in_help() {
     let mut app = app_from(GROW, Some(35_000));
     let ctrl_z = || Event::Key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL));
-    assert_eq!(app.update(ctrl_z()), Some(Effect::Suspend));
+    let key_z = Some(Effect::Suspend { sent: false });
+    assert_eq!(app.update(ctrl_z()), key_z);
     key(&mut app, KeyCode::Char('?'));
-    assert_eq!(app.update(ctrl_z()), Some(Effect::Suspend));
+    assert_eq!(app.update(ctrl_z()), key_z);
     assert!(app.help, "help is still open after fg");
-    assert_eq!(app.update(Event::Suspend), Some(Effect::Suspend));
+    assert_eq!(
+        app.update(Event::Suspend),
+        Some(Effect::Suspend { sent: true })
+    );
     assert_eq!(key(&mut app, KeyCode::Char('z')), None, "a plain z is no key");
 }
 

@@ -1,6 +1,7 @@
 //! Issue 24's keys in a real terminal: Ctrl-Z suspends to the shell and `fg` brings the
 //! screen back without its letters being read as keys (and a replay resumes where it stood); in the alerts panel Home/End/g/G
-//! move in the list (they once reset the replay to 0:00), and `q` closes help.
+//! move in the list (they once reset the replay to 0:00), and `q` closes help. Without a
+//! job-control shell Ctrl-Z says why it does not suspend.
 
 use crate::tmux_e2e::{have_tmux, keys, literal, pane, position, start_cmd, wait_for};
 
@@ -103,6 +104,11 @@ fn home_in_the_alerts_panel_moves_the_selection_not_the_replay_and_q_closes_help
         assert!(p.contains("Alerts "), "{k} stays in the panel:\n{p}");
         assert_eq!(position(&p), at, "{k} does not seek:\n{p}");
     }
+    // Started by `sh -c` (no job control): nothing could `fg` it, so Ctrl-Z says so and
+    // gpumon stays (a stop would hang the pane).
+    keys(&s, &["C-z"]);
+    let p = wait_for(&s, "not suspended", 5);
+    assert!(p.contains("not suspended") && p.contains("Alerts "), "{p}");
     keys(&s, &["?"]);
     let help = wait_for(&s, "keys 1/2", 5);
     assert!(help.contains("q or Esc closes"), "{help}");
