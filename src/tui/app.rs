@@ -58,7 +58,9 @@ pub enum Effect {
     Bell,
     /// Ctrl-Z (`sent: false`) or SIGTSTP sent from outside (`sent: true`): give the
     /// terminal back and stop until `fg` or SIGCONT.
-    Suspend { sent: bool },
+    Suspend {
+        sent: bool,
+    },
     /// Send a signal (confirmed by the user); the loop reports back with `signal_done`.
     Signal {
         pid: u32,

@@ -107,7 +107,13 @@ pub const BINDINGS: &[Binding] = &[
         Char('g'),
         Home
     ),
-    bind!("G End", "last row of the list in focus", Bottom, Char('G'), End),
+    bind!(
+        "G End",
+        "last row of the list in focus",
+        Bottom,
+        Char('G'),
+        End
+    ),
     bind!(
         "PgUp PgDn",
         "scroll help or an alert's message",

@@ -64,7 +64,10 @@ fn j_and_k_are_a_pair_and_kill_is_x_or_f9() {
     for k in [KeyCode::Char('x'), KeyCode::F(9)] {
         key(&mut app, k);
         let f = app.flash.clone().unwrap_or_default();
-        assert!(f.contains(&format!("PID {pid}")) && f.contains("signals go to live"), "{f}");
+        assert!(
+            f.contains(&format!("PID {pid}")) && f.contains("signals go to live"),
+            "{f}"
+        );
     }
 }
 
@@ -184,13 +187,19 @@ fn ctrl_z_asks_the_loop_to_suspend_even_in_help() {
         app.update(Event::Suspend),
         Some(Effect::Suspend { sent: true })
     );
-    assert_eq!(key(&mut app, KeyCode::Char('z')), None, "a plain z is no key");
+    assert_eq!(
+        key(&mut app, KeyCode::Char('z')),
+        None,
+        "a plain z is no key"
+    );
 }
 
 /// Column of `title` on the screen row `y`.
 fn column_of(screen: &str, y: usize, title: &str) -> u16 {
     let line = screen.lines().nth(y).expect("row");
-    let at = line.find(title).unwrap_or_else(|| panic!("{title} in {line}"));
+    let at = line
+        .find(title)
+        .unwrap_or_else(|| panic!("{title} in {line}"));
     line[..at].chars().count() as u16
 }
 
@@ -218,7 +227,7 @@ fn a_click_on_a_column_title_sorts_by_it_and_again_inverts() {
         assert_eq!(app.sort.key, SortKey::Name, "{w}x{h}");
         let screen = render(&app, w, h, &theme(false));
         // The first USED after COMMAND: the column, not `USED OVER TIME` (no sort of its own).
-        let line = screen.lines().nth(y).unwrap();
+        let line = screen.lines().nth(y).expect("the titles row");
         let after = line.find("COMMAND").expect("COMMAND");
         let used = after + line[after..].find("USED").expect("USED");
         let x = line[..used].chars().count() as u16;
@@ -227,7 +236,11 @@ fn a_click_on_a_column_title_sorts_by_it_and_again_inverts() {
         assert!(app.sort.desc);
         if let Some(over) = line.find("USED OVER TIME") {
             click(&mut app, line[..over].chars().count() as u16, y as u16);
-            assert_eq!(app.sort.key, SortKey::Used, "the history title sorts nothing");
+            assert_eq!(
+                app.sort.key,
+                SortKey::Used,
+                "the history title sorts nothing"
+            );
             assert!(app.sort.desc);
         }
     }
@@ -256,7 +269,10 @@ fn a_click_on_the_alert_bar_opens_the_panel_on_its_alert() {
         let screen = render(&app, w, h, &theme(false));
         let bar = h - 2;
         let line = screen.lines().nth(usize::from(bar)).unwrap_or("");
-        assert!(line.contains('⚠') || line.contains('‼'), "the bar:\n{screen}");
+        assert!(
+            line.contains('⚠') || line.contains('‼'),
+            "the bar:\n{screen}"
+        );
         click(&mut app, 3, bar);
         assert_eq!(app.view, View::Alerts, "{w}x{h}");
         assert_eq!(app.sel_alert.map(|a| a.key), shown, "{w}x{h}");

@@ -54,9 +54,16 @@ fn ctrl_z_gives_the_shell_back_and_fg_redraws_without_reading_fg_as_keys() {
     keys(&s, &["Enter"]);
     let after = wait_for(&s, "REPLAY", 5);
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let after = if after.contains(scale) { pane(&s) } else { after };
+    let after = if after.contains(scale) {
+        pane(&s)
+    } else {
+        after
+    };
     assert!(after.contains("REPLAY"), "fg redraws gpumon:\n{after}");
-    assert!(!after.contains("typed-42"), "every cell repainted:\n{after}");
+    assert!(
+        !after.contains("typed-42"),
+        "every cell repainted:\n{after}"
+    );
     assert!(
         after.contains(scale) && after.contains("paused"),
         "`f` of fg did not toggle the scale, nothing unpaused:\n{after}"
@@ -72,7 +79,10 @@ fn ctrl_z_gives_the_shell_back_and_fg_redraws_without_reading_fg_as_keys() {
     keys(&s, &["Enter"]);
     let back = wait_for(&s, "REPLAY", 5);
     let moved = position(&back) - position(&playing);
-    assert!(moved <= 3, "{moved} s on after 5 s stopped:\n{playing}\n{back}");
+    assert!(
+        moved <= 3,
+        "{moved} s on after 5 s stopped:\n{playing}\n{back}"
+    );
     // And it still takes keys, and gives a sane terminal back on q.
     keys(&s, &["q"]);
     let p = wait_for(&s, "shell$", 5);
@@ -87,7 +97,12 @@ fn home_in_the_alerts_panel_moves_the_selection_not_the_replay_and_q_closes_help
     if !have_tmux() {
         return;
     }
-    let s = start_cmd("homekeys", 80, 24, &format!("{}; sleep 60", gpumon_replay()));
+    let s = start_cmd(
+        "homekeys",
+        80,
+        24,
+        &format!("{}; sleep 60", gpumon_replay()),
+    );
     // The length shows once the marks are scanned: then `}` reaches the alerts.
     wait_for(&s, "/ 2:22", 15);
     keys(&s, &["}", "}"]);

@@ -126,7 +126,8 @@ pub(crate) fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme
     let max_scroll = total.saturating_sub(visible);
     let scroll = usize::from(app.help_scroll).min(max_scroll);
     // Where End lands and where `k` climbs from (the one thing help tells the app back).
-    app.help_max.set(u16::try_from(max_scroll).unwrap_or(u16::MAX));
+    app.help_max
+        .set(u16::try_from(max_scroll).unwrap_or(u16::MAX));
     text.scroll((scroll as u16, 0)).render(inner, buf);
     let below = total.saturating_sub(scroll + visible);
     if below > 0 {

@@ -318,7 +318,10 @@ pub fn hit_header(app: &App, x: u16, y: u16, width: u16, head: &str, ascii: bool
             continue;
         }
         let w = (title.chars().count() as u16).min(width - col);
-        app.hit(Rect::new(x + col, y, w, 1), crate::tui::app::Target::SortBy(key));
+        app.hit(
+            Rect::new(x + col, y, w, 1),
+            crate::tui::app::Target::SortBy(key),
+        );
     }
 }
 
