@@ -281,7 +281,11 @@ fn keys_section(r: &mut Roff) {
         bold("Esc"),
         roman(" cancels, "),
         bold("y"),
-        roman(" confirms. The mouse selects cards, processes and alerts; the wheel scrolls. "),
+        roman(
+            " confirms. In help every key but the scrolling ones closes it. The mouse selects \
+             cards, processes and alerts; a click on a column title sorts by it (again: \
+             inverts), on the alert bar opens the panel on its alert; the wheel scrolls. ",
+        ),
         italic("docs/interaction.md"),
         roman(" tells how selection, alerts, replay controls, sort, filter and signals behave."),
     ]);

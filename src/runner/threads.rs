@@ -84,24 +84,16 @@ pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
     Ok(())
 }
 
-/// SIGTSTP: give the terminal back, stop as the default action would, and on
-/// SIGCONT take the screen again and redraw.
+/// SIGTSTP from outside. The TUI's loop suspends (`term::suspend`) as for Ctrl-Z, between
+/// two frames (from here only when the loop cannot take the event); headless just stops.
 fn suspend(tx: &Sender<Event>) {
-    let tui = crossterm::terminal::is_raw_mode_enabled().unwrap_or(false);
-    if tui {
-        crate::tui::term::restore();
-    }
-    // SAFETY: raising a signal at ourselves; SIGSTOP cannot be caught.
-    unsafe {
-        libc::raise(libc::SIGSTOP);
-    }
-    if tui {
-        let _ = crossterm::terminal::enable_raw_mode();
-        let _ = crossterm::execute!(
-            std::io::stdout(),
-            crossterm::terminal::EnterAlternateScreen,
-            crossterm::cursor::Hide
-        );
+    if !crossterm::terminal::is_raw_mode_enabled().unwrap_or(false) {
+        // SAFETY: raising a signal at ourselves; SIGSTOP cannot be caught.
+        unsafe {
+            libc::raise(libc::SIGSTOP);
+        }
+    } else if tx.try_send(Event::Suspend).is_err() {
+        crate::tui::term::suspend(true);
         let _ = tx.try_send(Event::Resize);
     }
 }

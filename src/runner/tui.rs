@@ -225,8 +225,8 @@ where
             };
             dirty = Some(dirty.map_or(cap, |d| d.min(cap)));
             if matches!(ev, Event::Resize) {
-                // Also sent after a resume from SIGTSTP (threads::suspend): the screen
-                // was given back, so the next draw must repaint every cell.
+                // Also sent after a resume from SIGTSTP when the loop could not take it
+                // (threads::suspend): the screen was given back, so repaint every cell.
                 terminal.clear()?;
             }
             match app.update(ev) {
@@ -238,6 +238,16 @@ where
                 }
                 Some(Effect::Signal { pid, sig, started }) => {
                     app.signal_done(pid, sig, crate::tui::signal::send(pid, sig, started));
+                }
+                Some(Effect::Suspend { sent: false }) if !crate::tui::term::job_control() => {
+                    // 36 characters: whole in a 40-column pane.
+                    app.flash = Some("not suspended: no shell to fg gpumon".into());
+                }
+                Some(Effect::Suspend { sent }) => {
+                    crate::tui::term::suspend(sent);
+                    // The shell had the screen: the next draw repaints every cell.
+                    terminal.clear()?;
+                    dirty = Some(Duration::ZERO);
                 }
                 Some(Effect::Bell) => {
                     use std::io::Write;

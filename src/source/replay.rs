@@ -307,7 +307,10 @@ impl<E: From<ReplayEvent>> Replay<E> {
                 self.control(c)?;
             }
             let now = Instant::now();
-            let elapsed = now - last;
+            // The loop turns at least every 250 ms; a longer gap is time gpumon was stopped
+            // (Ctrl-Z, SIGSTOP) or the machine slept: the replay resumes where it stood,
+            // as a paused one would, instead of jumping ahead by the time away.
+            let elapsed = (now - last).min(Duration::from_secs(1));
             last = now;
             if let (false, false, Speed::Times(x)) = (self.paused, self.ended, self.speed) {
                 self.pos = self

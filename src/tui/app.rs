@@ -56,6 +56,11 @@ pub enum Effect {
     Quit,
     Replay(Control),
     Bell,
+    /// Ctrl-Z (`sent: false`) or SIGTSTP sent from outside (`sent: true`): give the
+    /// terminal back and stop until `fg` or SIGCONT.
+    Suspend {
+        sent: bool,
+    },
     /// Send a signal (confirmed by the user); the loop reports back with `signal_done`.
     Signal {
         pid: u32,
@@ -92,6 +97,10 @@ pub enum Target {
         pid: u32,
     },
     Alert(AlertId),
+    /// A process-list column header: sort by it (again: invert).
+    SortBy(crate::tui::selection::SortKey),
+    /// The alert bar: open the panel on the alert it shows.
+    AlertBar,
 }
 
 pub struct App {
@@ -108,6 +117,9 @@ pub struct App {
     /// 0: keys, 1: legend.
     pub help_page: u8,
     pub help_scroll: u16,
+    /// How far the help the last frame drew can scroll (`u16::MAX` until drawn), so `G`/End
+    /// lands on its last line and `k` moves up from there at once.
+    pub help_max: std::cell::Cell<u16>,
     /// Position of the selected GPU in `State::gpus`.
     pub gpu: usize,
     /// The selected process (on the selected GPU); the identity the selection keeps.
@@ -153,7 +165,7 @@ pub struct App {
     /// A replay seek is rebuilding the model: do not move the selection off a process
     /// that has simply not been re-read yet.
     pub settling: bool,
-    /// Last process sent SIGTERM: `k` on it again offers SIGKILL.
+    /// Last process sent SIGTERM: `x`/F9 on it again offers SIGKILL.
     pub terminated: Option<u32>,
     /// The permission check before a kill prompt (replaceable in tests).
     pub may_signal: fn(u32) -> Result<crate::tui::signal::Live, String>,
@@ -180,6 +192,7 @@ impl App {
             help: false,
             help_page: 0,
             help_scroll: 0,
+            help_max: std::cell::Cell::new(u16::MAX),
             gpu: 0,
             sel_pid: None,
             sel_chosen: false,
@@ -318,6 +331,7 @@ impl App {
                 None
             }
             Event::Resize => None,
+            Event::Suspend => Some(Effect::Suspend { sent: true }),
             Event::Quit(reason) => {
                 self.quit_reason = Some(reason);
                 Some(Effect::Quit)
@@ -327,6 +341,7 @@ impl App {
                 self.flash = None;
                 match self.prompt.take() {
                     Some(p) => self.prompt_key(p, k),
+                    None if crate::tui::keys::interrupt(k) => Some(Effect::Quit),
                     None => action_for(k).and_then(|a| self.act(a)),
                 }
             }
@@ -457,6 +472,11 @@ impl App {
             Action::PrevGpu => self.select_gpu((self.gpu + gpus - 1) % gpus),
             Action::Up => self.move_selection(-1),
             Action::Down => self.move_selection(1),
+            // The list in focus, never the replay (that is `0`/`$`): Home in the alerts
+            // panel once reset the replay and emptied the panel.
+            Action::Top => self.move_selection(isize::MIN / 2),
+            Action::Bottom => self.move_selection(isize::MAX / 2),
+            Action::Suspend => return Some(Effect::Suspend { sent: false }),
             Action::PageUp if self.view == View::Alerts => {
                 self.alert_scroll = self.alert_scroll.saturating_sub(5)
             }
@@ -501,20 +521,23 @@ impl App {
         None
     }
 
-    /// While help is open: scroll it, turn its page, close it; nothing else.
+    /// While help is open: scroll it, turn its page, suspend; any other key closes it, as
+    /// in htop (`q` too: it closes help, Ctrl-C quits), and does nothing else.
     fn help_action(&mut self, a: Action) -> Option<Effect> {
+        let at = self.help_scroll.min(self.help_max.get());
         match a {
-            Action::Quit => return Some(Effect::Quit),
             Action::Help if self.help_page == 0 => {
                 self.help_page = 1;
                 self.help_scroll = 0;
             }
-            Action::Help | Action::Back => self.help = false,
-            Action::Up => self.help_scroll = self.help_scroll.saturating_sub(1),
-            Action::Down => self.help_scroll = self.help_scroll.saturating_add(1),
-            Action::PageUp => self.help_scroll = self.help_scroll.saturating_sub(8),
-            Action::PageDown => self.help_scroll = self.help_scroll.saturating_add(8),
-            _ => {}
+            Action::Up => self.help_scroll = at.saturating_sub(1),
+            Action::Down => self.help_scroll = at.saturating_add(1),
+            Action::PageUp => self.help_scroll = at.saturating_sub(8),
+            Action::PageDown => self.help_scroll = at.saturating_add(8),
+            Action::Top => self.help_scroll = 0,
+            Action::Bottom => self.help_scroll = self.help_max.get(),
+            Action::Suspend => return Some(Effect::Suspend { sent: false }),
+            _ => self.help = false,
         }
         None
     }

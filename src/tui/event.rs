@@ -20,6 +20,8 @@ pub enum Event {
     /// A click or a wheel turn (mouse capture is on while the TUI runs).
     Mouse(MouseEvent),
     Resize,
+    /// SIGTSTP from outside (`kill -TSTP`): suspend as Ctrl-Z does, from the loop.
+    Suspend,
     /// A signal or a dead terminal: restore and exit.
     Quit(String),
 }

@@ -33,6 +33,9 @@ pub enum Action {
     NextMark,
     ToStart,
     ToEnd,
+    Top,
+    Bottom,
+    Suspend,
     FullScale,
     CardChart,
     Loop,
@@ -57,12 +60,12 @@ use KeyCode::{
     BackTab, Char, Down, End, Enter, Esc, F, Home, Left, PageDown, PageUp, Right, Tab, Up,
 };
 
-/// Every binding, in the order help and README list them. `k` is kill as in htop (with a
-/// confirmation naming the process), so moving up is `↑` (j/↓ still move down).
+/// Every binding, in the order help and README list them. `j`/`k` are a pair (down/up) as in
+/// bottom and vim; kill is htop's F9 and `x`, which collides with nothing (help says so).
 pub const BINDINGS: &[Binding] = &[
     bind!(
         "q F10",
-        "quit (also Ctrl-C); the terminal is always restored",
+        "quit (also Ctrl-C); in help: close help",
         Quit,
         Char('q'),
         F(10)
@@ -83,13 +86,33 @@ pub const BINDINGS: &[Binding] = &[
         Char('h'),
         Left
     ),
-    bind!("↑", "select the process (or alert) above", Up, Up),
+    bind!(
+        "k ↑",
+        "select the process (or alert) above",
+        Up,
+        Char('k'),
+        Up
+    ),
     bind!(
         "j ↓",
         "select the process (or alert) below",
         Down,
         Char('j'),
         Down
+    ),
+    bind!(
+        "g Home",
+        "first row of the list in focus (processes, alerts, help)",
+        Top,
+        Char('g'),
+        Home
+    ),
+    bind!(
+        "G End",
+        "last row of the list in focus",
+        Bottom,
+        Char('G'),
+        End
     ),
     bind!(
         "PgUp PgDn",
@@ -128,10 +151,10 @@ pub const BINDINGS: &[Binding] = &[
         F(3)
     ),
     bind!(
-        "k F9",
-        "SIGTERM the selected process (asks first); again: SIGKILL",
+        "x F9",
+        "SIGTERM the selected process (asks first); again: SIGKILL (htop users: k moves up here)",
         Kill,
-        Char('k'),
+        Char('x'),
         F(9)
     ),
     bind!(
@@ -183,14 +206,20 @@ pub const BINDINGS: &[Binding] = &[
         Char('}')
     ),
     bind!(
-        "g Home",
-        "replay: back to the start",
+        "0",
+        "replay: back to the start (g/Home stay in the list)",
         ToStart,
-        Char('g'),
-        Home
+        Char('0')
     ),
-    bind!("G End", "replay: jump to the end", ToEnd, Char('G'), End),
+    bind!("$", "replay: jump to the end", ToEnd, Char('$')),
     bind!("L", "replay: loop at the end on/off", Loop, Char('L')),
+    Binding {
+        keys: &[Char('z')],
+        ctrl: true,
+        action: Action::Suspend,
+        label: "Ctrl-Z",
+        desc: "suspend to the shell, as htop does (fg resumes)",
+    },
 ];
 
 /// The bindings help and README list (the unlabelled ones share the line above).
@@ -198,11 +227,15 @@ pub fn listed() -> impl Iterator<Item = &'static Binding> {
     BINDINGS.iter().filter(|b| !b.label.is_empty())
 }
 
+/// Ctrl-C and Ctrl-D: quit from anywhere, help and prompts included (`q` in help closes it).
+pub fn interrupt(key: KeyEvent) -> bool {
+    key.modifiers.contains(KeyModifiers::CONTROL)
+        && matches!(key.code, Char('c') | Char('C') | Char('d'))
+}
+
 /// The action a key press asks for (Ctrl-C and Ctrl-D always quit).
 pub fn action_for(key: KeyEvent) -> Option<Action> {
-    if key.modifiers.contains(KeyModifiers::CONTROL)
-        && matches!(key.code, Char('c') | Char('C') | Char('d'))
-    {
+    if interrupt(key) {
         return Some(Action::Quit);
     }
     BINDINGS
@@ -222,7 +255,9 @@ pub fn markdown_table() -> String {
     }
     out.push_str(
         "\nIn a prompt (filter, confirmation) the keys type text: `Enter` accepts, `Esc` \
-         cancels, `y` confirms. The mouse selects cards, processes and alerts; the wheel scrolls. \
+         cancels, `y` confirms. In help every key but the scrolling ones closes it. The mouse \
+         selects cards, processes and alerts; a click on a column title sorts by it (again: \
+         inverts), on the alert bar opens the panel on its alert; the wheel scrolls. \
          How selection, alerts, replay controls, sort, filter and signals behave: \
          [docs/interaction.md](docs/interaction.md).\n",
     );
@@ -244,8 +279,19 @@ mod tests {
         assert_eq!(action_for(k(Tab)), Some(Action::NextGpu));
         assert_eq!(action_for(k(Char(' '))), Some(Action::Freeze));
         assert_eq!(action_for(k(F(9))), Some(Action::Kill));
+        assert_eq!(action_for(k(Char('x'))), Some(Action::Kill));
+        assert_eq!(action_for(k(Char('k'))), Some(Action::Up));
+        assert_eq!(action_for(k(Char('j'))), Some(Action::Down));
+        assert_eq!(action_for(k(Char('g'))), Some(Action::Top));
+        assert_eq!(action_for(k(End)), Some(Action::Bottom));
+        assert_eq!(action_for(k(Char('$'))), Some(Action::ToEnd));
         assert_eq!(action_for(k(F(10))), Some(Action::Quit));
-        assert_eq!(action_for(k(Char('x'))), None);
+        assert_eq!(
+            action_for(KeyEvent::new(Char('z'), KeyModifiers::CONTROL)),
+            Some(Action::Suspend)
+        );
+        // A plain `z` is not Ctrl-Z.
+        assert_eq!(action_for(k(Char('z'))), None);
         let mut all: Vec<KeyCode> = BINDINGS
             .iter()
             .flat_map(|b| b.keys.iter().copied())

@@ -1,4 +1,4 @@
-//! Sending a signal to a monitored process (`k`/F9): whether the user may, and doing it.
+//! Sending a signal to a monitored process (`x`/F9): whether the user may, and doing it.
 //! libc directly: two system calls do not justify a dependency.
 
 /// What /proc says about a process now: the prompt names this, never what a companion

@@ -400,7 +400,7 @@ fn sort_cycles_and_the_header_shows_column_and_direction() {
 fn kill_asks_naming_the_pid_refuses_in_replay_and_escalates_to_sigkill() {
     let mut app = app_from(GROW, Some(35_000));
     app.sync();
-    key(&mut app, KeyCode::Char('k'));
+    key(&mut app, KeyCode::Char('x'));
     let flash = app.flash.clone().unwrap_or_default();
     assert!(flash.starts_with("replay: PID"), "{flash}");
     assert!(app.prompt.is_none());
@@ -422,7 +422,7 @@ fn kill_asks_naming_the_pid_refuses_in_replay_and_escalates_to_sigkill() {
         None,
         "anything but y cancels"
     );
-    key(&mut app, KeyCode::Char('k'));
+    key(&mut app, KeyCode::Char('x'));
     let e = key(&mut app, KeyCode::Char('y'));
     assert_eq!(
         e,
@@ -433,7 +433,7 @@ fn kill_asks_naming_the_pid_refuses_in_replay_and_escalates_to_sigkill() {
         })
     );
     app.signal_done(pid, libc::SIGTERM, Ok(format!("SIGTERM sent to PID {pid}")));
-    key(&mut app, KeyCode::Char('k'));
+    key(&mut app, KeyCode::Char('x'));
     assert_eq!(
         key(&mut app, KeyCode::Char('y')),
         Some(Effect::Signal {
@@ -443,7 +443,7 @@ fn kill_asks_naming_the_pid_refuses_in_replay_and_escalates_to_sigkill() {
         })
     );
     app.may_signal = |pid| Err(format!("PID {pid} belongs to another user"));
-    key(&mut app, KeyCode::Char('k'));
+    key(&mut app, KeyCode::Char('x'));
     assert!(app.prompt.is_none());
     assert!(
         app.flash
@@ -473,7 +473,7 @@ fn kill_names_what_proc_says_and_refuses_when_the_companion_said_otherwise() {
     let pid = 578;
     app.sel_pid = Some(pid);
     app.may_signal = |_| Ok(live("sleep 600"));
-    key(&mut app, KeyCode::Char('k'));
+    key(&mut app, KeyCode::Char('x'));
     assert!(
         app.prompt.is_none(),
         "prompted to signal a process that is not the companion"
@@ -489,7 +489,7 @@ fn kill_names_what_proc_says_and_refuses_when_the_companion_said_otherwise() {
             "python3 scripts/gpu/companion_check.py --out /tmp/tmp.0TwqJQv268/companion \u{1b}]0;x\u{7}",
         ))
     };
-    key(&mut app, KeyCode::Char('k'));
+    key(&mut app, KeyCode::Char('x'));
     assert!(
         app.prompt.is_none(),
         "an argument the companion did not report"
@@ -499,7 +499,7 @@ fn kill_names_what_proc_says_and_refuses_when_the_companion_said_otherwise() {
             "python3  scripts/gpu/companion_check.py --out /tmp/tmp.0TwqJQv268/companion",
         ))
     };
-    key(&mut app, KeyCode::Char('k'));
+    key(&mut app, KeyCode::Char('x'));
     let footer = render(&app, 120, 24, &theme(false));
     assert!(
         footer.contains(&format!(
@@ -684,7 +684,7 @@ fn kill_refuses_a_process_that_has_ended() {
         .find_map(|p| p.exit.map(|_| p.info.pid))
         .expect("462 and 510 end before the recording does");
     select(&mut app, dead);
-    key(&mut app, KeyCode::Char('k'));
+    key(&mut app, KeyCode::Char('x'));
     assert!(app.prompt.is_none());
     let flash = app.flash.clone().unwrap_or_default();
     assert!(flash.contains(&format!("PID {dead} has ended")), "{flash}");

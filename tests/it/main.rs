@@ -41,6 +41,8 @@ mod frag_fields;
 mod http_hostile;
 mod inert_output;
 mod interact;
+mod key_habits;
+mod keys_tmux;
 mod legend;
 mod man_pages;
 mod model_bounds;

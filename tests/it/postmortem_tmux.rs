@@ -29,7 +29,7 @@ fn at_end(tag: &str, file: &str, w: u16, h: u16) -> Session {
     );
     let s = start_cmd(tag, w, h, &cmd);
     wait_for(&s, "REPLAY", 15);
-    keys(&s, &["Space", "G"]);
+    keys(&s, &["Space", "$"]);
     let p = wait_for(&s, " end", 20);
     assert!(p.lines().next().is_some_and(|l| l.contains(" end")), "{p}");
     // The last frames are applied before the end is reported; one more redraw.

@@ -54,6 +54,12 @@ pub(crate) fn keys(s: &Session, k: &[&str]) {
     sleep(Duration::from_millis(300));
 }
 
+/// Types `text` as it is (no key names), then waits as `keys` does.
+pub(crate) fn literal(s: &Session, text: &str) {
+    tmux(&["send-keys", "-t", s.0.as_str(), "-l", text]);
+    std::thread::sleep(Duration::from_millis(300));
+}
+
 /// An 80x24 tmux session running `script(gpumon binary, fixture recording)` in sh.
 fn start(tag: &str, script: impl Fn(&str, &str) -> String) -> Session {
     let bin = assert_cmd::cargo::cargo_bin("gpumon");
@@ -159,7 +165,7 @@ fn select_pid(s: &Session, pid: &str) {
 }
 
 /// `m:ss` of the header's `m:ss / m:ss`, in seconds.
-fn position(p: &str) -> u64 {
+pub(crate) fn position(p: &str) -> u64 {
     let head = p.lines().next().unwrap_or("");
     let at = head
         .find(" / ")
@@ -341,16 +347,16 @@ fn speed_keys_accumulate_and_seek_steps_fit_a_142_s_recording() {
     tmux(&["send-keys", "-t", &s.0, "-l", ">>>>"]);
     let p = wait_for(&s, "16x", 3);
     assert!(p.contains(" 16x "), "four > from 1x give 16x:\n{p}");
-    keys(&s, &["g"]);
+    keys(&s, &["0"]);
     let before = position(&pane(&s));
     keys(&s, &["]"]);
     let p = pane(&s);
     let after = position(&p);
-    assert!(before <= 1, "g goes to the start:\n{p}");
+    assert!(before <= 1, "0 goes to the start:\n{p}");
     assert!((5..=40).contains(&after), "] lands at {after} s:\n{p}");
-    keys(&s, &["G"]);
+    keys(&s, &["$"]);
     let p = wait_for(&s, "end", 3);
-    assert!(p.contains("2:22 / 2:22"), "G goes to the end:\n{p}");
+    assert!(p.contains("2:22 / 2:22"), "$ goes to the end:\n{p}");
     assert!(p.contains("end (paused)"), "end shown while paused:\n{p}");
 }
 
@@ -384,7 +390,7 @@ fn kill_names_the_pid_and_ends_a_process_the_test_started() {
     if !have_tmux() || std::path::Path::new("/dev/nvidiactl").exists() {
         return;
     }
-    // Without NVML gpumon lists companions live: start one, select it, k, y.
+    // Without NVML gpumon lists companions live: start one, select it, x, y.
     let (dir, mut program) = companion(1);
     let sock = dir.path().join("sock");
     let pid = program.id().to_string();
@@ -402,7 +408,7 @@ fn kill_names_the_pid_and_ends_a_process_the_test_started() {
         p.contains("● REC"),
         "--record shows REC in the header:\n{p}"
     );
-    keys(&s, &["k"]);
+    keys(&s, &["x"]);
     let p = pane(&s);
     let ended = |program: &mut std::process::Child| {
         let end = Instant::now() + Duration::from_secs(5);

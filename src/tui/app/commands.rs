@@ -81,7 +81,7 @@ impl App {
         }
     }
 
-    /// `k`: ask before signalling the selected process (SIGKILL if it already got SIGTERM).
+    /// `x`/F9: ask before signalling the selected process (SIGKILL if it already got SIGTERM).
     pub(super) fn ask_kill(&mut self) {
         let pid = match (self.view, self.sel_alert) {
             (View::Alerts, Some(id)) => id.key.pid,
@@ -150,7 +150,7 @@ impl App {
             self.terminated = Some(pid);
         }
         self.flash = Some(match result {
-            Ok(m) if sig == libc::SIGTERM => format!("{m}; k again offers SIGKILL"),
+            Ok(m) if sig == libc::SIGTERM => format!("{m}; x again offers SIGKILL"),
             Ok(m) | Err(m) => m,
         });
     }

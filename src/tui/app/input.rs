@@ -101,6 +101,19 @@ impl App {
                 self.sel_alert = Some(id);
                 self.alert_chosen = true;
             }
+            // As in htop: a click on the sorted column turns the direction round.
+            Target::SortBy(key) if self.sort.key == key => self.sort.desc = !self.sort.desc,
+            Target::SortBy(key) => {
+                self.sort.key = key;
+                self.sort.desc = key.default_desc();
+                self.flash = Some(format!("sorted by {}", self.sort.label(false)));
+            }
+            Target::AlertBar => {
+                self.go(View::Alerts);
+                self.alert_chosen = false;
+                self.alert_scroll = 0;
+                self.open_on_headline();
+            }
         }
         None
     }

@@ -1,6 +1,6 @@
 //! Help overlay, two pages generated from tables so they cannot drift: the keys (from
 //! `keys::BINDINGS`) and the legend of every abbreviation and glyph (from
-//! `legend::LEGEND`). It scrolls (↑/j, PgUp/PgDn, wheel) instead of cutting lines off.
+//! `legend::LEGEND`). It scrolls (k/j, g/G, PgUp/PgDn, wheel) instead of cutting lines off.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -80,9 +80,9 @@ pub(crate) fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme
     };
     Clear.render(r, buf);
     let title = if app.help_page == 0 {
-        " keys 1/2 · ? legend · Esc closes "
+        " keys 1/2 · ? legend · q or Esc closes "
     } else {
-        " legend 2/2 · ? or Esc closes "
+        " legend 2/2 · q, ? or Esc closes "
     };
     let title = if theme.ascii {
         title.replace('·', "-")
@@ -125,6 +125,9 @@ pub(crate) fn render_help(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme
     let total = text.line_count(inner.width);
     let max_scroll = total.saturating_sub(visible);
     let scroll = usize::from(app.help_scroll).min(max_scroll);
+    // Where End lands and where `k` climbs from (the one thing help tells the app back).
+    app.help_max
+        .set(u16::try_from(max_scroll).unwrap_or(u16::MAX));
     text.scroll((scroll as u16, 0)).render(inner, buf);
     let below = total.saturating_sub(scroll + visible);
     if below > 0 {

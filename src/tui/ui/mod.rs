@@ -98,6 +98,7 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
     p.paint("alert bar", |buf| {
         alerts::render_alert_bar(&visible, silenced, past, bar, buf, theme)
     });
+    app.hit(bar, crate::tui::app::Target::AlertBar);
     p.paint("footer", |buf| {
         status::render_footer(app, footer, buf, theme)
     });

@@ -446,6 +446,7 @@ fn proc_rows(
         // other titles stay where they are.
         let more = (left > 0 && !more_row).then_some(left);
         let mut titles = proc_header(app, area.width - hist_w, theme.ascii, more);
+        super::procs::hit_header(app, area.x, area.y, area.width, &titles, theme.ascii);
         if hist_w > 0 {
             titles.push_str(&format!(
                 " {:<w$}",

@@ -287,7 +287,42 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         return;
     }
     let head = proc_header(app, area.width, theme.ascii, None);
+    hit_header(app, area.x, area.y, area.width, &head, theme.ascii);
     buf.set_stringn(area.x, area.y, head, usize::from(area.width), theme.title());
+}
+
+/// Registers each sortable title in `head` (a `proc_header` drawn at `x`, `y`) as a click
+/// target. PID and COMMAND come before the filter text, the amounts after it, so a filter
+/// that happens to spell a title is never taken for one.
+pub fn hit_header(app: &App, x: u16, y: u16, width: u16, head: &str, ascii: bool) {
+    let keys = [
+        SortKey::Pid,
+        SortKey::Name,
+        SortKey::Used,
+        SortKey::Peak,
+        SortKey::Growth,
+    ];
+    for key in keys {
+        let title = if app.sort.key == key {
+            app.sort.label(ascii)
+        } else {
+            key.column().to_string()
+        };
+        let at = match key {
+            SortKey::Pid | SortKey::Name => head.find(&title),
+            _ => head.rfind(&title),
+        };
+        let Some(at) = at else { continue };
+        let col = head[..at].chars().count() as u16;
+        if col >= width {
+            continue;
+        }
+        let w = (title.chars().count() as u16).min(width - col);
+        app.hit(
+            Rect::new(x + col, y, w, 1),
+            crate::tui::app::Target::SortBy(key),
+        );
+    }
 }
 
 /// Process table of one GPU with a header row and the selected row highlighted. The last

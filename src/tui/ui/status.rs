@@ -225,7 +225,7 @@ pub(crate) fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &The
     } else if app.is_replay() {
         "q quit ? help Enter detail a alerts space pause </> speed [/] seek {/} marks"
     } else {
-        "q quit  ? help  Enter detail  a alerts  s sort  / filter  k kill  p freeze"
+        "q quit  ? help  Enter detail  a alerts  s sort  / filter  x kill  p freeze"
     };
     buf.set_stringn(area.x, area.y, hints, w, theme.dim());
 }
