@@ -32,8 +32,17 @@ fn at_end(tag: &str, file: &str, w: u16, h: u16) -> Session {
     keys(&s, &["Space", "$"]);
     let p = wait_for(&s, " end", 20);
     assert!(p.lines().next().is_some_and(|l| l.contains(" end")), "{p}");
-    // The last frames are applied before the end is reported; one more redraw.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The last frames are applied before the end is reported; wait for the redraw that
+    // shows them (two equal captures 500 ms apart, at most 10 s on a loaded machine).
+    let mut last = pane(&s);
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let now = pane(&s);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
     s
 }
 
