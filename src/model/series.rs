@@ -389,6 +389,52 @@ mod tests {
         assert_eq!(w[0].max, 9.0);
     }
 
+    /// The cached answer always equals a fresh one: through gaps, out-of-order samples,
+    /// evictions of the fine tier and the switch to the coarse one.
+    #[test]
+    fn window_mins_cache_matches_a_fresh_computation() {
+        let tiers = [
+            Tier {
+                width_ms: 1_000,
+                capacity: 50,
+            },
+            Tier {
+                width_ms: 15_000,
+                capacity: 40,
+            },
+        ];
+        // One series per query, as the rules ask one kind of window of each series.
+        let mut series = [Series::new(&tiers), Series::new(&tiers)];
+        let mut hits = 0;
+        let mut x: u64 = 7;
+        for i in 0..600i64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let t = match i % 37 {
+                0 => i * 1_000 - 4_000, // a clock step back
+                // samples lag the clock the windows are read at, by 0–3 s
+                _ => i * 1_000 - (x >> 62) as i64 * 1_000 + (x >> 58 & 3) as i64 * 200,
+            };
+            // falling: a late sample lowers its window's minimum
+            let v = (i % 11 != 0).then_some(1e6 - i as f64 * 10.0 + (x >> 61) as f64);
+            let now = i * 1_000 + 500;
+            let queries = [(10_000i64, 4i64, 20_000i64), (30_000, 3, 0)];
+            for (s, (width, keep, start)) in series.iter_mut().zip(queries) {
+                s.push(t, v);
+                let last = now.div_euclid(width) - 1;
+                let from = (start / width).max(last - keep + 1);
+                let cached_before = s.window_cache.borrow().clone();
+                let got = s.window_mins(from, last, width);
+                let fresh = s.clone();
+                fresh.window_cache.replace(None);
+                assert_eq!(got, fresh.window_mins(from, last, width), "at {now} width {width}");
+                hits += usize::from(cached_before.is_some_and(|c| {
+                    c.mins == got && c.from_idx == from && c.last_idx == last && c.width == width
+                }));
+            }
+        }
+        assert!(hits > 100, "the cache was used {hits} times");
+    }
+
     #[test]
     fn peak_keeps_first_time_of_maximum() {
         let mut p = Peak::default();
