@@ -154,9 +154,18 @@ fn unique<'a>(pci: &[&'a GpuInfo], f: impl Fn(&GpuInfo) -> bool) -> Option<&'a G
     }
 }
 
-fn norm_uuid(s: &str) -> String {
-    let l = s.trim().to_ascii_lowercase();
-    l.strip_prefix("gpu-").map(str::to_string).unwrap_or(l)
+/// A UUID without its `GPU-` prefix (any case) and surrounding space; compared without
+/// case. Borrowed, not lowered into a new string: checked for every process every tick.
+fn bare_uuid(s: &str) -> &str {
+    let s = s.trim();
+    match s.get(..4) {
+        Some(p) if p.eq_ignore_ascii_case("gpu-") => &s[4..],
+        _ => s,
+    }
+}
+
+fn same_uuid(a: &str, b: &str) -> bool {
+    bare_uuid(a).eq_ignore_ascii_case(bare_uuid(b))
 }
 
 /// `00000000:65:00.0` and `0000:65:00.0` name the same card.
@@ -172,12 +181,11 @@ fn norm_pci(s: &str) -> Option<(u32, u32, u32, u32)> {
 /// Does a companion's device name this physical GPU?
 pub fn same_gpu(d: &DeviceInfo, gpu: &GpuInfo) -> bool {
     if let Some(u) = d.uuid.as_deref().filter(|u| !u.is_empty()) {
-        if u.to_ascii_lowercase().starts_with("mig-") {
-            let u = u.to_ascii_lowercase();
-            return gpu.mig_uuids.iter().any(|m| m.to_ascii_lowercase() == u);
+        if u.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("mig-")) {
+            return gpu.mig_uuids.iter().any(|m| m.eq_ignore_ascii_case(u));
         }
         if !gpu.uuid.is_empty() {
-            return norm_uuid(u) == norm_uuid(&gpu.uuid);
+            return same_uuid(u, &gpu.uuid);
         }
     }
     match (d.pci_bus_id.as_deref(), gpu.pci_bus_id.as_str()) {

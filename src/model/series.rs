@@ -5,6 +5,7 @@
 //! as a 2-hour one. Each bucket keeps min/max/mean so downsampling never hides
 //! a spike, and a failed sample is recorded as a gap rather than a zero.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 
 use super::time::Ts;
@@ -122,6 +123,35 @@ impl Ring {
 pub struct Series {
     rings: Vec<Ring>,
     last: Option<(Ts, Option<f64>)>,
+    /// The last `window_mins` answer: alert rules ask for the same completed windows every
+    /// second, and they only change when a window completes (see `WindowMins::still_valid`).
+    window_cache: RefCell<Option<WindowMins>>,
+}
+
+/// One `window_mins` answer and what it was computed from.
+#[derive(Debug, Clone)]
+struct WindowMins {
+    from_idx: i64,
+    last_idx: i64,
+    width: i64,
+    ring: usize,
+    /// Start of the ring's oldest bucket when computed.
+    front: Ts,
+    mins: Vec<f64>,
+}
+
+impl WindowMins {
+    /// Pushes only touch the newest bucket (or add newer ones) and evict the oldest, so
+    /// an answer computed when the ring's newest bucket already started at or after the
+    /// windows' end stays exact while the same ring is read and no bucket at or after
+    /// the first window's start was evicted. Only such answers are stored.
+    fn still_valid(&self, from_idx: i64, last_idx: i64, width: i64, ring: usize, front: Ts) -> bool {
+        self.from_idx == from_idx
+            && self.last_idx == last_idx
+            && self.width == width
+            && self.ring == ring
+            && (front == self.front || front <= from_idx * width)
+    }
 }
 
 impl Default for Series {
@@ -140,7 +170,11 @@ impl Series {
                 evicted: false,
             })
             .collect();
-        Series { rings, last: None }
+        Series {
+            rings,
+            last: None,
+            window_cache: RefCell::new(None),
+        }
     }
 
     /// Record a value; `None` records a failed sample (a gap in the chart, never a zero).
@@ -183,6 +217,66 @@ impl Series {
         });
         ring.into_iter()
             .flat_map(move |r| r.buckets.range(range.clone()))
+    }
+
+    /// Index of the ring `window_iter` reads for a range starting at `from`.
+    fn ring_for(&self, from: Ts) -> Option<usize> {
+        self.rings
+            .iter()
+            .position(|r| r.covers(from))
+            .or_else(|| self.rings.iter().rposition(|r| !r.buckets.is_empty()))
+    }
+
+    /// Minimum of each fixed window `[i * width, (i + 1) * width)` for `i` in
+    /// `from_idx..=last_idx`, over the buckets `window_iter` gives for that span, each
+    /// bucket counted in the window its start falls in; gaps are skipped and a window
+    /// without samples is `INFINITY`. Cached: alert rules ask for the same windows of
+    /// long series every second.
+    pub fn window_mins(&self, from_idx: i64, last_idx: i64, width: i64) -> Vec<f64> {
+        if width <= 0 || last_idx < from_idx {
+            return Vec::new();
+        }
+        let (lo, end) = (from_idx * width, (last_idx + 1) * width);
+        let ring = self.ring_for(lo);
+        let front = ring.and_then(|i| self.rings[i].buckets.front()).map(|b| b.start);
+        if let (Some(ring), Some(front)) = (ring, front) {
+            if let Some(c) = self.window_cache.borrow().as_ref() {
+                if c.still_valid(from_idx, last_idx, width, ring, front) {
+                    return c.mins.clone();
+                }
+            }
+        }
+        // One pass over the buckets (sorted by start), the window boundary only moving
+        // forward: no division per bucket.
+        let mut mins = vec![f64::INFINITY; (last_idx - from_idx + 1) as usize];
+        let (mut k, mut hi) = (0usize, lo + width);
+        for b in self.window_iter(lo, end - 1) {
+            if b.start < lo || b.is_gap() {
+                continue;
+            }
+            if b.start >= end {
+                break;
+            }
+            while b.start >= hi {
+                k += 1;
+                hi += width;
+            }
+            mins[k] = mins[k].min(b.min);
+        }
+        let settled = ring
+            .and_then(|i| self.rings[i].buckets.back())
+            .is_some_and(|b| b.start >= end);
+        if let (true, Some(ring), Some(front)) = (settled, ring, front) {
+            *self.window_cache.borrow_mut() = Some(WindowMins {
+                from_idx,
+                last_idx,
+                width,
+                ring,
+                front,
+                mins: mins.clone(),
+            });
+        }
+        mins
     }
 
     /// Width of the buckets `window` returns for this range.
@@ -293,6 +387,52 @@ mod tests {
         let w = s.window(0, 10_000);
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].max, 9.0);
+    }
+
+    /// The cached answer always equals a fresh one: through gaps, out-of-order samples,
+    /// evictions of the fine tier and the switch to the coarse one.
+    #[test]
+    fn window_mins_cache_matches_a_fresh_computation() {
+        let tiers = [
+            Tier {
+                width_ms: 1_000,
+                capacity: 50,
+            },
+            Tier {
+                width_ms: 15_000,
+                capacity: 40,
+            },
+        ];
+        // One series per query, as the rules ask one kind of window of each series.
+        let mut series = [Series::new(&tiers), Series::new(&tiers)];
+        let mut hits = 0;
+        let mut x: u64 = 7;
+        for i in 0..600i64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let t = match i % 37 {
+                0 => i * 1_000 - 4_000, // a clock step back
+                // samples lag the clock the windows are read at, by 0–3 s
+                _ => i * 1_000 - (x >> 62) as i64 * 1_000 + (x >> 58 & 3) as i64 * 200,
+            };
+            // falling: a late sample lowers its window's minimum
+            let v = (i % 11 != 0).then_some(1e6 - i as f64 * 10.0 + (x >> 61) as f64);
+            let now = i * 1_000 + 500;
+            let queries = [(10_000i64, 4i64, 20_000i64), (30_000, 3, 0)];
+            for (s, (width, keep, start)) in series.iter_mut().zip(queries) {
+                s.push(t, v);
+                let last = now.div_euclid(width) - 1;
+                let from = (start / width).max(last - keep + 1);
+                let cached_before = s.window_cache.borrow().clone();
+                let got = s.window_mins(from, last, width);
+                let fresh = s.clone();
+                fresh.window_cache.replace(None);
+                assert_eq!(got, fresh.window_mins(from, last, width), "at {now} width {width}");
+                hits += usize::from(cached_before.is_some_and(|c| {
+                    c.mins == got && c.from_idx == from && c.last_idx == last && c.width == width
+                }));
+            }
+        }
+        assert!(hits > 100, "the cache was used {hits} times");
     }
 
     #[test]

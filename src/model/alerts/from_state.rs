@@ -39,26 +39,7 @@ pub fn fixed_windows(
         return Vec::new();
     }
     let from_idx = first_idx.max(last_idx - keep as i64 + 1);
-    let buckets = series.window_iter(from_idx * width, (last_idx + 1) * width - 1);
-    // One pass over the buckets (each falls in the window its start is in), not one per
-    // window: evaluated every second over day-long series. Buckets come sorted by start,
-    // so the window boundary only moves forward (no division per bucket).
-    let mut mins = vec![f64::INFINITY; (last_idx - from_idx + 1) as usize];
-    let (lo, end) = (from_idx * width, (last_idx + 1) * width);
-    let (mut k, mut hi) = (0usize, lo + width);
-    for b in buckets {
-        if b.start < lo || b.is_gap() {
-            continue;
-        }
-        if b.start >= end {
-            break;
-        }
-        while b.start >= hi {
-            k += 1;
-            hi += width;
-        }
-        mins[k] = mins[k].min(b.min);
-    }
+    let mins = series.window_mins(from_idx, last_idx, width);
     (from_idx..=last_idx)
         .zip(mins)
         .filter(|(_, min)| min.is_finite() && *min >= 0.0)

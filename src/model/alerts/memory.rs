@@ -95,20 +95,17 @@ impl Memory {
     /// again and again, for companions that do not report `requests`.
     pub fn alternating_block(&self, pid: u32, gpu: u32) -> Option<(u64, u64)> {
         let b = &self.procs.get(&(pid, gpu))?.blocks;
-        let mut sizes: Vec<u64> = b.iter().copied().collect();
-        sizes.sort_unstable();
-        sizes.dedup();
-        sizes.into_iter().rev().find_map(|v| {
-            // rises: a reading with v after one without it (the first sighting counts)
-            let mut rises = 0;
-            let mut prev_had = false;
-            for &x in b {
-                let has = x == v;
-                rises += u64::from(has && !prev_had);
-                prev_had = has;
+        // rises: a reading with v after one without it (the first sighting counts); one
+        // pass for every size at once.
+        let mut rises: std::collections::BTreeMap<u64, u64> = Default::default();
+        let mut prev = None;
+        for &x in b {
+            if prev != Some(x) {
+                *rises.entry(x).or_default() += 1;
             }
-            (rises >= 2).then_some((v, rises))
-        })
+            prev = Some(x);
+        }
+        rises.into_iter().rev().find(|&(_, n)| n >= 2)
     }
 
     /// Retries added during the last one or two completed epochs (0: none; `None`: the
