@@ -276,38 +276,52 @@ pub struct SnapshotArgs {
 
 pub const DEFAULT_INTERVAL: &str = "1s";
 
-/// One duration grammar for every flag and config key: a number and a unit (`ms`, `s`, `m`,
-/// `h`, `d`), e.g. `250ms`, `1.5s`, `10m`, `2h`. A bare number is refused: tools disagree on
-/// what it means (nvitop: seconds, nvtop: tenths, btm: milliseconds). Hand-written because the
-/// grammar is five suffixes and the error must name the missing unit.
+/// One duration grammar for every flag and config key, humantime's: numbers with units
+/// (`ms`, `s`/`sec`, `m`/`min`, `h`, `d`, `w`, and their long forms), alone or added up:
+/// `250ms`, `1.5s`, `90s`, `1h30m`, `1h 30m`. A bare number is refused: tools disagree on what
+/// it means (nvitop: seconds, nvtop: tenths, btm: milliseconds), so the error names both
+/// readings. humantime's errors are rewritten to name the input and the units gpumon
+/// documents. `M` is refused: humantime reads it as months, one Shift away from minutes.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    use humantime::DurationError as E;
     let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| {
-        format!("invalid duration '{s}': use a number and a unit, e.g. 250ms, 1s, 10m, 2h")
+    if t.contains('M') {
+        return Err(format!(
+            "invalid unit 'M' in '{s}': write m for minutes (months are not a unit here)"
+        ));
+    }
+    let d = humantime::parse_duration(t).map_err(|e| match e {
+        E::Empty => "empty duration: use a number and a unit, e.g. 250ms, 1s, 1h30m".to_string(),
+        E::UnknownUnit { unit, start, .. } if unit.is_empty() => {
+            // The number without a unit: the text just before where the unit should be.
+            let head = t[..start.min(t.len())].trim_end();
+            let num_at = head
+                .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .map_or(0, |i| i + 1);
+            let num = &head[num_at..];
+            if num_at == 0 {
+                format!("'{s}' has no unit: write {num}s or {num}ms (also m, h, d)")
+            } else {
+                let next = match head[..num_at].trim_end().chars().last() {
+                    Some('h') => "m",
+                    Some('m' | 'n') => "s",
+                    _ => "ms",
+                };
+                format!("'{s}': {num} has no unit: write e.g. {head}{next} (units: ms, s, m, h, d)")
+            }
+        }
+        E::UnknownUnit { unit, .. } => {
+            format!("invalid unit '{unit}' in '{s}': use ms, s, m, h or d (or a sum: 1h30m)")
+        }
+        E::NumberOverflow => format!("duration '{s}' is longer than a year"),
+        e => format!(
+            "invalid duration '{s}' ({e}): use a number and a unit, e.g. 250ms, 1s, 10m, 1h30m"
+        ),
     })?;
-    let secs = match unit.trim() {
-        "" => {
-            return Err(format!(
-                "'{s}' has no unit: write {num}s or {num}ms (also m, h, d)"
-            ));
-        }
-        "ms" => v / 1000.0,
-        "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        "d" => v * 86_400.0,
-        u => {
-            return Err(format!("invalid unit '{u}' in '{s}': use ms, s, m, h or d"));
-        }
-    };
-    if !secs.is_finite() || secs > 366.0 * 86_400.0 {
+    if d > Duration::from_secs(366 * 86_400) {
         return Err(format!("duration '{s}' is longer than a year"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 /// A sampling interval: a duration from 10 ms to one hour.
@@ -418,6 +432,36 @@ mod tests {
         assert_eq!(parse_run_length("1.5 h"), Ok(Duration::from_secs(5400)));
         assert!(parse_run_length("0s").is_err());
         assert!(parse_run_length("400d").is_err());
+    }
+
+    #[test]
+    fn compound_durations_add_up() {
+        assert_eq!(parse_run_length("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_run_length("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_run_length("2d12h"), Ok(Duration::from_secs(216_000)));
+        assert_eq!(parse_run_length("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(
+            parse_run_length("1m 0.5s"),
+            Ok(Duration::from_millis(60_500))
+        );
+        assert_eq!(parse_interval("1s250ms"), Ok(Duration::from_millis(1250)));
+        assert_eq!(parse_interval("1min30s"), Ok(Duration::from_secs(90)));
+        // The unit hint survives inside a compound: a trailing bare number names its likely unit.
+        let e = parse_run_length("1h30").expect_err("trailing bare number");
+        assert!(e.contains("write e.g. 1h30m"), "{e}");
+        let e = parse_run_length("2m 30").expect_err("trailing bare number");
+        assert!(e.contains("write e.g. 2m 30s"), "{e}");
+        let e = parse_run_length("1.5").expect_err("bare decimal");
+        assert!(e.contains("write 1.5s or 1.5ms"), "{e}");
+        for bad in ["1h-30m", "1h30x", "h", "", "  ", "1h 30 m x", "2M", "1S"] {
+            assert!(parse_run_length(bad).is_err(), "{bad:?} accepted");
+        }
+        let e = parse_run_length("2M").expect_err("months");
+        assert!(e.contains("write m for minutes"), "{e}");
+        let e = parse_run_length("1h30x").expect_err("unit");
+        assert!(e.contains("invalid unit 'x'"), "{e}");
+        assert!(parse_run_length("300d100d").is_err(), "past a year");
+        assert!(parse_run_length("99999999999999999999h").is_err());
     }
 
     #[test]

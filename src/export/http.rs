@@ -12,6 +12,12 @@
 //! within milliseconds of connecting, so it is always the freshest and never
 //! the one evicted. hyper answers malformed requests with 400 and oversized
 //! heads with 431.
+//!
+//! `/metrics` is gzipped when the client accepts it (Prometheus always does); the
+//! compressed body is cached beside the plain one, so a scrape flood costs one
+//! compression per published sample, not one per scrape. `/healthz` answers 200
+//! while the sampler is producing samples and 503 once it has stopped (see
+//! `Exporter::health`), for liveness probes and load balancers.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -30,7 +36,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, oneshot};
 
 use super::encode::Format;
-use super::{AlertRow, Exporter, Snapshot, metrics};
+use super::{AlertRow, Exporter, Health, Snapshot, metrics};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -155,23 +161,40 @@ struct BodyCache {
     entries: Mutex<Vec<CachedBody>>,
 }
 
-/// The inputs a body was rendered from (held, so their addresses stay unique) and the body.
-type CachedBody = (Arc<Snapshot>, Arc<Vec<AlertRow>>, Format, Bytes);
+/// The inputs a body was rendered from (held, so their addresses stay unique), its
+/// format, whether it is gzipped, and the body.
+type CachedBody = (Arc<Snapshot>, Arc<Vec<AlertRow>>, Format, bool, Bytes);
 
 impl BodyCache {
-    fn body(&self, exporter: &Exporter, format: Format) -> Bytes {
+    fn body(&self, exporter: &Exporter, format: Format, gzip: bool) -> Bytes {
         let (snap, alerts) = exporter.inputs();
-        let hit = |e: &CachedBody| {
-            Arc::ptr_eq(&e.0, &snap) && Arc::ptr_eq(&e.1, &alerts) && e.2 == format
+        let hit = |e: &CachedBody, gz: bool| {
+            Arc::ptr_eq(&e.0, &snap) && Arc::ptr_eq(&e.1, &alerts) && e.2 == format && e.3 == gz
         };
-        if let Some(e) = self.lock().iter().find(|e| hit(e)) {
-            return e.3.clone();
+        if let Some(e) = self.lock().iter().find(|e| hit(e, gzip)) {
+            return e.4.clone();
         }
-        let body = Bytes::from(metrics::render(&snap, &alerts, format));
+        let plain = match self.lock().iter().find(|e| hit(e, false)) {
+            Some(e) => e.4.clone(),
+            None => Bytes::from(metrics::render(&snap, &alerts, format)),
+        };
+        let body = if gzip {
+            compress(&plain)
+        } else {
+            plain.clone()
+        };
         let mut entries = self.lock();
         entries.retain(|e| Arc::ptr_eq(&e.0, &snap) && Arc::ptr_eq(&e.1, &alerts));
-        if !entries.iter().any(hit) {
-            entries.push((snap, alerts, format, body.clone()));
+        for (gz, b) in [(false, &plain), (true, &body)] {
+            if (gz == gzip || !gz) && !entries.iter().any(|e| hit(e, gz)) {
+                entries.push((
+                    Arc::clone(&snap),
+                    Arc::clone(&alerts),
+                    format,
+                    gz,
+                    b.clone(),
+                ));
+            }
         }
         body
     }
@@ -269,13 +292,53 @@ async fn stale(registry: &Registry, slot: &Slot, timeout: Duration) {
     }
 }
 
+/// gzip at flate2's fast level: a metrics body is repetitive text (about 8x smaller
+/// even so), and the sampler's host should not pay for the last few percent.
+fn compress(plain: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(plain.len() / 4),
+        flate2::Compression::fast(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = enc.write_all(plain);
+    Bytes::from(enc.finish().unwrap_or_default())
+}
+
+/// Whether `Accept-Encoding` admits gzip (RFC 9110 12.5.3): named with q > 0 (`x-gzip`
+/// too), or `*` with q > 0 and gzip not refused by name.
+pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
+    let Some(v) = accept_encoding else {
+        return false;
+    };
+    let (mut named, mut star) = (None::<f32>, None::<f32>);
+    for item in v.split(',') {
+        let mut parts = item.split(';');
+        let coding = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+        let mut q = 1.0f32;
+        for p in parts {
+            if let Some((k, val)) = p.split_once('=')
+                && k.trim().eq_ignore_ascii_case("q")
+            {
+                q = val.trim().parse::<f32>().unwrap_or(0.0).clamp(0.0, 1.0);
+            }
+        }
+        match coding.as_str() {
+            "gzip" | "x-gzip" => named = Some(named.map_or(q, |n| n.max(q))),
+            "*" => star = Some(star.map_or(q, |n| n.max(q))),
+            _ => {}
+        }
+    }
+    named.or(star).is_some_and(|q| q > 0.0)
+}
+
 fn is_fatal(e: &std::io::Error) -> bool {
     use std::io::ErrorKind::*;
     matches!(e.kind(), InvalidInput | NotConnected | Unsupported)
 }
 
 const INDEX: &str = "<!doctype html><html><head><title>gpumon</title></head><body>\
-<h1>gpumon</h1><p><a href=\"/metrics\">/metrics</a></p></body></html>\n";
+<h1>gpumon</h1><p><a href=\"/metrics\">/metrics</a> <a href=\"/healthz\">/healthz</a></p></body></html>\n";
 
 fn respond(
     exporter: &Exporter,
@@ -290,14 +353,35 @@ fn respond(
                 .get(header::ACCEPT)
                 .and_then(|v| v.to_str().ok());
             let format = negotiate(accept);
-            reply(
+            let gzip = accepts_gzip(
+                req.headers()
+                    .get(header::ACCEPT_ENCODING)
+                    .and_then(|v| v.to_str().ok()),
+            );
+            let mut r = reply(
                 StatusCode::OK,
                 format.content_type(),
-                cache.body(exporter, format),
-            )
+                cache.body(exporter, format, gzip),
+            );
+            let h = r.headers_mut();
+            h.insert(
+                header::VARY,
+                HeaderValue::from_static("Accept, Accept-Encoding"),
+            );
+            if gzip {
+                h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            }
+            r
+        }
+        "/healthz" if readable => {
+            let (status, text) = health_line(&exporter.health());
+            let mut r = reply(status, "text/plain; charset=utf-8", text);
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            r
         }
         "/" if readable => reply(StatusCode::OK, "text/html; charset=utf-8", INDEX),
-        "/metrics" | "/" => {
+        "/metrics" | "/" | "/healthz" => {
             let mut r = reply(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "text/plain; charset=utf-8",
@@ -311,6 +395,28 @@ fn respond(
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",
             "not found; metrics are at /metrics\n",
+        ),
+    }
+}
+
+/// `/healthz`'s status and one-line body.
+fn health_line(h: &Health) -> (StatusCode, String) {
+    match h {
+        Health::Fresh(age) => (
+            StatusCode::OK,
+            format!("ok: last sample {:.1}s ago\n", age.as_secs_f64()),
+        ),
+        Health::NoSample => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "stale: no sample yet\n".to_string(),
+        ),
+        Health::Stale(age, limit) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "stale: last sample {:.0}s ago (limit {:.0}s)\n",
+                age.as_secs_f64(),
+                limit.as_secs_f64()
+            ),
         ),
     }
 }
@@ -369,6 +475,23 @@ pub fn negotiate(accept: Option<&str>) -> Format {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gzip_only_when_the_client_admits_it() {
+        assert!(accepts_gzip(Some("gzip")));
+        assert!(accepts_gzip(Some("identity, GZIP;q=0.5")));
+        assert!(accepts_gzip(Some("x-gzip")));
+        assert!(accepts_gzip(Some("*")));
+        assert!(!accepts_gzip(None));
+        assert!(!accepts_gzip(Some("")));
+        assert!(!accepts_gzip(Some("br, deflate")));
+        assert!(!accepts_gzip(Some("gzip;q=0")));
+        assert!(
+            !accepts_gzip(Some("gzip;q=0, *")),
+            "refused by name beats *"
+        );
+        assert!(!accepts_gzip(Some("gzipx, ;;=,q")));
+    }
 
     #[test]
     fn negotiation_follows_the_scrapers_preference() {

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod snapshot;
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::model::alerts::Alert;
 use crate::model::state::State;
@@ -38,7 +39,35 @@ pub struct Exporter {
     hostname: String,
     current: Mutex<Arc<Snapshot>>,
     alerts: Mutex<Arc<Vec<AlertRow>>>,
+    fresh: Mutex<Freshness>,
 }
+
+/// When the sampler last produced a sample, for `/healthz`: a publish whose tick count
+/// moved. Publishes without a new sample (companion traffic, a UI redraw) do not count,
+/// so a dead sampler shows as stale even while other events keep arriving.
+#[derive(Debug, Default, Clone, Copy)]
+struct Freshness {
+    ticks: u64,
+    at: Option<Instant>,
+    interval: Duration,
+}
+
+/// What `/healthz` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    /// A sample arrived within the allowed gap; how long ago.
+    Fresh(Duration),
+    /// No sample yet since the endpoint started.
+    NoSample,
+    /// The newest sample is older than allowed: how old, and the limit.
+    Stale(Duration, Duration),
+}
+
+/// Shortest gap `/healthz` tolerates whatever the sampling interval: a scrape right
+/// after a 1 s interval's sample was late by a scheduling hiccup is not an outage.
+pub const HEALTH_MIN_GAP: Duration = Duration::from_secs(10);
+/// Missed samples tolerated before `/healthz` says stale.
+pub const HEALTH_MISSED_SAMPLES: u32 = 3;
 
 impl Exporter {
     pub fn new(hostname: String) -> Self {
@@ -50,11 +79,22 @@ impl Exporter {
             hostname,
             current: Mutex::new(Arc::new(snapshot)),
             alerts: Mutex::new(Arc::new(Vec::new())),
+            fresh: Mutex::new(Freshness::default()),
         }
     }
 
     pub fn publish(&self, state: &State) {
         let next = Arc::new(Snapshot::from_state(state, &self.hostname));
+        {
+            let mut f = self.fresh.lock().unwrap_or_else(PoisonError::into_inner);
+            if next.ticks != f.ticks {
+                f.ticks = next.ticks;
+                f.at = Some(Instant::now());
+            }
+            if let Some(h) = &state.header {
+                f.interval = Duration::from_millis(h.interval_ms);
+            }
+        }
         let old = std::mem::replace(
             &mut *self.current.lock().unwrap_or_else(PoisonError::into_inner),
             next,
@@ -84,6 +124,27 @@ impl Exporter {
     pub fn inputs(&self) -> (Arc<Snapshot>, Arc<Vec<AlertRow>>) {
         let alerts = Arc::clone(&self.alerts.lock().unwrap_or_else(PoisonError::into_inner));
         (self.snapshot(), alerts)
+    }
+
+    /// Whether the sampler is alive: stale once no new sample arrived for
+    /// `HEALTH_MISSED_SAMPLES` sampling intervals (at least `HEALTH_MIN_GAP`).
+    pub fn health(&self) -> Health {
+        self.health_at(Instant::now())
+    }
+
+    /// `health` as seen at `now` (tests look ahead rather than sleep).
+    pub fn health_at(&self, now: Instant) -> Health {
+        let f = *self.fresh.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(at) = f.at else {
+            return Health::NoSample;
+        };
+        let limit = (f.interval * HEALTH_MISSED_SAMPLES).max(HEALTH_MIN_GAP);
+        let age = now.saturating_duration_since(at);
+        if age > limit {
+            Health::Stale(age, limit)
+        } else {
+            Health::Fresh(age)
+        }
     }
 
     /// Exposition text of the latest snapshot.

@@ -62,6 +62,33 @@ fn a_misspelt_config_key_exits_2_naming_the_closest_key() {
 }
 
 #[test]
+fn compound_durations_on_flags_and_in_the_config() {
+    gpumon()
+        .args(["record", "-o", "/dev/null", "--duration", "1h30"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("write e.g. 1h30m"));
+    let h = home();
+    let file = h.path().join("c.toml");
+    std::fs::write(&file, "interval = \"1s500ms\"\n").expect("write");
+    gpumon()
+        .arg("--config")
+        .arg(&file)
+        .arg("config")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("valid"));
+    std::fs::write(&file, "interval = \"1m30\"\n").expect("write");
+    gpumon()
+        .arg("--config")
+        .arg(&file)
+        .arg("config")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("write e.g. 1m30s"));
+}
+
+#[test]
 fn the_printed_default_config_is_accepted() {
     let h = home();
     let out = gpumon()

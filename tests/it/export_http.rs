@@ -163,3 +163,117 @@ fn at_the_connection_cap_the_stalest_connection_makes_room() {
         "the stalest connection was kept"
     );
 }
+
+/// The raw response split into its head (lower-cased) and body bytes.
+fn raw_bytes(addr: std::net::SocketAddr, request: &[u8]) -> (String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("set timeout");
+    s.write_all(request).expect("send request");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head");
+    let head = String::from_utf8_lossy(&out[..split]).to_ascii_lowercase();
+    (head, out[split + 4..].to_vec())
+}
+
+#[test]
+fn metrics_are_gzipped_when_asked_and_decode_to_the_plain_body() {
+    let srv = start(2, quick());
+    let (_, _, plain) = get(srv.addr, "/metrics", None);
+    let (head, body) = raw_bytes(
+        srv.addr,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+    );
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("content-encoding: gzip"), "{head}");
+    assert!(head.contains("vary: accept, accept-encoding"), "{head}");
+    assert!(
+        body.len() * 3 < plain.len(),
+        "gzip {} bytes vs plain {}",
+        body.len(),
+        plain.len()
+    );
+    let mut decoded = String::new();
+    flate2::read::GzDecoder::new(&body[..])
+        .read_to_string(&mut decoded)
+        .expect("a valid gzip stream");
+    assert_eq!(decoded, plain);
+
+    // Refused by q=0, or not asked: plain text, no Content-Encoding.
+    for ask in [
+        "Accept-Encoding: gzip;q=0\r\n",
+        "Accept-Encoding: br\r\n",
+        "",
+    ] {
+        let req = format!("GET /metrics HTTP/1.1\r\nHost: x\r\n{ask}Connection: close\r\n\r\n");
+        let (head, body) = raw_bytes(srv.addr, req.as_bytes());
+        assert!(!head.contains("content-encoding"), "{ask}: {head}");
+        assert_eq!(String::from_utf8_lossy(&body), plain, "{ask}");
+    }
+}
+
+#[test]
+fn healthz_is_200_while_samples_arrive_and_503_before_any() {
+    let srv = start(2, quick());
+    let (status, ct, body) = get(srv.addr, "/healthz", None);
+    assert_eq!(status, 200, "{body}");
+    assert!(ct.starts_with("text/plain"), "{ct}");
+    assert!(
+        body.starts_with("ok: last sample ") && body.ends_with("s ago\n"),
+        "{body:?}"
+    );
+    assert_eq!(body.lines().count(), 1);
+
+    // An endpoint whose sampler never delivered (nothing published) is not healthy.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let ex = std::sync::Arc::new(gpumon::export::Exporter::new("h".into()));
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let _srv = std::thread::spawn(move || {
+        let _ = rt.block_on(gpumon::export::http::serve_on(ex, listener, quick()));
+    });
+    let (status, _, body) = get(addr, "/healthz", None);
+    assert_eq!((status, body.as_str()), (503, "stale: no sample yet\n"));
+    let resp = raw(
+        addr,
+        b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
+    assert!(status_line(&resp).contains(" 405 "), "{resp}");
+}
+
+#[test]
+fn health_goes_stale_after_missed_samples_and_recovers_on_the_next() {
+    use gpumon::export::{Exporter, HEALTH_MIN_GAP, Health};
+    let ex = Exporter::new("h".into());
+    let frames = two_gpu_frames();
+    ex.publish(&state_of(&frames));
+    let now = Instant::now();
+    assert!(matches!(ex.health_at(now), Health::Fresh(_)));
+    // The frames' header says 1 s sampling: three missed samples are under the floor.
+    assert!(matches!(
+        ex.health_at(now + HEALTH_MIN_GAP - Duration::from_millis(500)),
+        Health::Fresh(_)
+    ));
+    let later = now + HEALTH_MIN_GAP + Duration::from_secs(1);
+    assert!(
+        matches!(ex.health_at(later), Health::Stale(_, limit) if limit == HEALTH_MIN_GAP),
+        "{:?}",
+        ex.health_at(later)
+    );
+    // Publishing the same state again (events without a new sample) does not refresh it.
+    ex.publish(&state_of(&frames));
+    assert!(matches!(ex.health_at(later), Health::Stale(..)));
+    let mut more = frames.clone();
+    more.push(tick(T0 + 4_000, vec![gpu(0, GIB, &[]), gpu(1, GIB, &[])]));
+    ex.publish(&state_of(&more));
+    assert!(matches!(ex.health_at(Instant::now()), Health::Fresh(_)));
+}

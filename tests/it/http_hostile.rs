@@ -136,3 +136,94 @@ fn legitimate_scrapes_succeed_under_idle_non_reading_and_slowloris_clients() {
     assert!(pct(0.99) < load.p99_limit, "p99 {:?}", pct(0.99));
     drop(held);
 }
+
+/// gzip and /healthz add no way to stall the endpoint: pipelining clients that never read
+/// ask for both, while the published state changes every 20 ms (so bodies are
+/// rendered and compressed again and again), and gzip scrapes still succeed quickly.
+#[test]
+fn gzip_and_healthz_survive_non_reading_clients_and_constant_republishing() {
+    use crate::support::export::{GIB, T0, gpu, state_of, tick, two_gpu_frames};
+    let _flood = flood();
+    let load = load();
+    let server = start(1, Limits::default());
+    let addr = server.addr;
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let mut frames = two_gpu_frames();
+    let a = state_of(&frames);
+    frames.push(tick(
+        T0 + 4_000,
+        vec![gpu(0, GIB, &[]), gpu(1, 2 * GIB, &[])],
+    ));
+    let b = state_of(&frames);
+    let publisher = {
+        let (ex, stop) = (Arc::clone(&server.exporter), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut flip = false;
+            while !stop.load(Ordering::Relaxed) {
+                ex.publish(if flip { &a } else { &b });
+                flip = !flip;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let non_reading: Vec<_> = (0..load.non_reading)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).ok()?;
+                let _ = s.set_write_timeout(Some(Duration::from_millis(500)));
+                let req: &[u8] = if i % 2 == 0 {
+                    b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n"
+                } else {
+                    b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                };
+                let _ = s.write_all(&req.repeat(2000));
+                Some(s)
+            })
+        })
+        .collect();
+    let held: Vec<_> = non_reading
+        .into_iter()
+        .filter_map(|t| t.join().ok())
+        .collect();
+
+    let mut lat = Vec::new();
+    for _ in 0..load.scrapes {
+        let t = Instant::now();
+        let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
+            continue;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = s.write_all(
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+        );
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        let Some(split) = out.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let mut text = String::new();
+        let decoded = flate2::read::GzDecoder::new(&out[split + 4..]).read_to_string(&mut text);
+        if out.starts_with(b"HTTP/1.1 200") && decoded.is_ok() && text.contains("gpumon_up") {
+            lat.push(t.elapsed());
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = publisher.join();
+    lat.sort();
+    let ok = lat.len();
+    assert!(
+        ok * 100 >= load.scrapes * 99,
+        "{ok} of {} gzip scrapes succeeded",
+        load.scrapes
+    );
+    let p99 = lat[((ok as f64 * 0.99) as usize).min(ok - 1)];
+    eprintln!(
+        "gzip scrapes beside {} non-reading gzip/healthz clients, republishing every 20 ms: {ok}/{} OK, p50 {:?}, p99 {p99:?}",
+        held.iter().flatten().count(),
+        load.scrapes,
+        lat[ok / 2]
+    );
+    assert!(p99 < load.p99_limit, "p99 {p99:?}");
+    drop(held);
+}
