@@ -145,7 +145,14 @@ impl WindowMins {
     /// an answer computed when the ring's newest bucket already started at or after the
     /// windows' end stays exact while the same ring is read and no bucket at or after
     /// the first window's start was evicted. Only such answers are stored.
-    fn still_valid(&self, from_idx: i64, last_idx: i64, width: i64, ring: usize, front: Ts) -> bool {
+    fn still_valid(
+        &self,
+        from_idx: i64,
+        last_idx: i64,
+        width: i64,
+        ring: usize,
+        front: Ts,
+    ) -> bool {
         self.from_idx == from_idx
             && self.last_idx == last_idx
             && self.width == width
@@ -238,7 +245,9 @@ impl Series {
         }
         let (lo, end) = (from_idx * width, (last_idx + 1) * width);
         let ring = self.ring_for(lo);
-        let front = ring.and_then(|i| self.rings[i].buckets.front()).map(|b| b.start);
+        let front = ring
+            .and_then(|i| self.rings[i].buckets.front())
+            .map(|b| b.start);
         if let (Some(ring), Some(front)) = (ring, front) {
             if let Some(c) = self.window_cache.borrow().as_ref() {
                 if c.still_valid(from_idx, last_idx, width, ring, front) {
@@ -408,7 +417,9 @@ mod tests {
         let mut hits = 0;
         let mut x: u64 = 7;
         for i in 0..600i64 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let t = match i % 37 {
                 0 => i * 1_000 - 4_000, // a clock step back
                 // samples lag the clock the windows are read at, by 0–3 s
@@ -426,7 +437,11 @@ mod tests {
                 let got = s.window_mins(from, last, width);
                 let fresh = s.clone();
                 fresh.window_cache.replace(None);
-                assert_eq!(got, fresh.window_mins(from, last, width), "at {now} width {width}");
+                assert_eq!(
+                    got,
+                    fresh.window_mins(from, last, width),
+                    "at {now} width {width}"
+                );
                 hits += usize::from(cached_before.is_some_and(|c| {
                     c.mins == got && c.from_idx == from && c.last_idx == last && c.width == width
                 }));

@@ -62,7 +62,9 @@ fn values_out_of_range_are_refused_naming_the_key() {
         .arg(&fixture)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("growth.confirm must be at least 1"));
+        .stderr(predicate::str::contains(
+            "growth.confirm must be at least 1",
+        ));
     let toml = dir.path().join("gpumon.toml");
     std::fs::write(&toml, "[alerts.growth]\nmax_window = 2\n").expect("write");
     Command::cargo_bin("gpumon")
