@@ -21,26 +21,25 @@ fn the_asset_is_the_default_configuration() {
     );
 }
 
-#[test]
-fn alerts_config_flag_accepts_the_asset_and_names_a_bad_file() {
+/// `gpumon replay --headless --alerts-config CONFIG` over a real recording.
+fn replay_with(config: &std::path::Path) -> assert_cmd::assert::Assert {
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/h200_torch_grow_shrink.jsonl");
     Command::cargo_bin("gpumon")
         .expect("binary")
         .args(["replay", "--headless", "--alerts-config"])
-        .arg(asset())
+        .arg(config)
         .arg(&fixture)
         .assert()
-        .success();
+}
+
+#[test]
+fn alerts_config_flag_accepts_the_asset_and_names_a_bad_file() {
+    replay_with(&asset()).success();
     let dir = tempfile::tempdir().expect("tempdir");
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{\"growth\": {\"alpha\": \"high\"}}").expect("write");
-    Command::cargo_bin("gpumon")
-        .expect("binary")
-        .args(["replay", "--headless", "--alerts-config"])
-        .arg(&bad)
-        .arg(&fixture)
-        .assert()
+    replay_with(&bad)
         .code(2)
         .stderr(predicate::str::contains("invalid alert configuration"))
         .stderr(predicate::str::contains("bad.json"));
@@ -50,21 +49,12 @@ fn alerts_config_flag_accepts_the_asset_and_names_a_bad_file() {
 /// to pass) is refused by key, in the JSON flag and in the config file's `[alerts]`.
 #[test]
 fn values_out_of_range_are_refused_naming_the_key() {
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/h200_torch_grow_shrink.jsonl");
     let dir = tempfile::tempdir().expect("tempdir");
     let bad = dir.path().join("zero.json");
     std::fs::write(&bad, "{\"growth\": {\"confirm\": 0}}").expect("write");
-    Command::cargo_bin("gpumon")
-        .expect("binary")
-        .args(["replay", "--headless", "--alerts-config"])
-        .arg(&bad)
-        .arg(&fixture)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "growth.confirm must be at least 1",
-        ));
+    replay_with(&bad).code(2).stderr(predicate::str::contains(
+        "growth.confirm must be at least 1",
+    ));
     let toml = dir.path().join("gpumon.toml");
     std::fs::write(&toml, "[alerts.growth]\nmax_window = 2\n").expect("write");
     Command::cargo_bin("gpumon")
@@ -72,7 +62,10 @@ fn values_out_of_range_are_refused_naming_the_key() {
         .args(["--config"])
         .arg(&toml)
         .args(["replay", "--headless"])
-        .arg(&fixture)
+        .arg(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/h200_torch_grow_shrink.jsonl"),
+        )
         .assert()
         .failure()
         .stderr(predicate::str::contains("alerts.growth.max_window"));
