@@ -17,3 +17,11 @@ def callback_base(preferred: str, alternative: str, imported_marker: str, prefer
         except Exception:
             continue
     return object
+
+
+def start_given(**options: object) -> None:
+    """`gpumon.start` with the options a callback was given; None keeps the default (or
+    the GPUMON_* environment variable). One place for the three callbacks' constructors."""
+    import gpumon
+
+    gpumon.start(**{k: v for k, v in options.items() if v is not None})

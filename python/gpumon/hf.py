@@ -6,9 +6,10 @@ Subclasses `transformers.TrainerCallback` when transformers is installed;
 importable (and testable) without it.
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 import gpumon
+from gpumon._callback_base import start_given
 
 try:
     from transformers import TrainerCallback as _Base  # type: ignore[import-not-found, unused-ignore]
@@ -36,9 +37,8 @@ class GpumonTrainerCallback(_Base):  # type: ignore[misc, valid-type, unused-ign
     ) -> None:
         """Starts the companion with these options (`gpumon.start`'s; None: the default or
         the GPUMON_* environment variable)."""
-        given: Dict[str, Any] = dict(sample_hz=sample_hz, snapshot_s=snapshot_s,
-                                     epoch_gc=epoch_gc, detail=detail, sock_dir=sock_dir)
-        gpumon.start(**{k: v for k, v in given.items() if v is not None})
+        start_given(sample_hz=sample_hz, snapshot_s=snapshot_s, epoch_gc=epoch_gc,
+                    detail=detail, sock_dir=sock_dir)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         gpumon.mark("train", kind="train_begin", step=getattr(state, "global_step", None))

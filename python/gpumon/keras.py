@@ -10,7 +10,7 @@ import os
 from typing import Any, Dict, Optional
 
 import gpumon
-from gpumon._callback_base import callback_base
+from gpumon._callback_base import callback_base, start_given
 
 
 def _legacy_keras() -> bool:
@@ -40,9 +40,8 @@ class GpumonCallback(_Base):  # type: ignore[misc, valid-type]
         the GPUMON_* environment variable)."""
         if _Base is not object:
             super(GpumonCallback, self).__init__()
-        given: Dict[str, Any] = dict(sample_hz=sample_hz, snapshot_s=snapshot_s,
-                                     epoch_gc=epoch_gc, detail=detail, sock_dir=sock_dir)
-        gpumon.start(**{k: v for k, v in given.items() if v is not None})
+        start_given(sample_hz=sample_hz, snapshot_s=snapshot_s, epoch_gc=epoch_gc,
+                    detail=detail, sock_dir=sock_dir)
 
     def on_train_begin(self, logs: Optional[Dict[str, Any]] = None) -> None:
         gpumon.mark("train", kind="train_begin")

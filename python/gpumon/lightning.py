@@ -7,10 +7,10 @@ Lightning checks callbacks against its own base class, and `lightning` and
 program already imported (else whichever is installed, else none).
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 import gpumon
-from gpumon._callback_base import callback_base
+from gpumon._callback_base import callback_base, start_given
 
 
 _Base = callback_base("lightning.pytorch", "pytorch_lightning", "pytorch_lightning", "lightning")
@@ -28,9 +28,8 @@ class GpumonLightningCallback(_Base):  # type: ignore[misc, valid-type]
     ) -> None:
         """Starts the companion with these options (`gpumon.start`'s; None: the default or
         the GPUMON_* environment variable)."""
-        given: Dict[str, Any] = dict(sample_hz=sample_hz, snapshot_s=snapshot_s,
-                                     epoch_gc=epoch_gc, detail=detail, sock_dir=sock_dir)
-        gpumon.start(**{k: v for k, v in given.items() if v is not None})
+        start_given(sample_hz=sample_hz, snapshot_s=snapshot_s, epoch_gc=epoch_gc,
+                    detail=detail, sock_dir=sock_dir)
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         gpumon.mark("train", kind="train_begin", step=getattr(trainer, "global_step", None))
