@@ -10,7 +10,7 @@ use super::config::GrowthConfig;
 use super::format::{fit_summary, p_value, steps, who};
 use super::inputs::{EpochPoint, WindowPoint};
 use super::stats::median;
-use super::trend::{Trace, TrendTest, current_rate, detect_confirmed};
+use super::trend::{Trace, TrendTest, current_rate, detect_confirmed, epoch_trends};
 use super::{
     AlertKey, AlertKind, Basis, CeilingSource, Evidence, Finding, Forecast, Severity, StepUnit,
     TrendSeries,
@@ -46,37 +46,6 @@ pub struct GrowthContext {
     /// The floor is exact (an allocator's count after gc, the interposer's live bytes):
     /// judged with noise-scaled gates (`GrowthConfig::exact`).
     pub exact: bool,
-}
-
-fn trace_of(points: &[EpochPoint], f: impl Fn(&EpochPoint) -> Option<u64>) -> Trace {
-    let mut tr = Trace::default();
-    for p in points {
-        if let Some(v) = f(p) {
-            tr.x.push(p.epoch as f64);
-            tr.t.push(p.t);
-            tr.y.push(v);
-        }
-    }
-    tr
-}
-
-/// Clean epoch points: warm-up and pre-baseline epochs dropped, sorted, one per epoch.
-pub fn usable_epochs(
-    points: &[EpochPoint],
-    baseline_from: Option<Ts>,
-    cfg: &GrowthConfig,
-) -> Vec<EpochPoint> {
-    let mut v: Vec<EpochPoint> = points
-        .iter()
-        .filter(|p| p.epoch >= cfg.warmup_epochs && baseline_from.is_none_or(|b| p.t >= b))
-        .copied()
-        .collect();
-    v.sort_by_key(|p| p.epoch);
-    // A repeated epoch number (a restarted marker) keeps its latest report.
-    v.reverse();
-    v.dedup_by_key(|p| p.epoch);
-    v.reverse();
-    v
 }
 
 /// Milliseconds per x unit over the window (median, robust to a slow eval epoch).
@@ -207,17 +176,19 @@ pub fn epoch_growth(
     ctx: &GrowthContext,
     cfg: &GrowthConfig,
 ) -> Option<Finding> {
-    let pts = usable_epochs(points, baseline_from, cfg);
-    let exact_cfg = cfg.exact();
-    let floor_cfg = if ctx.exact { &exact_cfg } else { cfg };
-    let floor_pts = usable_epochs(points, baseline_from, floor_cfg);
-    let floor = trace_of(&floor_pts, |p| Some(p.floor));
-    let peak = trace_of(&pts, |p| p.peak);
-    let reserved = trace_of(&pts, |p| p.reserved);
-    let floor_t = detect_confirmed(&floor, ctx.capacity, floor_cfg, ctx.growth_active);
+    // The trend tests depend on the points only; they change once an epoch.
+    let trends = epoch_trends(
+        points,
+        baseline_from,
+        ctx.capacity,
+        ctx.exact,
+        (ctx.growth_active, ctx.cache_active),
+        cfg,
+    );
+    let floor_t = trends.floor.clone();
     // The peak decides the forecast when it trends too; the floor alone otherwise.
-    let peak_t = detect_confirmed(&peak, ctx.capacity, cfg, ctx.growth_active);
-    let last = floor_pts.last()?;
+    let peak_t = trends.peak.clone();
+    let last = trends.last.as_ref()?;
     let epoch_now = ctx.current_epoch.or(Some(last.epoch));
     let who_s = who(Some(ctx.pid), ctx.gpu);
     let head = format!("PID {} on GPU {}", ctx.pid, ctx.gpu);
@@ -295,7 +266,7 @@ pub fn epoch_growth(
         });
     }
 
-    let cache_t = detect_confirmed(&reserved, ctx.capacity, cfg, ctx.cache_active)?;
+    let cache_t = trends.reserved.clone()?;
     let n = cache_t.window.len();
     let (first_e, last_e) = (cache_t.window.x[0] as i64, cache_t.window.x[n - 1] as i64);
     let message = format!(

@@ -31,6 +31,9 @@ struct ProcMemory {
     /// The largest live block of each reading, over a longer span (older companions send
     /// no recurring requests: a size that comes and goes is one).
     blocks: VecDeque<u64>,
+    /// `alternating_block` of `blocks`, worked out when they change (at a block map)
+    /// instead of at every evaluation.
+    alternating: Option<(u64, u64)>,
     last_epoch_t: Option<Ts>,
     prev_epoch_t: Option<Ts>,
 }
@@ -66,6 +69,10 @@ impl Memory {
             m.readings.push_back(f.clone());
             if let Some(b) = f.largest_block {
                 m.blocks.push_back(b);
+                while m.blocks.len() > READINGS_KEPT {
+                    m.blocks.pop_front();
+                }
+                m.alternating = alternating(&m.blocks);
             }
         }
         let keep_from = m.prev_epoch_t.unwrap_or(Ts::MIN);
@@ -76,9 +83,6 @@ impl Memory {
             || (m.readings.len() > 1 && m.readings.front().is_some_and(|r| r.t < keep_from))
         {
             m.readings.pop_front();
-        }
-        while m.blocks.len() > READINGS_KEPT {
-            m.blocks.pop_front();
         }
     }
 
@@ -94,18 +98,7 @@ impl Memory {
     /// then seen again), with how many times it came back: a request the program makes
     /// again and again, for companions that do not report `requests`.
     pub fn alternating_block(&self, pid: u32, gpu: u32) -> Option<(u64, u64)> {
-        let b = &self.procs.get(&(pid, gpu))?.blocks;
-        // rises: a reading with v after one without it (the first sighting counts); one
-        // pass for every size at once.
-        let mut rises: std::collections::BTreeMap<u64, u64> = Default::default();
-        let mut prev = None;
-        for &x in b {
-            if prev != Some(x) {
-                *rises.entry(x).or_default() += 1;
-            }
-            prev = Some(x);
-        }
-        rises.into_iter().rev().find(|&(_, n)| n >= 2)
+        self.procs.get(&(pid, gpu))?.alternating
     }
 
     /// Retries added during the last one or two completed epochs (0: none; `None`: the
@@ -131,6 +124,21 @@ impl Memory {
     pub fn retain(&mut self, live: &[(u32, u32)]) {
         self.procs.retain(|k, _| live.contains(k));
     }
+}
+
+/// The largest size in `blocks` that came back at least twice, with how many times.
+fn alternating(blocks: &VecDeque<u64>) -> Option<(u64, u64)> {
+    // rises: a reading with v after one without it (the first sighting counts); one
+    // pass for every size at once.
+    let mut rises: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut prev = None;
+    for &x in blocks {
+        if prev != Some(x) {
+            *rises.entry(x).or_default() += 1;
+        }
+        prev = Some(x);
+    }
+    rises.into_iter().rev().find(|&(_, n)| n >= 2)
 }
 
 #[cfg(test)]

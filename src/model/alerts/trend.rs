@@ -7,6 +7,7 @@ use crate::fmt::MIB_U64;
 use crate::model::time::Ts;
 
 use super::config::GrowthConfig;
+use super::inputs::EpochPoint;
 use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
 use super::{Gate, GateName, Point};
 
@@ -241,6 +242,15 @@ pub fn detect_confirmed(
     cfg: &GrowthConfig,
     sticky: bool,
 ) -> Option<TrendTest> {
+    detect_confirmed_memo(trace, capacity, cfg, sticky)
+}
+
+fn detect_confirmed_uncached(
+    trace: &Trace,
+    capacity: u64,
+    cfg: &GrowthConfig,
+    sticky: bool,
+) -> Option<TrendTest> {
     let endings = cfg.confirm.max(1);
     if trace.len() < cfg.min_window + endings - 1 {
         return None;
@@ -251,6 +261,224 @@ pub fn detect_confirmed(
     } else {
         let newest = results.next().flatten()?;
         results.all(|r| r.is_some()).then_some(newest)
+    }
+}
+
+/// Clean epoch points: warm-up and pre-baseline epochs dropped, sorted, one per epoch.
+pub fn usable_epochs(
+    points: &[EpochPoint],
+    baseline_from: Option<Ts>,
+    cfg: &GrowthConfig,
+) -> Vec<EpochPoint> {
+    let mut v: Vec<EpochPoint> = Vec::with_capacity(points.len());
+    v.extend(
+        points
+            .iter()
+            .filter(|p| p.epoch >= cfg.warmup_epochs && baseline_from.is_none_or(|b| p.t >= b)),
+    );
+    v.sort_by_key(|p| p.epoch);
+    // A repeated epoch number (a restarted marker) keeps its latest report.
+    v.reverse();
+    v.dedup_by_key(|p| p.epoch);
+    v.reverse();
+    v
+}
+
+fn trace_of(points: &[EpochPoint], f: impl Fn(&EpochPoint) -> Option<u64>) -> Trace {
+    let n = points.len();
+    let mut tr = Trace {
+        x: Vec::with_capacity(n),
+        t: Vec::with_capacity(n),
+        y: Vec::with_capacity(n),
+    };
+    for p in points {
+        if let Some(v) = f(p) {
+            tr.x.push(p.epoch as f64);
+            tr.t.push(p.t);
+            tr.y.push(v);
+        }
+    }
+    tr
+}
+
+/// The growth rule's trend tests on per-epoch points, and the floor's newest usable point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochTrends {
+    pub last: Option<EpochPoint>,
+    /// The allocated floor at epoch ends (judged with the exact gates when `exact`).
+    pub floor: Option<TrendTest>,
+    pub peak: Option<TrendTest>,
+    pub reserved: Option<TrendTest>,
+}
+
+/// `floor`, `peak` (sticky while a growth alert is active) and `reserved` (sticky while a
+/// cache-growth one is) of `points`, remembered by every input: the engine asks every
+/// second, the points change once an epoch.
+pub fn epoch_trends(
+    points: &[EpochPoint],
+    baseline_from: Option<Ts>,
+    capacity: u64,
+    exact: bool,
+    (growth_active, cache_active): (bool, bool),
+    cfg: &GrowthConfig,
+) -> std::rc::Rc<EpochTrends> {
+    let flags = (exact, growth_active, cache_active);
+    let mut h = memo::mix(capacity, baseline_from.map_or(0, |b| b as u64 ^ 1 << 63));
+    h = memo::mix(
+        h,
+        u64::from(exact) | u64::from(growth_active) << 1 | u64::from(cache_active) << 2,
+    );
+    for p in points {
+        h = memo::mix(memo::mix(memo::mix(h, p.epoch), p.t as u64), p.floor);
+        h = memo::mix(
+            memo::mix(h, p.peak.map_or(1, |v| v << 1)),
+            p.reserved.map_or(1, |v| v << 1),
+        );
+    }
+    let same = |k: &EpochKey| {
+        k.capacity == capacity
+            && k.flags == flags
+            && k.baseline_from == baseline_from
+            && k.points == points
+            && k.cfg == *cfg
+    };
+    EPOCH_TRENDS
+        .with(|m| m.borrow_mut().get(h, same))
+        .unwrap_or_else(|| {
+            let exact_cfg = cfg.exact();
+            let floor_cfg = if exact { &exact_cfg } else { cfg };
+            let pts = usable_epochs(points, baseline_from, cfg);
+            let floor_pts = usable_epochs(points, baseline_from, floor_cfg);
+            let floor = trace_of(&floor_pts, |p| Some(p.floor));
+            let peak = trace_of(&pts, |p| p.peak);
+            let reserved = trace_of(&pts, |p| p.reserved);
+            let trends = std::rc::Rc::new(EpochTrends {
+                last: floor_pts.last().copied(),
+                floor: detect_confirmed(&floor, capacity, floor_cfg, growth_active),
+                peak: detect_confirmed(&peak, capacity, cfg, growth_active),
+                reserved: detect_confirmed(&reserved, capacity, cfg, cache_active),
+            });
+            let key = EpochKey {
+                points: points.to_vec(),
+                baseline_from,
+                capacity,
+                flags,
+                cfg: cfg.clone(),
+            };
+            EPOCH_TRENDS.with(|m| m.borrow_mut().put(h, key, trends.clone()));
+            trends
+        })
+}
+
+struct EpochKey {
+    points: Vec<EpochPoint>,
+    baseline_from: Option<Ts>,
+    capacity: u64,
+    flags: (bool, bool, bool),
+    cfg: GrowthConfig,
+}
+
+struct TraceKey {
+    trace: Trace,
+    capacity: u64,
+    cfg: GrowthConfig,
+    sticky: bool,
+}
+
+thread_local! {
+    static EPOCH_TRENDS: std::cell::RefCell<memo::Memo<EpochKey, std::rc::Rc<EpochTrends>>> =
+        std::cell::RefCell::new(memo::Memo::default());
+    static CONFIRMED: std::cell::RefCell<memo::Memo<TraceKey, Option<TrendTest>>> =
+        std::cell::RefCell::new(memo::Memo::default());
+}
+
+/// `detect_confirmed` remembered by its inputs (the windowed series: their points change
+/// once a window completes).
+fn detect_confirmed_memo(
+    trace: &Trace,
+    capacity: u64,
+    cfg: &GrowthConfig,
+    sticky: bool,
+) -> Option<TrendTest> {
+    let mut h = memo::mix(capacity, u64::from(sticky));
+    for ((x, t), y) in trace.x.iter().zip(&trace.t).zip(&trace.y) {
+        h = memo::mix(memo::mix(memo::mix(h, x.to_bits()), *t as u64), *y);
+    }
+    h = memo::mix(h, trace.len() as u64);
+    let same = |k: &TraceKey| {
+        k.capacity == capacity && k.sticky == sticky && k.trace == *trace && k.cfg == *cfg
+    };
+    CONFIRMED
+        .with(|m| m.borrow_mut().get(h, same))
+        .unwrap_or_else(|| {
+            let result = detect_confirmed_uncached(trace, capacity, cfg, sticky);
+            let key = TraceKey {
+                trace: trace.clone(),
+                capacity,
+                cfg: cfg.clone(),
+                sticky,
+            };
+            CONFIRMED.with(|m| m.borrow_mut().put(h, key, result.clone()));
+            result
+        })
+}
+
+/// Answers remembered by their inputs. The engine evaluates every second, but a trend's
+/// points (epochs, completed windows) change once an epoch or a window: between them the
+/// same series were tested again and again (issue 19: most of a 24-hour report's time, up
+/// to 90 Mann–Kendall windows per process and second, and the copies to set them up).
+/// An answer is used only when every input equals the one it was computed from, so it is
+/// the function's own, bit for bit.
+///
+/// Per thread, because the rules call these as pure functions (the engine, a replay and
+/// each test evaluate on their own thread); two generations of at most `CAP` answers each:
+/// the inputs asked for since the last turnover stay, older ones go (a few hundred KiB at
+/// most, whatever the number of processes; with more series than `CAP` it only recomputes).
+mod memo {
+    use std::collections::HashMap;
+
+    const CAP: usize = 128;
+
+    /// A cheap mix of an input (the multiply-rotate of rustc's FxHasher): entries are
+    /// compared whole on a hit, so the hash only has to spread them, not resist anyone.
+    pub(super) fn mix(h: u64, v: u64) -> u64 {
+        (h.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+    }
+
+    pub(super) struct Memo<K, V> {
+        new: HashMap<u64, (K, V)>,
+        old: HashMap<u64, (K, V)>,
+    }
+
+    impl<K, V> Default for Memo<K, V> {
+        fn default() -> Self {
+            Memo {
+                new: HashMap::new(),
+                old: HashMap::new(),
+            }
+        }
+    }
+
+    impl<K, V: Clone> Memo<K, V> {
+        /// The answer stored under `hash` for the inputs `same` accepts.
+        pub(super) fn get(&mut self, hash: u64, same: impl Fn(&K) -> bool) -> Option<V> {
+            if let Some((k, v)) = self.new.get(&hash)
+                && same(k)
+            {
+                return Some(v.clone());
+            }
+            let (k, v) = self.old.remove(&hash).filter(|(k, _)| same(k))?;
+            let answer = v.clone();
+            self.new.insert(hash, (k, v));
+            Some(answer)
+        }
+
+        pub(super) fn put(&mut self, hash: u64, key: K, value: V) {
+            if self.new.len() >= CAP {
+                self.old = std::mem::take(&mut self.new);
+            }
+            self.new.insert(hash, (key, value));
+        }
     }
 }
 
