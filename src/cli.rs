@@ -154,10 +154,10 @@ pub struct OutputArgs {
     /// Also serve Prometheus metrics on this address: :9464 (loopback), HOST:PORT, [::1]:9464.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub serve: Option<SocketAddr>,
-    /// Write one CSV row per GPU and per process per sample.
+    /// Write one CSV row per GPU and per process per sample (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Write one JSON line per GPU and per process per sample.
+    /// Write one JSON line per GPU and per process per sample (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub jsonl: Option<PathBuf>,
     /// No terminal UI: sample (or replay) and write the outputs only.
@@ -238,10 +238,10 @@ pub struct RecordArgs {
     /// Directory of companion sockets.
     #[arg(long, value_name = "DIR")]
     pub socket_dir: Option<PathBuf>,
-    /// Also write one CSV row per GPU and per process per sample.
+    /// Also write one CSV row per GPU and per process per sample (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Also write one JSON line per GPU and per process per sample.
+    /// Also write one JSON line per GPU and per process per sample (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub jsonl: Option<PathBuf>,
     /// When the recording ends (its --duration, or SIGINT/SIGTERM), write its HTML report here.

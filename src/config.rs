@@ -74,23 +74,24 @@ pub fn current() -> &'static Resolved {
 /// `gpumon config`: print the default file, the path, or check the file in use.
 pub fn command(args: &crate::cli::ConfigArgs, explicit: Option<&Path>) -> Result<i32> {
     if args.print_default {
-        print!("{}", default_text());
+        crate::fmt::print_stdout(default_text().as_bytes())?;
         return Ok(0);
     }
     let path = explicit.map(Path::to_path_buf).or_else(default_path);
     if args.path {
         match &path {
-            Some(p) => println!("{}", p.display()),
+            Some(p) => crate::fmt::print_stdout(format!("{}\n", p.display()).as_bytes())?,
             None => bail!("neither XDG_CONFIG_HOME nor HOME is set"),
         }
         return Ok(0);
     }
     load(explicit)?;
-    match path {
-        Some(p) if p.is_file() => println!("{}: valid", p.display()),
-        Some(p) => println!("{}: not present (built-in defaults)", p.display()),
-        None => println!("no configuration path (neither XDG_CONFIG_HOME nor HOME is set)"),
-    }
+    let said = match path {
+        Some(p) if p.is_file() => format!("{}: valid\n", p.display()),
+        Some(p) => format!("{}: not present (built-in defaults)\n", p.display()),
+        None => "no configuration path (neither XDG_CONFIG_HOME nor HOME is set)\n".into(),
+    };
+    crate::fmt::print_stdout(said.as_bytes())?;
     Ok(0)
 }
 

@@ -143,6 +143,18 @@ macro_rules! say {
     };
 }
 
+/// Writes `text` to stdout and flushes. A reader that stopped early (`gpumon snapshot |
+/// head -1`) has what it wanted: a closed pipe is success, as for other Unix tools (Rust
+/// ignores SIGPIPE, so `println!` would panic there). Other errors (`> /dev/full`) are returned.
+pub fn print_stdout(text: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        done => done,
+    }
+}
+
 /// Longest part of a value an error message repeats.
 pub const QUOTE_MAX: usize = 120;
 

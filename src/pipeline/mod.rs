@@ -54,6 +54,9 @@ pub struct Pipeline {
     /// The first flat log or alert log write error; that output is cut at its
     /// last whole line and dropped, and a headless run stops loudly on it.
     output_failed: Option<String>,
+    /// An output's reader went away (`--alerts-jsonl - | head -1`): a headless run has
+    /// nothing left to do and ends quietly, as other Unix tools do on a closed pipe.
+    output_closed: bool,
 }
 
 impl Default for Pipeline {
@@ -80,6 +83,7 @@ impl Pipeline {
             recording_failed: None,
             notices: Vec::new(),
             output_failed: None,
+            output_closed: false,
         }
     }
 
@@ -146,7 +150,7 @@ impl Pipeline {
                 .retain_mut(|log| match log.write_tick(state, t) {
                     Ok(()) => true,
                     Err(e) => {
-                        failed.get_or_insert(e.to_string());
+                        failed.get_or_insert(e);
                         false
                     }
                 });
@@ -203,7 +207,7 @@ impl Pipeline {
             });
             if let Err(e) = out.write_lines(format!("{line}\n").as_bytes()) {
                 self.sinks.alerts_out = None;
-                self.output_failed(e.to_string());
+                self.output_failed(e);
             }
         }
         let raised = matches!(c.change, ChangeKind::Raised | ChangeKind::Worsened);
@@ -219,9 +223,18 @@ impl Pipeline {
         self.state.apply(&frame);
     }
 
-    fn output_failed(&mut self, e: String) {
+    fn output_failed(&mut self, e: std::io::Error) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            self.output_closed = true;
+            return;
+        }
         self.sink_failed(format!("output stopped: {e}"));
-        self.output_failed.get_or_insert(e);
+        self.output_failed.get_or_insert(e.to_string());
+    }
+
+    /// Whether an output's reader closed it (a broken pipe): not an error, the end.
+    pub fn output_closed(&self) -> bool {
+        self.output_closed
     }
 
     /// The first flat or alert log write error, once.

@@ -143,6 +143,8 @@ pub(super) async fn headless(
             crate::say!("gpumon: output stopped: {e}");
             return 1;
         }
+        // The reader of an output went away (`| head -1`): it has what it wanted.
+        stop |= pipe.output_closed();
         if let Some(code) = alert_exit(&pipe) {
             return code;
         }
@@ -221,9 +223,7 @@ pub(super) fn snapshot() -> Result<i32> {
     state.apply(&Frame::Header(header));
     state.apply(&Frame::Procs { t: tick.t, procs });
     state.apply(&Frame::Tick(tick));
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&crate::export::json::to_json(&state))?
-    );
+    let text = serde_json::to_string_pretty(&crate::export::json::to_json(&state))?;
+    crate::fmt::print_stdout(format!("{text}\n").as_bytes())?;
     Ok(0)
 }

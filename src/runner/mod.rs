@@ -56,6 +56,20 @@ pub fn demo_path() -> Option<PathBuf> {
 }
 
 pub fn main_entry(cli: Cli) -> Result<i32> {
+    match run_command(cli) {
+        // The reader of stdout went away before gpumon was done (`| head -1`): it has what
+        // it wanted, and gpumon ends quietly, as other Unix tools do.
+        Err(e) if e.is::<StdoutClosed>() => Ok(0),
+        done => done,
+    }
+}
+
+/// A write to stdout found its reader gone (a broken pipe).
+#[derive(Debug, thiserror::Error)]
+#[error("stdout closed by its reader")]
+struct StdoutClosed;
+
+fn run_command(cli: Cli) -> Result<i32> {
     match &cli.command {
         Some(Command::Run { cmd }) => return crate::launch::run(cmd),
         Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
@@ -64,10 +78,11 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
             let Some(dir) = &m.dir else {
                 return print_all(&man::main_page()?);
             };
-            for p in man::write_all(dir)? {
-                println!("{}", p.display());
-            }
-            return Ok(0);
+            let written: String = man::write_all(dir)?
+                .iter()
+                .map(|p| format!("{}\n", p.display()))
+                .collect();
+            return print_all(written.as_bytes());
         }
         _ => {}
     }
@@ -90,7 +105,7 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
             Some(Command::Replay(r)) if r.out.headless => replay_headless(r).await,
             Some(Command::Replay(r)) => replay_tui(r, false, None).await,
             Some(Command::Demo(d)) if d.name.as_deref() == Some("list") => {
-                print!("{}", demos::list());
+                crate::fmt::print_stdout(demos::list().as_bytes())?;
                 Ok(0)
             }
             Some(Command::Demo(d)) => {
@@ -128,14 +143,8 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
 /// Write generated text to stdout; a reader that stops early (`gpumon man | head`) is not an
 /// error. (The generators are given a buffer because clap_complete panics on a write error.)
 fn print_all(text: &[u8]) -> Result<i32> {
-    use std::io::Write;
-    match io::stdout()
-        .write_all(text)
-        .and_then(|()| io::stdout().flush())
-    {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(0),
-    }
+    crate::fmt::print_stdout(text)?;
+    Ok(0)
 }
 
 pub(super) fn theme(d: &DisplayArgs) -> Theme {
@@ -213,14 +222,21 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
         // Past `ulimit -f` a write then fails with EFBIG, reported like any other.
         crate::record::ignore_sigxfsz();
     }
-    if let Some(p) = &out.csv {
-        let log = FlatLog::create(p, FlatFormat::Csv, host.clone())
-            .with_context(|| format!("cannot write {}", p.display()))?;
-        s.flat.push(log);
-    }
-    if let Some(p) = &out.jsonl {
-        let log = FlatLog::create(p, FlatFormat::Jsonl, host.clone())
-            .with_context(|| format!("cannot write {}", p.display()))?;
+    for (p, format) in [(&out.csv, FlatFormat::Csv), (&out.jsonl, FlatFormat::Jsonl)] {
+        let Some(p) = p else { continue };
+        let log = if p.as_os_str() == "-" {
+            // The CSV header is written here: a reader already gone is found now.
+            FlatLog::new(Box::new(io::stdout()), format, host.clone()).map_err(|e| {
+                if e.kind() == io::ErrorKind::BrokenPipe {
+                    anyhow::Error::new(StdoutClosed)
+                } else {
+                    anyhow::Error::new(e).context("cannot write stdout")
+                }
+            })?
+        } else {
+            FlatLog::create(p, format, host.clone())
+                .with_context(|| format!("cannot write {}", p.display()))?
+        };
         s.flat.push(log);
     }
     if let Some(p) = &out.alerts_jsonl {

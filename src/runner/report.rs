@@ -1,7 +1,6 @@
 //! `gpumon report` and `gpumon record --report`: the page is written from the recording,
 //! replayed through a pipeline configured like every other mode's (alert thresholds).
 
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -41,14 +40,7 @@ pub(super) fn write_report(
     )?;
     let text = render(recording, pipe, format)?;
     let Some(out) = out else {
-        let mut stdout = std::io::stdout().lock();
-        return match stdout
-            .write_all(text.as_bytes())
-            .and_then(|()| stdout.flush())
-        {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-            _ => Ok(()),
-        };
+        return Ok(crate::fmt::print_stdout(text.as_bytes())?);
     };
     let name = out
         .file_name()
