@@ -61,9 +61,83 @@ pub fn process_label(cmdline: Option<&str>, comm: Option<&str>) -> Option<String
     Some(base(words[launchers - 1]).to_string())
 }
 
+/// Labels that tell apart the processes of one list (a chart's legend): each process's
+/// `process_label`, and where two commands share it (`scenario.py` twice), the arguments
+/// in which their command lines differ, with the option that names them
+/// (`scenario.py --name clean_bert`). Arguments all of them share (`--deadline 1795971387`)
+/// are left out; the whole command stays in the outputs that have room for it.
+pub fn distinct_labels(cmdlines: &[&str]) -> Vec<String> {
+    let parts: Vec<(String, Vec<&str>)> = cmdlines
+        .iter()
+        .map(|c| {
+            let label = process_label(Some(c), None).unwrap_or_default();
+            let words: Vec<&str> = c.split_whitespace().collect();
+            // The arguments after the word the label names (a script, a module, a program).
+            let at = words
+                .iter()
+                .position(|w| *w == label || base(w) == label)
+                .map_or(words.len(), |i| i + 1);
+            (label, words[at..].to_vec())
+        })
+        .collect();
+    parts
+        .iter()
+        .map(|(label, args)| {
+            let others: Vec<&Vec<&str>> = parts
+                .iter()
+                .filter(|(l, a)| l == label && a != args)
+                .map(|(_, a)| a)
+                .collect();
+            if others.is_empty() || label.is_empty() {
+                return label.clone();
+            }
+            // The span of arguments that differ from some other command with this label:
+            // from the first index where any differs to the last, counted from the end.
+            let first = others
+                .iter()
+                .map(|o| {
+                    args.iter()
+                        .zip(o.iter())
+                        .take_while(|(a, b)| a == b)
+                        .count()
+                })
+                .min()
+                .unwrap_or(0);
+            let common_tail = others
+                .iter()
+                .map(|o| {
+                    args.iter()
+                        .rev()
+                        .zip(o.iter().rev())
+                        .take_while(|(a, b)| a == b)
+                        .count()
+                })
+                .min()
+                .unwrap_or(0);
+            let last = args
+                .len()
+                .saturating_sub(common_tail)
+                .max(first + 1)
+                .min(args.len());
+            if first >= last {
+                return label.clone();
+            }
+            // A differing value keeps the option before it (`--name clean_bert`).
+            let from =
+                if first > 0 && args[first - 1].starts_with('-') && !args[first].starts_with('-') {
+                    first - 1
+                } else {
+                    first
+                };
+            let words: Vec<&str> = args[from..last].iter().map(|w| base(w)).collect();
+            format!("{label} {}", words.join(" "))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::process_label;
+    use super::{distinct_labels, process_label};
 
     fn label(cmd: &str) -> String {
         process_label(Some(cmd), Some("comm")).expect("a label")
@@ -112,5 +186,41 @@ mod tests {
         assert_eq!(process_label(Some("  "), Some("x")).as_deref(), Some("x"));
         assert_eq!(process_label(None, None), None);
         assert_eq!(process_label(None, Some("")), None);
+    }
+
+    #[test]
+    fn labels_keep_the_arguments_that_tell_processes_apart() {
+        let runs = [
+            "python3 /w/corpus/scenario.py --name clean_bert --deadline 1795971387 --hold-until 1795971395",
+            "python3 /w/corpus/scenario.py --name clean_jax --deadline 1795971387 --hold-until 1795971395",
+            "python3 /w/gpu/hold.py 3 40 uuid-proc",
+            "python3 /w/gpu/hold.py 5 40 int-proc",
+            "python3 /w/gpu/grow_shrink.py 70 2 24",
+            "/opt/llama-server --port 8080",
+        ];
+        assert_eq!(
+            distinct_labels(&runs),
+            [
+                "scenario.py --name clean_bert",
+                "scenario.py --name clean_jax",
+                "hold.py 3 40 uuid-proc",
+                "hold.py 5 40 int-proc",
+                "grow_shrink.py",
+                "llama-server",
+            ]
+        );
+        // The same command twice: nothing tells them apart but their PIDs.
+        let twice = ["python3 train.py --lr 3e-4", "python3 train.py --lr 3e-4"];
+        assert_eq!(distinct_labels(&twice), ["train.py", "train.py"]);
+        // Differing options keep their values; a differing last argument is kept whole.
+        let opts = [
+            "torchrun --nproc_per_node 8 train.py --bs 4 --out /runs/a",
+            "torchrun --nproc_per_node 8 train.py --bs 8 --out /runs/b",
+        ];
+        assert_eq!(
+            distinct_labels(&opts),
+            ["train.py --bs 4 --out a", "train.py --bs 8 --out b"]
+        );
+        assert_eq!(distinct_labels(&["", "x"]), ["", "x"]);
     }
 }

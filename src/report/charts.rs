@@ -50,10 +50,14 @@ pub fn gpu_chart(run: &Run, g: &GpuRun) -> Drawn {
         );
     }
     c.series(&g.used, "used", gap_ms(run));
-    for (i, p) in procs.iter().enumerate() {
+    // Labels as the TUI's rows tell runs apart: the script and the arguments that differ
+    // (a 60-character cut of `python3 /long/path/scenario.py --name …` named none).
+    let names: Vec<&str> = procs.iter().map(|p| p.name.as_str()).collect();
+    let labels = crate::model::label::distinct_labels(&names);
+    for (i, (p, label)) in procs.iter().zip(labels).enumerate() {
         let class = format!("p{}", i % PALETTE);
         c.series(&p.nvml, &class, gap_ms(run));
-        legend.push((class, format!("PID {} {}", p.pid, short(&p.name))));
+        legend.push((class, format!("PID {} {}", p.pid, short(&label))));
     }
     alert_marks(&mut c, run, |a| a.gpu == g.info.index, true);
     let title = format!("GPU {} memory used over time", g.info.index);
