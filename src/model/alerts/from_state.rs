@@ -40,15 +40,19 @@ pub fn fixed_windows(
     }
     let from_idx = first_idx.max(last_idx - keep as i64 + 1);
     let mins = series.window_mins(from_idx, last_idx, width);
-    (from_idx..=last_idx)
-        .zip(mins)
-        .filter(|(_, min)| min.is_finite() && *min >= 0.0)
-        .map(|(idx, min)| WindowPoint {
-            index: idx,
-            t: (idx + 1) * width,
-            min: min as u64,
-        })
-        .collect()
+    // Sized once: this runs for every process at every evaluation.
+    let mut out = Vec::with_capacity(mins.len());
+    out.extend(
+        (from_idx..=last_idx)
+            .zip(mins)
+            .filter(|(_, min)| min.is_finite() && *min >= 0.0)
+            .map(|(idx, min)| WindowPoint {
+                index: idx,
+                t: (idx + 1) * width,
+                min: min as u64,
+            }),
+    );
+    out
 }
 
 fn runtime(p: &ProcAlloc) -> Runtime {
@@ -64,20 +68,17 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
     // The rules look at most twice the longest window back (noise history) plus the
     // confirmation endings; the companion may hold 10,000 epochs.
     let keep_epochs = 2 * g.max_window + g.confirm + 2;
-    let epochs = d
-        .epochs
-        .iter()
-        .skip(d.epochs.len().saturating_sub(keep_epochs))
-        .filter_map(|e| {
-            Some(EpochPoint {
-                epoch: e.epoch,
-                t: e.t.unwrap_or(0),
-                floor: e.floor?,
-                peak: e.peak,
-                reserved: e.reserved,
-            })
+    let skip = d.epochs.len().saturating_sub(keep_epochs);
+    let mut epochs = Vec::with_capacity(d.epochs.len() - skip);
+    epochs.extend(d.epochs.iter().skip(skip).filter_map(|e| {
+        Some(EpochPoint {
+            epoch: e.epoch,
+            t: e.t.unwrap_or(0),
+            floor: e.floor?,
+            peak: e.peak,
+            reserved: e.reserved,
         })
-        .collect();
+    }));
     let baseline_from = d
         .events
         .iter()
@@ -97,13 +98,18 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
     } else {
         (g.window_ms, g.window_warmup_ms)
     };
-    let allocated_windows = fixed_windows(
-        &d.allocated,
-        p.first_seen.saturating_add(warmup),
-        now,
-        width,
-        keep,
-    );
+    // The growth rule reads the windows only of a run without epoch markers.
+    let allocated_windows = if epochs.is_empty() {
+        fixed_windows(
+            &d.allocated,
+            p.first_seen.saturating_add(warmup),
+            now,
+            width,
+            keep,
+        )
+    } else {
+        Vec::new()
+    };
     let frag = d.frag.as_ref().and_then(|f| {
         Some(FragView {
             t: f.t,
@@ -219,13 +225,19 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
         .iter()
         .flat_map(|(pid, p)| p.gpus.keys().map(move |gpu| (*pid, *gpu)))
         .collect();
-    for pid in state.companions.by_pid.keys() {
-        for info in infos {
-            if state.companions.for_gpu_in(*pid, info, infos).is_some() {
-                pairs.insert((*pid, info.index));
-            }
-        }
-    }
+    // Each companion's device on each card, looked up once per evaluation.
+    let placed: Vec<(u32, u32, &DevAlloc)> = state
+        .companions
+        .by_pid
+        .keys()
+        .flat_map(|pid| {
+            infos.iter().filter_map(|info| {
+                let d = state.companions.for_gpu_in(*pid, info, infos)?;
+                Some((*pid, info.index, d))
+            })
+        })
+        .collect();
+    pairs.extend(placed.iter().map(|(pid, gpu, _)| (*pid, *gpu)));
     let procs = pairs
         .into_iter()
         .map(|(pid, gpu)| {
@@ -239,20 +251,25 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
                     .flatten()
                     .map(|(lo, _)| lo.max(0.0) as u64)
             });
-            let nvml_windows = pg.map_or_else(Vec::new, |pg| {
-                fixed_windows(
+            let companion = placed
+                .iter()
+                .find(|(p, g, _)| (*p, *g) == (pid, gpu))
+                .and_then(|(_, _, d)| {
+                    let p = state.companions.get(pid)?;
+                    Some(companion_view(p, d, now, cfg))
+                });
+            // NVML's windows are read only when the companion gives no epochs.
+            let has_epochs = companion.as_ref().is_some_and(|c| !c.epochs.is_empty());
+            let nvml_windows = match pg {
+                Some(pg) if !has_epochs => fixed_windows(
                     &pg.used,
                     first_seen.saturating_add(g.nvml_window_warmup_ms),
                     now,
                     g.nvml_window_ms,
                     g.max_window + g.confirm,
-                )
-            });
-            let companion = infos.iter().find(|i| i.index == gpu).and_then(|info| {
-                let p = state.companions.get(pid)?;
-                let d = state.companions.for_gpu_in(pid, info, infos)?;
-                Some(companion_view(p, d, now, cfg))
-            });
+                ),
+                _ => Vec::new(),
+            };
             let comp = state.companions.get(pid);
             // A companion that reads no framework has no floors of its own (and may be
             // matched to no card, or to this one by default): NVML gives them.

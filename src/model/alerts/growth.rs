@@ -189,6 +189,10 @@ pub fn epoch_growth(
     // The peak decides the forecast when it trends too; the floor alone otherwise.
     let peak_t = trends.peak.clone();
     let last = trends.last.as_ref()?;
+    if floor_t.is_none() && peak_t.is_none() && trends.reserved.is_none() {
+        // No trend: nothing to word (the usual answer, every second).
+        return None;
+    }
     let epoch_now = ctx.current_epoch.or(Some(last.epoch));
     let who_s = who(Some(ctx.pid), ctx.gpu);
     let head = format!("PID {} on GPU {}", ctx.pid, ctx.gpu);

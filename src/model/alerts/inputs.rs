@@ -29,7 +29,8 @@ pub struct ProcView {
     pub nvml_used: Option<u64>,
     /// Lowest NVML usage over the grab-all persistence period, when the series covers it.
     pub nvml_used_min_recent: Option<u64>,
-    /// Completed fixed windows of NVML usage (minimum of each), oldest first, warm-up excluded.
+    /// Completed fixed windows of NVML usage (minimum of each), oldest first, warm-up excluded
+    /// (`from_state` leaves them out when the companion gives epochs: they are not read then).
     pub nvml_windows: Vec<WindowPoint>,
     /// Epoch markers from a companion that could read no framework (CuPy, a CUDA library it
     /// does not know): the floor of each is NVML's usage at the marker (issue 13, item 3).
@@ -102,7 +103,8 @@ pub struct CompanionView {
     pub last_epoch: Option<u64>,
     /// Points before this time are ignored (config change: batch size, allocator settings).
     pub baseline_from: Option<Ts>,
-    /// Completed fixed windows of `allocated` (minimum of each) for runs without epoch markers.
+    /// Completed fixed windows of `allocated` (minimum of each) for runs without epoch markers
+    /// (empty when there are epochs).
     pub allocated_windows: Vec<WindowPoint>,
     pub allocated: Option<u64>,
     pub reserved: Option<u64>,

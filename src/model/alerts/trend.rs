@@ -328,7 +328,9 @@ pub fn epoch_trends(
         h,
         u64::from(exact) | u64::from(growth_active) << 1 | u64::from(cache_active) << 2,
     );
-    for p in points {
+    // The newest points and the count tell series apart; the whole key is compared on a hit.
+    h = memo::mix(h, points.len() as u64);
+    for p in points.iter().rev().take(2).chain(points.first()) {
         h = memo::mix(memo::mix(memo::mix(h, p.epoch), p.t as u64), p.floor);
         h = memo::mix(
             memo::mix(h, p.peak.map_or(1, |v| v << 1)),
