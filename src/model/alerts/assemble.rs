@@ -3,13 +3,18 @@
 //! signals it followed across evaluations. The engine calls these and keeps only the
 //! lifecycle; the rules stay pure functions of their inputs.
 
+use std::cell::RefCell;
+
+use crate::model::time::Ts;
+
 use super::cache_fit::{self, FitInput, Recurrence};
-use super::config::AlertConfig;
+use super::config::{AlertConfig, GrowthConfig};
 use super::fragmentation::{self, FragInput, RequestSource};
 use super::grab_all::{self, GrabInput};
 use super::growth::{self, Ceiling, GrowthContext, WindowSource};
 use super::headroom::{self, HeadroomInput};
-use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
+use super::inputs::{CompanionView, EpochPoint, GpuView, ProcView, Runtime, Snapshot};
+use super::memo::{Memo, mix};
 use super::memory::Memory;
 use super::oom::{LeakNote, OomContext};
 use super::retry_risk::{self, RetryInput};
@@ -75,7 +80,7 @@ impl<'a> Subject<'a> {
             if !c.epochs.is_empty() {
                 // Floors an allocator counted after gc (or the interposer's live bytes).
                 ctx.exact = true;
-                return growth::epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg);
+                return epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg);
             }
             if !c.allocated_windows.is_empty() && p.nvml_epochs.is_empty() {
                 let source = if c.interposer {
@@ -151,8 +156,9 @@ impl<'a> Subject<'a> {
                 policy: c.and_then(|c| c.policy.clone()),
                 settings: c.map(|c| c.settings.clone()).unwrap_or_default(),
             };
-            let rt = c.map(|c| c.runtime.clone()).unwrap_or_default();
-            if let Some(f) = grab_all::check(p.pid, p.gpu, &input, &rt, &cfg.grab_all) {
+            let unnamed = Runtime::default();
+            let rt = c.map_or(&unnamed, |c| &c.runtime);
+            if let Some(f) = grab_all::check(p.pid, p.gpu, &input, rt, &cfg.grab_all) {
                 out.push((f, cfg.grab_all.persist_ms));
             }
         }
@@ -262,6 +268,52 @@ impl<'a> Subject<'a> {
             min_free_share: self.cfg.fragmentation.min_free_share,
         }
     }
+}
+
+struct GrowthKey {
+    points: Vec<EpochPoint>,
+    baseline_from: Option<Ts>,
+    ctx: GrowthContext,
+    cfg: GrowthConfig,
+}
+
+thread_local! {
+    static EPOCH_GROWTH: RefCell<Memo<GrowthKey, Option<Finding>>> = RefCell::new(Memo::default());
+}
+
+/// `growth::epoch_growth`, remembered by every input: a leak's finding is worded anew when
+/// its epochs or its context (ceiling, epoch in progress, hysteresis) change, not every
+/// second in between (`memo`).
+fn epoch_growth(
+    points: &[EpochPoint],
+    baseline_from: Option<Ts>,
+    ctx: &GrowthContext,
+    cfg: &GrowthConfig,
+) -> Option<Finding> {
+    let mut h = mix(
+        u64::from(ctx.pid) << 32 | u64::from(ctx.gpu),
+        points.len() as u64,
+    );
+    if let Some(p) = points.last() {
+        h = mix(mix(h, p.epoch), p.floor);
+    }
+    h = mix(h, ctx.ceiling.as_ref().map_or(0, |c| c.bytes));
+    let same = |k: &GrowthKey| {
+        k.ctx == *ctx && k.baseline_from == baseline_from && k.points == points && k.cfg == *cfg
+    };
+    EPOCH_GROWTH
+        .with(|m| m.borrow_mut().get(h, same))
+        .unwrap_or_else(|| {
+            let finding = growth::epoch_growth(points, baseline_from, ctx, cfg);
+            let key = GrowthKey {
+                points: points.to_vec(),
+                baseline_from,
+                ctx: ctx.clone(),
+                cfg: cfg.clone(),
+            };
+            EPOCH_GROWTH.with(|m| m.borrow_mut().put(h, key, finding.clone()));
+            finding
+        })
 }
 
 /// T, L, D and R when all but L are known: T from the block map, or reserved − allocated.

@@ -70,7 +70,7 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
     let keep_epochs = 2 * g.max_window + g.confirm + 2;
     let skip = d.epochs.len().saturating_sub(keep_epochs);
     let mut epochs = Vec::with_capacity(d.epochs.len() - skip);
-    epochs.extend(d.epochs.iter().skip(skip).filter_map(|e| {
+    epochs.extend(d.epochs.range(skip..).filter_map(|e| {
         Some(EpochPoint {
             epoch: e.epoch,
             t: e.t.unwrap_or(0),

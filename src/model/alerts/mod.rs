@@ -18,6 +18,7 @@ pub mod grab_all;
 pub mod growth;
 pub mod headroom;
 pub mod inputs;
+pub mod memo;
 pub mod memory;
 pub mod names;
 pub mod oom;
