@@ -134,7 +134,8 @@ fn exit_statuses() -> Vec<(String, &'static str)> {
         (
             "0".into(),
             "Success, or a clean stop: q, Ctrl-C, SIGINT, SIGTERM or SIGHUP (outputs flushed and \
-             closed), or the end of --duration.",
+             closed), the end of --duration, or a reader of stdout that went away \
+             (gpumon replay FILE --headless --alerts-jsonl - | head -1).",
         ),
         (
             "1".into(),

@@ -60,11 +60,8 @@ fn alert_log(path: &Path) -> String {
         ..Sinks::default()
     });
     pipe.apply(&Frame::Header(reader.header.clone()));
-    loop {
-        match reader.next().expect("readable") {
-            Next::Frame(f) => pipe.apply(&f),
-            _ => break,
-        }
+    while let Next::Frame(f) = reader.next().expect("readable") {
+        pipe.apply(&f);
     }
     drop(pipe);
     String::from_utf8(log.take()).expect("utf-8")
