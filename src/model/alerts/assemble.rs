@@ -4,6 +4,7 @@
 //! lifecycle; the rules stay pure functions of their inputs.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use crate::model::time::Ts;
 
@@ -14,7 +15,6 @@ use super::grab_all::{self, GrabInput};
 use super::growth::{self, Ceiling, GrowthContext, WindowSource};
 use super::headroom::{self, HeadroomInput};
 use super::inputs::{CompanionView, EpochPoint, GpuView, ProcView, Runtime, Snapshot};
-use super::memo::{Memo, mix};
 use super::memory::Memory;
 use super::oom::{LeakNote, OomContext};
 use super::retry_risk::{self, RetryInput};
@@ -270,50 +270,69 @@ impl<'a> Subject<'a> {
     }
 }
 
-struct GrowthKey {
+/// The last `growth::epoch_growth` of one process on one GPU, and what it was computed from.
+struct Slot {
     points: Vec<EpochPoint>,
     baseline_from: Option<Ts>,
     ctx: GrowthContext,
     cfg: GrowthConfig,
+    finding: Option<Finding>,
 }
+
+/// Slots kept at most; past it they start afresh (a bound on memory, not a working set).
+const SLOTS: usize = 256;
 
 thread_local! {
-    static EPOCH_GROWTH: RefCell<Memo<GrowthKey, Option<Finding>>> = RefCell::new(Memo::default());
+    static EPOCH_GROWTH: RefCell<HashMap<(u32, u32), Slot>> = RefCell::new(HashMap::new());
 }
 
-/// `growth::epoch_growth`, remembered by every input: a leak's finding is worded anew when
-/// its epochs or its context (ceiling, epoch in progress, hysteresis) change, not every
-/// second in between (`memo`).
+/// `growth::epoch_growth`, remembered per process with every input: a leak's finding is
+/// worded anew when its epochs or its context (ceiling, epoch in progress, hysteresis)
+/// change, not every second in between. A context that changes every second (a ceiling of
+/// reserved plus the card's free bytes) costs a comparison and a copy in place.
 fn epoch_growth(
     points: &[EpochPoint],
     baseline_from: Option<Ts>,
     ctx: &GrowthContext,
     cfg: &GrowthConfig,
 ) -> Option<Finding> {
-    let mut h = mix(
-        u64::from(ctx.pid) << 32 | u64::from(ctx.gpu),
-        points.len() as u64,
-    );
-    if let Some(p) = points.last() {
-        h = mix(mix(h, p.epoch), p.floor);
-    }
-    h = mix(h, ctx.ceiling.as_ref().map_or(0, |c| c.bytes));
-    let same = |k: &GrowthKey| {
-        k.ctx == *ctx && k.baseline_from == baseline_from && k.points == points && k.cfg == *cfg
+    let key = (ctx.pid, ctx.gpu);
+    let same = |s: &Slot| {
+        s.ctx == *ctx && s.baseline_from == baseline_from && s.points == points && s.cfg == *cfg
     };
-    EPOCH_GROWTH
-        .with(|m| m.borrow_mut().get(h, same))
-        .unwrap_or_else(|| {
-            let finding = growth::epoch_growth(points, baseline_from, ctx, cfg);
-            let key = GrowthKey {
-                points: points.to_vec(),
-                baseline_from,
-                ctx: ctx.clone(),
-                cfg: cfg.clone(),
-            };
-            EPOCH_GROWTH.with(|m| m.borrow_mut().put(h, key, finding.clone()));
-            finding
-        })
+    let hit = EPOCH_GROWTH.with(|m| {
+        let m = m.borrow();
+        let s = m.get(&key).filter(|s| same(s))?;
+        Some(s.finding.clone())
+    });
+    if let Some(finding) = hit {
+        return finding;
+    }
+    let finding = growth::epoch_growth(points, baseline_from, ctx, cfg);
+    EPOCH_GROWTH.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= SLOTS && !m.contains_key(&key) {
+            m.clear();
+        }
+        let s = m.entry(key).or_insert_with(|| Slot {
+            points: Vec::new(),
+            baseline_from,
+            ctx: ctx.clone(),
+            cfg: cfg.clone(),
+            finding: None,
+        });
+        if s.points != points {
+            s.points.clear();
+            s.points.extend_from_slice(points);
+        }
+        if s.cfg != *cfg {
+            s.cfg = cfg.clone();
+        }
+        s.baseline_from = baseline_from;
+        s.ctx = ctx.clone();
+        s.finding = finding.clone();
+    });
+    finding
 }
 
 /// T, L, D and R when all but L are known: T from the block map, or reserved − allocated.

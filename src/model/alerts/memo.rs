@@ -7,8 +7,9 @@
 //!
 //! Per thread, because the rules call these as pure functions (the engine, a replay and
 //! each test evaluate on their own thread); two generations of at most `CAP` answers each:
-//! the inputs asked for since the last turnover stay, older ones go (a few hundred KiB at
-//! most, whatever the number of processes; with more series than `CAP` it only recomputes).
+//! the inputs asked for since the last turnover stay, older ones go (256 answers of a few
+//! KiB at most per kind, whatever the run's length or the number of processes; with more
+//! series than `CAP` it only recomputes).
 
 use std::collections::HashMap;
 
