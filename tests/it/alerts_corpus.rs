@@ -5,13 +5,12 @@
 //!
 //! Prints the results table that docs/alerts.md quotes ("Quality on real H200 runs").
 
-use crate::support::corpus::{Captured, kinds, median};
+use crate::support::corpus::{kinds, median};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gpumon::model::alerts::{AlertConfig, AlertEngine};
+use gpumon::model::alerts::AlertConfig;
 use gpumon::model::frame::Frame;
-use gpumon::pipeline::{Pipeline, Sinks};
 use gpumon::record::{Next, Reader};
 use serde_json::Value;
 
@@ -59,15 +58,7 @@ fn i64_of(v: &Value, k: &str) -> Option<i64> {
 /// Replays one recording headless, as `gpumon replay --headless --alerts-jsonl -` does.
 fn replay(path: &Path, cfg: &AlertConfig) -> Res<Vec<Change>> {
     let mut reader = Reader::open(path)?;
-    let log = Captured::default();
-    let mut pipe = Pipeline::new(Sinks {
-        alerts_out: Some(gpumon::export::LineFile::new(
-            Box::new(log.clone()),
-            "alerts",
-        )),
-        ..Sinks::default()
-    });
-    pipe.alerts = AlertEngine::new(cfg.clone());
+    let (mut pipe, log) = crate::support::corpus::alert_pipeline(cfg.clone());
     pipe.apply(&Frame::Header(reader.header.clone()));
     let mut out = Vec::new();
     while let Next::Frame(f) = reader.next()? {

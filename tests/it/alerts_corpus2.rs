@@ -7,14 +7,13 @@
 //!
 //!     cargo test --test it alerts_corpus2:: -- --nocapture
 
-use crate::support::corpus::{Captured, kinds, median};
+use crate::support::corpus::{kinds, median};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use gpumon::model::frame::Frame;
 
-use gpumon::model::alerts::{AlertConfig, AlertEngine, AlertKind};
-use gpumon::pipeline::{Pipeline, Sinks};
+use gpumon::model::alerts::{AlertConfig, AlertKind};
 use gpumon::record::{Next, Reader};
 use gpumon::wire::Message;
 use serde_json::Value;
@@ -50,15 +49,7 @@ struct Raised {
 
 fn replay(path: &Path, pids: &[u32]) -> Res<BTreeMap<u32, Seen>> {
     let mut reader = Reader::open(path)?;
-    let log = Captured::default();
-    let mut pipe = Pipeline::new(Sinks {
-        alerts_out: Some(gpumon::export::LineFile::new(
-            Box::new(log.clone()),
-            "alerts",
-        )),
-        ..Sinks::default()
-    });
-    pipe.alerts = AlertEngine::new(AlertConfig::default());
+    let (mut pipe, log) = crate::support::corpus::alert_pipeline(AlertConfig::default());
     pipe.apply(&Frame::Header(reader.header.clone()));
     let mut out: BTreeMap<u32, Seen> = pids.iter().map(|p| (*p, Seen::default())).collect();
     while let Next::Frame(f) = reader.next()? {

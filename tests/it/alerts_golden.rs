@@ -9,9 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::corpus::Captured;
 use gpumon::model::frame::Frame;
-use gpumon::pipeline::{Pipeline, Sinks};
 use gpumon::record::{Next, Reader};
 
 fn root() -> &'static Path {
@@ -51,14 +49,8 @@ fn recordings() -> Vec<PathBuf> {
 /// The alert log of `path`, as `gpumon replay --headless --alerts-jsonl -` writes it.
 fn alert_log(path: &Path) -> String {
     let mut reader = Reader::open(path).expect("a recording");
-    let log = Captured::default();
-    let mut pipe = Pipeline::new(Sinks {
-        alerts_out: Some(gpumon::export::LineFile::new(
-            Box::new(log.clone()),
-            "alerts",
-        )),
-        ..Sinks::default()
-    });
+    let (mut pipe, log) =
+        crate::support::corpus::alert_pipeline(gpumon::model::alerts::AlertConfig::default());
     pipe.apply(&Frame::Header(reader.header.clone()));
     while let Next::Frame(f) = reader.next().expect("readable") {
         pipe.apply(&f);

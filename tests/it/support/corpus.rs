@@ -59,3 +59,20 @@ pub fn median(v: &[f64]) -> Option<f64> {
         (v[m - 1] + v[m]) / 2.0
     })
 }
+
+/// A headless pipeline whose `--alerts-jsonl` lines land in the returned buffer, as
+/// `gpumon replay --headless --alerts-jsonl -` writes them.
+pub fn alert_pipeline(
+    cfg: gpumon::model::alerts::AlertConfig,
+) -> (gpumon::pipeline::Pipeline, Captured) {
+    let log = Captured::default();
+    let mut pipe = gpumon::pipeline::Pipeline::new(gpumon::pipeline::Sinks {
+        alerts_out: Some(gpumon::export::LineFile::new(
+            Box::new(log.clone()),
+            "alerts",
+        )),
+        ..gpumon::pipeline::Sinks::default()
+    });
+    pipe.alerts = gpumon::model::alerts::AlertEngine::new(cfg);
+    (pipe, log)
+}
