@@ -421,9 +421,10 @@ fn proc_rows(
         {
             let row = Rect { y, ..row };
             let risk = super::alerts::frag_risk(app, pa.pid, pg.gpu);
+            let grab = super::policy::Grab::of(app, pa.pid, pg.gpu, pg.last_used, g.total());
             let now = app.view_state().now;
             p.paint("allocator line", |buf| {
-                alloc_summary(pa, d, risk, now, theme).render(row, buf)
+                alloc_summary(pa, d, risk, Some(&grab), now, theme).render(row, buf)
             });
             y += 1;
         }
@@ -604,6 +605,7 @@ pub(crate) fn alloc_summary(
     pa: &ProcAlloc,
     d: &DevAlloc,
     risk: Option<Severity>,
+    grab: Option<&super::policy::Grab<'_>>,
     now: Ts,
     theme: &Theme,
 ) -> Line<'static> {
@@ -621,7 +623,7 @@ pub(crate) fn alloc_summary(
             ));
             let cached = reserved.saturating_sub(alloc);
             spans.push(Span::raw(format!(" cached {} ", human(cached))));
-            if let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), alloc, reserved) {
+            if let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), alloc, reserved, grab) {
                 spans.push(Span::styled(format!("· {note} "), theme.warn()));
             }
             spans.extend(super::allocator::frag_text(Some(f), risk, theme).spans);
@@ -640,7 +642,7 @@ pub(crate) fn alloc_summary(
             ));
             spans.push(Span::raw(format!(" cached {}", opt(d.cached_now()))));
             if let (Some(a), Some(c)) = (d.allocated_now(), d.cached_now())
-                && let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), a, a + c)
+                && let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), a, a + c, grab)
             {
                 spans.push(Span::styled(format!(" · {note}"), theme.warn()));
             }
@@ -696,7 +698,7 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             if y >= area.y + area.height {
                 break;
             }
-            alloc_summary(pa, d, None, s.now, theme).render(
+            alloc_summary(pa, d, None, None, s.now, theme).render(
                 Rect {
                     x: area.x,
                     y,

@@ -1,8 +1,12 @@
 //! The allocator's policy and framework in words, for the process panel and the
 //! allocator line: sentences are the screen's business, the model keeps the facts.
 
+use crate::model::alerts::config::GrabAllConfig;
+use crate::model::alerts::grab_all::{self, Verdict};
+use crate::model::alerts::{AlertKind, Severity};
 use crate::model::allocator::ProcAlloc;
 use crate::model::named::Framework;
+use crate::tui::app::App;
 use crate::wire::Hello;
 
 /// `torch 2.11`, `jax 0.11`, `interposer`, `companion`.
@@ -66,10 +70,61 @@ pub(crate) fn policy_words(h: &Hello) -> Option<String> {
     Some(text)
 }
 
-/// `pool 105 GiB, 54 % idle (XLA preallocated)`: for allocators whose pool is their
-/// policy (JAX, TensorFlow), where the pool holds at least twice what it uses — on the
-/// overview row, since a pool that large is memory no other process can have.
-pub(crate) fn idle_pool(h: Option<&Hello>, allocated: u64, reserved: u64) -> Option<String> {
+/// What the grab-all rule makes of a process on its card, for the words beside an idle
+/// pool: NVML's bytes held now, the card's size, the thresholds, and its alert if raised.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Grab<'a> {
+    pub held: Option<u64>,
+    pub total: u64,
+    pub cfg: &'a GrabAllConfig,
+    pub alert: Option<Severity>,
+}
+
+impl<'a> Grab<'a> {
+    /// The rule's view of `pid` on GPU `gpu` (NVML index), holding `held` of `total`.
+    pub(crate) fn of(app: &'a App, pid: u32, gpu: u32, held: Option<u64>, total: u64) -> Self {
+        let alert = app
+            .pipe
+            .alerts
+            .active()
+            .into_iter()
+            .find(|a| a.kind == AlertKind::GrabAll && a.pid == Some(pid) && a.gpu == gpu)
+            .map(|a| a.severity);
+        Grab {
+            held,
+            total,
+            cfg: &app.pipe.alerts.config().grab_all,
+            alert,
+        }
+    }
+
+    /// `grab-all alert`, `grab-all after 2 min of this`, or why it is not an alert.
+    fn words(&self, allocated: u64) -> Option<String> {
+        if self.alert.is_some() {
+            return Some("grab-all alert".into());
+        }
+        let v = grab_all::verdict(self.held?, self.total, allocated, self.cfg)?;
+        Some(match v {
+            Verdict::Grab { .. } => format!(
+                "grab-all after {} of this",
+                crate::fmt::duration(self.cfg.persist_ms)
+            ),
+            _ => v.words(self.cfg),
+        })
+    }
+}
+
+/// `pool 105 GiB, 48.0 GiB used · XLA preallocated · not an alert: 46 % in use (alert
+/// under 25 %)`: for allocators whose pool is their policy (JAX, TensorFlow), where the
+/// pool holds at least twice what it uses — on the overview row and in the detail, since a
+/// pool that large is memory no other process can have — with the grab-all rule's status
+/// in words when its card share is known (`grab`): why it is not an alert, or that it is.
+pub(crate) fn idle_pool(
+    h: Option<&Hello>,
+    allocated: u64,
+    reserved: u64,
+    grab: Option<&Grab<'_>>,
+) -> Option<String> {
     const MIN_IDLE: u64 = 1 << 30;
     let h = h?;
     let idle = reserved.checked_sub(allocated)?;
@@ -92,11 +147,15 @@ pub(crate) fn idle_pool(h: Option<&Hello>, allocated: u64, reserved: u64) -> Opt
         },
         _ => return None,
     };
-    Some(format!(
-        "pool {}, {} % idle ({words})",
+    let mut note = format!(
+        "pool {}, {} used · {words}",
         crate::fmt::human(reserved),
-        idle * 100 / reserved.max(1)
-    ))
+        crate::fmt::human(allocated)
+    );
+    if let Some(w) = grab.and_then(|g| g.words(allocated)) {
+        note.push_str(&format!(" · {w}"));
+    }
+    Some(note)
 }
 
 #[cfg(test)]
@@ -111,22 +170,69 @@ mod tests {
             ..Hello::default()
         };
         // The JAX run of the review: 48.0 GiB used of a 104.9 GiB pool.
-        let note = idle_pool(Some(&h), 48 * GIB, 105 * GIB).expect("named");
-        assert!(
-            note.starts_with("pool 105 GiB, 54 % idle (XLA preallocated)"),
-            "{note}"
-        );
+        let note = idle_pool(Some(&h), 48 * GIB, 105 * GIB, None).expect("named");
+        assert_eq!(note, "pool 105 GiB, 48.0 GiB used · XLA preallocated");
         assert_eq!(
-            idle_pool(Some(&h), 60 * GIB, 105 * GIB),
+            idle_pool(Some(&h), 60 * GIB, 105 * GIB, None),
             None,
             "less than half idle"
         );
-        assert_eq!(idle_pool(Some(&h), 0, GIB / 2), None, "under a GiB idle");
+        assert_eq!(
+            idle_pool(Some(&h), 0, GIB / 2, None),
+            None,
+            "under a GiB idle"
+        );
         h.framework = Some("torch".into());
         assert_eq!(
-            idle_pool(Some(&h), 0, 8 * GIB),
+            idle_pool(Some(&h), 0, 8 * GIB, None),
             None,
             "torch's cache has its own words (F)"
+        );
+    }
+
+    #[test]
+    fn the_grab_all_rule_says_why_an_idle_pool_is_not_an_alert() {
+        const GIB: u64 = 1 << 30;
+        let h = Hello {
+            framework: Some("jax".into()),
+            ..Hello::default()
+        };
+        let cfg = GrabAllConfig::default();
+        let grab = |held: u64, alert: Option<Severity>| Grab {
+            held: Some(held),
+            total: 140 * GIB,
+            cfg: &cfg,
+            alert,
+        };
+        let words = |used: u64, g: &Grab| {
+            let note = idle_pool(Some(&h), used, 105 * GIB, Some(g)).expect("named");
+            note.rsplit(" · ").next().unwrap_or_default().to_string()
+        };
+        // The review's JAX run: 107 GiB held, 48 GiB of it in use.
+        assert_eq!(
+            words(48 * GIB, &grab(107 * GIB, None)),
+            "not an alert: 45 % in use (alert under 25 %)"
+        );
+        assert_eq!(
+            words(3 * GIB, &grab(60 * GIB, None)),
+            "not an alert: 43 % of the card (alert from 50 %)"
+        );
+        assert_eq!(
+            words(3 * GIB, &grab(107 * GIB, None)),
+            "grab-all after 2m of this"
+        );
+        assert_eq!(
+            words(3 * GIB, &grab(107 * GIB, Some(Severity::Warning))),
+            "grab-all alert"
+        );
+        let unknown = Grab {
+            held: None,
+            ..grab(0, None)
+        };
+        assert_eq!(
+            idle_pool(Some(&h), 3 * GIB, 105 * GIB, Some(&unknown)).as_deref(),
+            Some("pool 105 GiB, 3.00 GiB used · XLA preallocated"),
+            "no card share, no verdict"
         );
     }
 
