@@ -108,20 +108,24 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// `not an alert: 46 % in use (alert under 25 %)`, or `grab-all` when the gates pass.
-    pub fn words(&self, cfg: &GrabAllConfig) -> String {
-        match *self {
-            Verdict::Grab { .. } => "grab-all".to_string(),
-            Verdict::SmallShare { share } => format!(
-                "not an alert: {:.0} % of the card (alert from {:.0} %)",
-                100.0 * share,
-                100.0 * cfg.held_frac
+    /// `not an alert: 46 % in use`, with the threshold it misses when `long` (` (alert
+    /// under 25 %)`); `grab-all` when the gates pass.
+    pub fn words(&self, cfg: &GrabAllConfig, long: bool) -> String {
+        let (what, gate) = match *self {
+            Verdict::Grab { .. } => return "grab-all".to_string(),
+            Verdict::SmallShare { share } => (
+                format!("{:.0} % of the card", 100.0 * share),
+                format!("alert from {:.0} %", 100.0 * cfg.held_frac),
             ),
-            Verdict::InUse { used_share, .. } => format!(
-                "not an alert: {:.0} % in use (alert under {:.0} %)",
-                100.0 * used_share,
-                100.0 * cfg.used_frac
+            Verdict::InUse { used_share, .. } => (
+                format!("{:.0} % in use", 100.0 * used_share),
+                format!("alert under {:.0} %", 100.0 * cfg.used_frac),
             ),
+        };
+        if long {
+            format!("not an alert: {what} ({gate})")
+        } else {
+            format!("not an alert: {what}")
         }
     }
 }
@@ -354,9 +358,10 @@ mod tests {
         ));
         let busy = verdict(107 * GIB_U64, t, 48 * GIB_U64, &cfg).expect("known card");
         assert_eq!(
-            busy.words(&cfg),
+            busy.words(&cfg, true),
             "not an alert: 45 % in use (alert under 25 %)"
         );
+        assert_eq!(busy.words(&cfg, false), "not an alert: 45 % in use");
         assert!(matches!(
             verdict(107 * GIB_U64, t, 3 * GIB_U64, &cfg),
             Some(Verdict::Grab { .. })

@@ -357,7 +357,10 @@ pub(crate) fn panel_lines(
         && let (Some(a), Some(r)) = (d.allocated_now(), d.reserved_now())
         && let Some(note) = super::policy::idle_pool(p.hello.as_ref(), a, r, v.grab.as_ref())
     {
-        out.push(Line::from(Span::styled(note, theme.warn())));
+        out.push(Line::from(Span::styled(
+            note.detail(usize::from(width)),
+            theme.warn(),
+        )));
     }
     let Some(d) = v.dev else {
         out.push(Line::from(Span::styled(

@@ -621,10 +621,17 @@ pub(crate) fn alloc_summary(
                 format!("alloc {}", human(alloc)),
                 theme.used(),
             ));
-            let cached = reserved.saturating_sub(alloc);
-            spans.push(Span::raw(format!(" cached {} ", human(cached))));
-            if let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), alloc, reserved, grab) {
-                spans.push(Span::styled(format!("· {note} "), theme.warn()));
+            // An idle pool in place of `cached`: what it holds beside what it uses.
+            match super::policy::idle_pool(pa.hello.as_ref(), alloc, reserved, grab) {
+                Some(pool) => {
+                    spans.push(Span::raw(" · "));
+                    spans.push(Span::styled(pool.short(), theme.warn()));
+                    spans.push(Span::raw(" · "));
+                }
+                None => {
+                    let cached = reserved.saturating_sub(alloc);
+                    spans.push(Span::raw(format!(" cached {} ", human(cached))));
+                }
             }
             spans.extend(super::allocator::frag_text(Some(f), risk, theme).spans);
             if now - f.t >= OLD_MOMENT_MS {
@@ -640,11 +647,16 @@ pub(crate) fn alloc_summary(
                 format!("alloc {}", opt(d.allocated_now())),
                 theme.used(),
             ));
-            spans.push(Span::raw(format!(" cached {}", opt(d.cached_now()))));
-            if let (Some(a), Some(c)) = (d.allocated_now(), d.cached_now())
-                && let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), a, a + c, grab)
-            {
-                spans.push(Span::styled(format!(" · {note}"), theme.warn()));
+            let pool = match (d.allocated_now(), d.cached_now()) {
+                (Some(a), Some(c)) => super::policy::idle_pool(pa.hello.as_ref(), a, a + c, grab),
+                _ => None,
+            };
+            match pool {
+                Some(pool) => {
+                    spans.push(Span::raw(" · "));
+                    spans.push(Span::styled(pool.short(), theme.warn()));
+                }
+                None => spans.push(Span::raw(format!(" cached {}", opt(d.cached_now())))),
             }
             if d.frag.is_none() || d.frag.as_ref().is_some_and(|f| f.index().is_none()) {
                 spans.push(Span::raw(" "));

@@ -98,40 +98,77 @@ impl<'a> Grab<'a> {
         }
     }
 
-    /// `grab-all alert`, `grab-all after 2 min of this`, or why it is not an alert.
-    fn words(&self, allocated: u64) -> Option<String> {
+    /// `grab-all alert`, `grab-all if it lasts 2m`, or why it is not an alert (`long`:
+    /// with the threshold it misses).
+    fn words(&self, allocated: u64, long: bool) -> Option<String> {
         if self.alert.is_some() {
             return Some("grab-all alert".into());
         }
         let v = grab_all::verdict(self.held?, self.total, allocated, self.cfg)?;
         Some(match v {
             Verdict::Grab { .. } => format!(
-                "grab-all after {} of this",
+                "grab-all if it lasts {}",
                 crate::fmt::duration(self.cfg.persist_ms)
             ),
-            _ => v.words(self.cfg),
+            _ => v.words(self.cfg, long),
         })
     }
 }
 
-/// `pool 105 GiB, 48.0 GiB used · XLA preallocated · not an alert: 46 % in use (alert
-/// under 25 %)`: for allocators whose pool is their policy (JAX, TensorFlow), where the
-/// pool holds at least twice what it uses — on the overview row and in the detail, since a
-/// pool that large is memory no other process can have — with the grab-all rule's status
-/// in words when its card share is known (`grab`): why it is not an alert, or that it is.
+/// A pool that holds at least twice what it uses, for allocators whose pool is their
+/// policy (JAX, TensorFlow): memory no other process can have, so it is named on the
+/// overview row and in the detail, with the policy in two words and the grab-all rule's
+/// status when its card share is known: why it is not an alert, or that it is.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct IdlePool {
+    pub pool: u64,
+    pub used: u64,
+    pub policy: &'static str,
+    status: Option<String>,
+    status_long: Option<String>,
+}
+
+impl IdlePool {
+    /// For the overview row, after `alloc …`: `pool 105 GiB · not an alert: 45 % in use ·
+    /// XLA preallocated` (the status before the policy: a narrow row cuts the end).
+    pub(crate) fn short(&self) -> String {
+        let mut parts = vec![format!("pool {}", crate::fmt::human(self.pool))];
+        parts.extend(self.status.clone());
+        parts.push(self.policy.to_string());
+        parts.join(" · ")
+    }
+
+    /// For the detail, under the policy line and above the allocated/cached legend, in
+    /// `width` columns: `pool 105 GiB · not an alert: 45 % in use (alert under 25 %)`,
+    /// without the threshold where that does not fit; `pool 105 GiB, 48.0 GiB used`
+    /// without a verdict.
+    pub(crate) fn detail(&self, width: usize) -> String {
+        let pool = format!("pool {}", crate::fmt::human(self.pool));
+        match (&self.status_long, &self.status) {
+            (Some(long), _) if pool.chars().count() + 3 + long.chars().count() <= width => {
+                format!("{pool} · {long}")
+            }
+            (_, Some(short)) => format!("{pool} · {short}"),
+            _ => format!("{pool}, {} used", crate::fmt::human(self.used)),
+        }
+    }
+}
+
+/// The idle pool of a process whose allocator has handed out `allocated` of `reserved`,
+/// if it is one; `grab`: the grab-all rule's view of it.
 pub(crate) fn idle_pool(
     h: Option<&Hello>,
     allocated: u64,
     reserved: u64,
     grab: Option<&Grab<'_>>,
-) -> Option<String> {
+) -> Option<IdlePool> {
     const MIN_IDLE: u64 = 1 << 30;
     let h = h?;
     let idle = reserved.checked_sub(allocated)?;
     if idle < MIN_IDLE || idle.saturating_mul(2) < reserved {
         return None;
     }
-    let words = match Framework::from(h.framework.as_deref().unwrap_or("")) {
+    let policy = match Framework::from(h.framework.as_deref().unwrap_or("")) {
         Framework::Jax if h.allocator.as_deref() == Some("platform") => return None,
         Framework::Jax => match h
             .settings
@@ -147,15 +184,13 @@ pub(crate) fn idle_pool(
         },
         _ => return None,
     };
-    let mut note = format!(
-        "pool {}, {} used · {words}",
-        crate::fmt::human(reserved),
-        crate::fmt::human(allocated)
-    );
-    if let Some(w) = grab.and_then(|g| g.words(allocated)) {
-        note.push_str(&format!(" · {w}"));
-    }
-    Some(note)
+    Some(IdlePool {
+        pool: reserved,
+        used: allocated,
+        policy,
+        status: grab.and_then(|g| g.words(allocated, false)),
+        status_long: grab.and_then(|g| g.words(allocated, true)),
+    })
 }
 
 #[cfg(test)]
@@ -171,7 +206,8 @@ mod tests {
         };
         // The JAX run of the review: 48.0 GiB used of a 104.9 GiB pool.
         let note = idle_pool(Some(&h), 48 * GIB, 105 * GIB, None).expect("named");
-        assert_eq!(note, "pool 105 GiB, 48.0 GiB used · XLA preallocated");
+        assert_eq!(note.detail(80), "pool 105 GiB, 48.0 GiB used");
+        assert_eq!(note.short(), "pool 105 GiB · XLA preallocated");
         assert_eq!(
             idle_pool(Some(&h), 60 * GIB, 105 * GIB, None),
             None,
@@ -204,34 +240,45 @@ mod tests {
             cfg: &cfg,
             alert,
         };
-        let words = |used: u64, g: &Grab| {
-            let note = idle_pool(Some(&h), used, 105 * GIB, Some(g)).expect("named");
-            note.rsplit(" · ").next().unwrap_or_default().to_string()
-        };
+        let note =
+            |used: u64, g: &Grab| idle_pool(Some(&h), used, 105 * GIB, Some(g)).expect("named");
         // The review's JAX run: 107 GiB held, 48 GiB of it in use.
+        let busy = note(48 * GIB, &grab(107 * GIB, None));
         assert_eq!(
-            words(48 * GIB, &grab(107 * GIB, None)),
-            "not an alert: 45 % in use (alert under 25 %)"
+            busy.detail(80),
+            "pool 105 GiB · not an alert: 45 % in use (alert under 25 %)"
         );
         assert_eq!(
-            words(3 * GIB, &grab(60 * GIB, None)),
-            "not an alert: 43 % of the card (alert from 50 %)"
+            busy.detail(48),
+            "pool 105 GiB · not an alert: 45 % in use",
+            "a side panel"
         );
         assert_eq!(
-            words(3 * GIB, &grab(107 * GIB, None)),
-            "grab-all after 2m of this"
+            busy.short(),
+            "pool 105 GiB · not an alert: 45 % in use · XLA preallocated"
         );
-        assert_eq!(
-            words(3 * GIB, &grab(107 * GIB, Some(Severity::Warning))),
-            "grab-all alert"
+        assert!(
+            note(3 * GIB, &grab(60 * GIB, None))
+                .detail(80)
+                .ends_with("not an alert: 43 % of the card (alert from 50 %)")
+        );
+        assert!(
+            note(3 * GIB, &grab(107 * GIB, None))
+                .short()
+                .contains("grab-all if it lasts 2m")
+        );
+        assert!(
+            note(3 * GIB, &grab(107 * GIB, Some(Severity::Warning)))
+                .short()
+                .contains("grab-all alert")
         );
         let unknown = Grab {
             held: None,
             ..grab(0, None)
         };
         assert_eq!(
-            idle_pool(Some(&h), 3 * GIB, 105 * GIB, Some(&unknown)).as_deref(),
-            Some("pool 105 GiB, 3.00 GiB used · XLA preallocated"),
+            note(3 * GIB, &unknown).detail(80),
+            "pool 105 GiB, 3.00 GiB used",
             "no card share, no verdict"
         );
     }
