@@ -13,6 +13,7 @@ use super::inputs::{CompanionView, GpuView, ProcView, Snapshot};
 use super::memory::Memory;
 use super::oom::{LeakNote, OomContext};
 use super::retry_risk::{self, RetryInput};
+use super::staircase::{self, StairInput};
 use super::{Alert, AlertKey, AlertKind, Basis, CeilingSource, Finding, StepUnit};
 
 /// One process on one GPU, as the rules see it.
@@ -75,7 +76,21 @@ impl<'a> Subject<'a> {
             if !c.epochs.is_empty() {
                 // Floors an allocator counted after gc (or the interposer's live bytes).
                 ctx.exact = true;
-                return growth::epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg);
+                // A leak in equal steps that the trend tests read as flat, once its
+                // ceiling is a step or two away.
+                let stairs = || {
+                    staircase::check(&StairInput {
+                        pid: p.pid,
+                        gpu: p.gpu,
+                        epochs: &c.epochs,
+                        request: c
+                            .frag
+                            .as_ref()
+                            .and_then(|f| f.requests.iter().map(|r| r.0).max()),
+                        ceiling: ctx.ceiling.clone(),
+                    })
+                };
+                return growth::epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg).or_else(stairs);
             }
             if !c.allocated_windows.is_empty() && p.nvml_epochs.is_empty() {
                 let source = if c.interposer {
