@@ -7,8 +7,15 @@ use crate::model::allocator::ProcAlloc;
 use crate::model::time::Ts;
 
 /// NVML can miss a live process for a tick or two; unlisted longer than this (and no
-/// live companion) is an exit. The alert rules use the same grace.
+/// live companion) is an exit. The alert rules read the exit the model marks.
 pub const EXIT_GRACE_MS: i64 = 3_000;
+
+/// ...or unlisted on this many ticks in a row, at least `EXIT_GRACE_MIN_MS` long: at a
+/// sub-second interval three missed readings are an exit well before 3 s, so a recording
+/// that ends 1.5 s after a process did shows it `exited`, its alerts past (issue 20: PID
+/// 600 stayed `gone` with its grab-all alert active at the end of the demo).
+pub const EXIT_GRACE_TICKS: u32 = 3;
+pub const EXIT_GRACE_MIN_MS: i64 = 1_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitCause {

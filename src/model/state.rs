@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::model::allocator::Companions;
-use crate::model::exit::{EXIT_GRACE_MS, Exit, ExitCause};
+use crate::model::exit::{EXIT_GRACE_MIN_MS, EXIT_GRACE_MS, EXIT_GRACE_TICKS, Exit, ExitCause};
 use crate::model::frame::{Frame, Header, Level};
 use crate::model::mapping::{Mapping, logical_index};
 use crate::model::named::StatusSource;
@@ -81,6 +81,8 @@ pub struct ProcState {
     /// Set once NVML stopped listing it and its companion (if any) went away: the process
     /// stays listed as it last was, for `State::keep_exited_ms`.
     pub exit: Option<Exit>,
+    /// Readable ticks in a row that did not list it (0 while listed).
+    pub unlisted: u32,
 }
 
 impl ProcState {
@@ -91,6 +93,7 @@ impl ProcState {
             last_seen: t,
             gpus: BTreeMap::new(),
             exit: None,
+            unlisted: 0,
         }
     }
 
@@ -128,6 +131,10 @@ pub struct State {
     /// Processes something still refers to (an alert in the panel), so Enter on it finds
     /// them: set by the pipeline after each alert evaluation.
     pub pinned: std::collections::BTreeSet<u32>,
+    /// How many exits have been marked: the pipeline evaluates the alerts when it moves, so
+    /// an exited process's alerts end at its exit, not a second later (or never, at the end
+    /// of a recording).
+    pub exits: u64,
 }
 
 impl Default for State {
@@ -143,6 +150,7 @@ impl Default for State {
             infos: Vec::new(),
             keep_exited_ms: Some(KEEP_EXITED_LIVE_MS),
             pinned: Default::default(),
+            exits: 0,
         }
     }
 }
@@ -301,12 +309,16 @@ impl State {
         }
         // Processes not listed this tick get a gap so their line breaks instead of flat-lining
         // (an exited one's series ends at its exit instead).
+        let unreadable = self.unreadable();
         for p in self.procs.values_mut().filter(|p| p.exit.is_none()) {
             for pg in p.gpus.values_mut() {
                 if pg.last_seen < t && pg.used.last_time() != Some(t) {
                     pg.used.push(t, None);
                     pg.last_used = None;
                 }
+            }
+            if p.last_seen < t && !p.gpus.keys().any(|g| unreadable.contains(g)) {
+                p.unlisted = p.unlisted.saturating_add(1);
             }
         }
         self.mark_exits(t);
@@ -316,14 +328,12 @@ impl State {
     /// Processes unlisted past the grace whose companion (if any) is gone are exited, as of
     /// the later of their last sighting and their companion's disconnect.
     fn mark_exits(&mut self, now: Ts) {
-        let unreadable: Vec<u32> = self
-            .gpus
-            .iter()
-            .filter(|g| g.error().is_some())
-            .map(|g| g.info.index)
-            .collect();
+        let unreadable = self.unreadable();
         for (pid, p) in self.procs.iter_mut().filter(|(_, p)| p.exit.is_none()) {
-            if now - p.last_seen <= EXIT_GRACE_MS || self.companions.get(*pid).is_some() {
+            let away = now - p.last_seen;
+            let gone = away > EXIT_GRACE_MS
+                || (p.unlisted >= EXIT_GRACE_TICKS && away >= EXIT_GRACE_MIN_MS);
+            if !gone || self.companions.get(*pid).is_some() {
                 continue;
             }
             // A card that cannot be read lists nobody: its processes are not known to be gone.
@@ -336,7 +346,18 @@ impl State {
                 .map_or(p.last_seen, |e| e.max(p.last_seen));
             let cause = ended.map_or(ExitCause::Exited, ExitCause::from_companion);
             p.exit = Some(Exit { at, cause });
+            self.exits += 1;
         }
+    }
+
+    /// Cards whose last tick could not be read: they list nobody, so their processes are
+    /// not known to be gone.
+    fn unreadable(&self) -> Vec<u32> {
+        self.gpus
+            .iter()
+            .filter(|g| g.error().is_some())
+            .map(|g| g.info.index)
+            .collect()
     }
 
     /// Processes a person can still look at after their exit, for the exporters, which
@@ -369,6 +390,7 @@ impl State {
             }
         }
         proc_state.last_seen = t;
+        proc_state.unlisted = 0;
         let info = &proc_state.info;
         // The mapping is computed once per (process, GPU); /proc updates recompute it.
         let all = &self.infos;

@@ -121,6 +121,7 @@ impl Pipeline {
     }
 
     fn apply_kept(&mut self, f: &Frame) {
+        let exits = self.state.exits;
         self.state.apply(f);
         if matches!(f, Frame::Header(_)) {
             self.filter.prune(&mut self.state);
@@ -169,7 +170,9 @@ impl Pipeline {
         };
         let due =
             matches!(f, Frame::Tick(_)) && f.time().saturating_sub(self.last_eval) >= EVAL_EVERY_MS;
-        if due || event_like {
+        // A process just marked exited: its alerts end now, with the row's `exited`.
+        let exited = self.state.exits != exits;
+        if due || event_like || exited {
             self.last_eval = f.time();
             let changes = self.alerts.evaluate(&self.state);
             for c in changes {

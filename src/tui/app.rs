@@ -315,6 +315,7 @@ impl App {
 
     /// Apply one event; afterwards the selection is found again in the new lists.
     pub fn update(&mut self, ev: Event) -> Option<Effect> {
+        let keyed = matches!(ev, Event::Key(_));
         let effect = match ev {
             Event::Frame(f) => self.apply(&f),
             Event::Reset => {
@@ -346,7 +347,13 @@ impl App {
                 }
             }
         };
+        // What a key just did says more than what `sync` finds after it (Enter on the
+        // alert of a process no longer kept says so, not that the selection moved).
+        let said = if keyed { self.flash.clone() } else { None };
         self.sync();
+        if said.is_some() {
+            self.flash = said;
+        }
         effect
     }
 

@@ -198,6 +198,7 @@ mod tests {
             last_seen: 0,
             gpus: Default::default(),
             exit: None,
+            unlisted: 0,
         };
         for f in ["", "BERT", "python", "ALICE", "23", "1234"] {
             assert!(matches(&p, f), "{f:?} should match");

@@ -12,6 +12,7 @@
 
 mod support;
 
+mod alert_exits;
 mod alerts_config_asset;
 mod alerts_corpus;
 mod alerts_corpus2;
@@ -65,6 +66,7 @@ mod replay_streams;
 mod report;
 mod report_chromium;
 mod risk_signals;
+mod risk_tmux;
 mod screens;
 mod signals_tmux;
 mod small_holes;

@@ -84,6 +84,7 @@ fn f_turns_before_the_fragmentation_oom_and_growth_sort_finds_the_leaks() {
     let mut points = [
         (before("frag_ownhole"), "frag_ownhole"),
         (before("frag_pinned"), "frag_pinned"),
+        (before("expandable_pinned"), "expandable_pinned"),
         (60_000, "sort"),
         (150_000, "sort"),
         (200_000, "end"),
@@ -101,6 +102,22 @@ fn f_turns_before_the_fragmentation_oom_and_growth_sort_finds_the_leaks() {
             assert!(
                 frag_risk(app, t[what].0, 0).is_some_and(|s| s >= Severity::Warning),
                 "{what}: no risk 2 s before its OOM"
+            );
+        }
+        if what == "expandable_pinned" {
+            // A leak in 140 MiB steps under a cap with expandable segments: no hole to
+            // fragment, so no fragmentation risk, but the staircase rule sees the next
+            // step not fitting (critical from epoch 42, the OOM came in 48).
+            let pid = t[what].0;
+            assert_eq!(frag_risk(app, pid, 0), None, "{what}: not fragmentation");
+            let growth =
+                app.pipe.alerts.active().into_iter().find(|a| {
+                    a.pid == Some(pid) && a.kind == gpumon::model::alerts::AlertKind::Growth
+                });
+            assert_eq!(
+                growth.map(|a| a.severity),
+                Some(Severity::Critical),
+                "{what}: the staircase 2 s before its OOM"
             );
         }
         if what == "sort" {

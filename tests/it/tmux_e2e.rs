@@ -8,7 +8,7 @@ use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-pub(crate) struct Session(String);
+pub(crate) struct Session(pub(crate) String);
 
 impl Drop for Session {
     fn drop(&mut self) {

@@ -18,7 +18,8 @@ use super::inputs::{CompanionView, EpochPoint, GpuView, ProcView, Runtime, Snaps
 use super::memory::Memory;
 use super::oom::{LeakNote, OomContext};
 use super::retry_risk::{self, RetryInput};
-use super::{Alert, AlertKey, AlertKind, CeilingSource, Finding, StepUnit};
+use super::staircase::{self, StairInput};
+use super::{Alert, AlertKey, AlertKind, Basis, CeilingSource, Finding, StepUnit};
 
 /// One process on one GPU, as the rules see it.
 pub struct Subject<'a> {
@@ -80,7 +81,21 @@ impl<'a> Subject<'a> {
             if !c.epochs.is_empty() {
                 // Floors an allocator counted after gc (or the interposer's live bytes).
                 ctx.exact = true;
-                return epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg);
+                // A leak in equal steps that the trend tests read as flat, once its
+                // ceiling is a step or two away.
+                let stairs = || {
+                    staircase::check(&StairInput {
+                        pid: p.pid,
+                        gpu: p.gpu,
+                        epochs: &c.epochs,
+                        request: c
+                            .frag
+                            .as_ref()
+                            .and_then(|f| f.requests.iter().map(|r| r.0).max()),
+                        ceiling: ctx.ceiling.clone(),
+                    })
+                };
+                return epoch_growth(&c.epochs, c.baseline_from, &ctx, cfg).or_else(stairs);
             }
             if !c.allocated_windows.is_empty() && p.nvml_epochs.is_empty() {
                 let source = if c.interposer {
@@ -144,25 +159,46 @@ impl<'a> Subject<'a> {
                 out.push((f, cfg.headroom.persist_ms));
             }
         }
-        // Held: the lowest NVML reading over the persistence period when the series
-        // covers it, so a moment's peak is not a grab.
-        if let Some(held) = p.nvml_used_min_recent.or(p.nvml_used) {
-            let c = p.companion.as_ref();
-            let input = GrabInput {
-                held,
-                total: self.total(),
-                allocator_used: c.and_then(|c| c.allocated),
-                card_free: self.free(),
-                policy: c.and_then(|c| c.policy.clone()),
-                settings: c.map(|c| c.settings.clone()).unwrap_or_default(),
-            };
-            let unnamed = Runtime::default();
-            let rt = c.map_or(&unnamed, |c| &c.runtime);
-            if let Some(f) = grab_all::check(p.pid, p.gpu, &input, rt, &cfg.grab_all) {
-                out.push((f, cfg.grab_all.persist_ms));
-            }
+        if let Some(f) = self.grab_all() {
+            out.push((f, cfg.grab_all.persist_ms));
         }
         out
+    }
+
+    /// Grab-all on the lowest NVML reading over the persistence period (when the series
+    /// covers it, so a moment's peak is not a grab). An active alert is not re-judged on
+    /// less than it was raised on: while NVML does not list the process this tick (it is
+    /// ending, or a tick was missed) or after its companion said goodbye while it still
+    /// holds the share, it stands as it is until the process is listed again or has
+    /// exited (and the engine ends it then, saying so), rather than easing to NVML's
+    /// "cannot tell" guess about an allocator it has seen (issue 20: PID 600).
+    fn grab_all(&self) -> Option<Finding> {
+        let (p, cfg) = (self.proc, &self.cfg.grab_all);
+        let c = p.companion.as_ref();
+        let active = self.active(AlertKind::GrabAll);
+        let Some(now) = p.nvml_used else {
+            return active.map(standing);
+        };
+        let held = p.nvml_used_min_recent.unwrap_or(now);
+        if let Some(a) = active
+            && c.is_none()
+            && a.evidence.basis == Basis::Allocator
+            && self.total() > 0
+            && held as f64 >= cfg.held_frac * self.total() as f64
+        {
+            return Some(standing(a));
+        }
+        let input = GrabInput {
+            held,
+            total: self.total(),
+            allocator_used: c.and_then(|c| c.allocated),
+            card_free: self.free(),
+            policy: c.and_then(|c| c.policy.clone()),
+            settings: c.map(|c| c.settings.clone()).unwrap_or_default(),
+        };
+        let unnamed = Runtime::default();
+        let rt = c.map_or(&unnamed, |c| &c.runtime);
+        grab_all::check(p.pid, p.gpu, &input, rt, cfg)
     }
 
     /// The cache-fit risk: the process's recurring large request against the holes of the
@@ -333,6 +369,18 @@ fn epoch_growth(
         s.finding = finding.clone();
     });
     finding
+}
+
+/// An active alert as the finding that keeps it as it is.
+fn standing(a: &Alert) -> Finding {
+    Finding {
+        key: a.key(),
+        severity: a.severity,
+        message: a.message.clone(),
+        summary: a.summary.clone(),
+        evidence: a.evidence.clone(),
+        epoch: a.raised_epoch,
+    }
 }
 
 /// T, L, D and R when all but L are known: T from the block map, or reserved − allocated.

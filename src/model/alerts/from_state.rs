@@ -9,9 +9,6 @@ use crate::model::allocator::{DevAlloc, ProcAlloc};
 use crate::model::named::Framework;
 use crate::model::series::Series;
 
-/// NVML can miss a live process for a tick; longer than this unlisted (and no companion)
-/// is an exit.
-const EXIT_GRACE_MS: i64 = 3_000;
 use crate::model::state::State;
 use crate::model::time::Ts;
 
@@ -278,11 +275,9 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
                 (true, Some(p), Some(pg)) => nvml_epochs(p, &pg.used, cfg),
                 _ => Vec::new(),
             };
-            // NVML stopped listing it (a tick or two can be missed) and its companion said
-            // goodbye or went away.
-            let nvml_gone = pg.is_none_or(|pg| now - pg.last_seen > EXIT_GRACE_MS);
-            let companion_gone = comp.is_none_or(|c| c.bye.is_some());
-            let exited = nvml_gone && companion_gone && ps.is_some();
+            // The exit the model marked (NVML stopped listing it and its companion went
+            // away): the row's `exited` and the alerts' end are one decision.
+            let exited = ps.is_some_and(|p| p.exit.is_some());
             ProcView {
                 pid,
                 gpu,

@@ -94,6 +94,63 @@ fn pct(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// What the rule makes of a process whose allocator is known, before persistence: the
+/// one definition of its gates, which the screen also words beside an idle pool (issue 20,
+/// item 6: why a large pool is not an alert).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    /// Both gates pass: an alert once it lasts `persist_ms`.
+    Grab { share: f64, used_share: f64 },
+    /// Under `held_frac` of the card: others still have most of it.
+    SmallShare { share: f64 },
+    /// Its allocator uses more than `used_frac` of what it holds: a pool in use.
+    InUse { share: f64, used_share: f64 },
+}
+
+impl Verdict {
+    /// `not an alert: 46 % in use`, with the threshold it misses when `long` (` (alert
+    /// under 25 %)`); `grab-all` when the gates pass.
+    pub fn words(&self, cfg: &GrabAllConfig, long: bool) -> String {
+        let (what, gate) = match *self {
+            Verdict::Grab { .. } => return "grab-all".to_string(),
+            Verdict::SmallShare { share } => (
+                format!("{:.0} % of the card", 100.0 * share),
+                format!("alert from {:.0} %", 100.0 * cfg.held_frac),
+            ),
+            Verdict::InUse { used_share, .. } => (
+                format!("{:.0} % in use", 100.0 * used_share),
+                format!("alert under {:.0} %", 100.0 * cfg.used_frac),
+            ),
+        };
+        if long {
+            format!("not an alert: {what} ({gate})")
+        } else {
+            format!("not an alert: {what}")
+        }
+    }
+}
+
+/// The gates on NVML's `held` of a `total`-byte card with `used` allocated; `None` when
+/// the card's size is unknown.
+pub fn verdict(held: u64, total: u64, used: u64, cfg: &GrabAllConfig) -> Option<Verdict> {
+    if total == 0 {
+        return None;
+    }
+    let share = held as f64 / total as f64;
+    let used_share = if held == 0 {
+        1.0
+    } else {
+        used as f64 / held as f64
+    };
+    Some(if share < cfg.held_frac {
+        Verdict::SmallShare { share }
+    } else if used_share > cfg.used_frac {
+        Verdict::InUse { share, used_share }
+    } else {
+        Verdict::Grab { share, used_share }
+    })
+}
+
 /// The instantaneous condition; the engine requires it for `cfg.persist_ms`.
 pub fn check(
     pid: u32,
@@ -126,29 +183,25 @@ pub fn check(
     }
     let (severity, basis, message, summary, gates) = match input.allocator_used {
         Some(used) => {
-            let used_share = if input.held == 0 {
-                1.0
-            } else {
-                used as f64 / input.held as f64
+            let Some(Verdict::Grab { share, used_share }) =
+                verdict(input.held, input.total, used, cfg)
+            else {
+                return None;
             };
-            let half = share >= cfg.held_frac;
             let gates = vec![
                 Gate {
                     name: GateName::HeldShare,
                     value: share,
                     threshold: cfg.held_frac,
-                    passed: half,
+                    passed: true,
                 },
                 Gate {
                     name: GateName::AllocatorShare,
                     value: used_share,
                     threshold: cfg.used_frac,
-                    passed: used_share <= cfg.used_frac,
+                    passed: true,
                 },
             ];
-            if !half || used_share > cfg.used_frac {
-                return None;
-            }
             values.push(Named {
                 name: ValueName::Allocated,
                 bytes: used,
@@ -293,6 +346,27 @@ mod tests {
             check(1, 0, &half, &Runtime::default(), &GrabAllConfig::default()).is_none(),
             "without the policy, half the card may be real use"
         );
+    }
+
+    #[test]
+    fn the_verdict_names_the_gate_that_holds_it_back() {
+        let cfg = GrabAllConfig::default();
+        let t = 140 * GIB_U64;
+        assert!(matches!(
+            verdict(60 * GIB_U64, t, GIB_U64, &cfg),
+            Some(Verdict::SmallShare { .. })
+        ));
+        let busy = verdict(107 * GIB_U64, t, 48 * GIB_U64, &cfg).expect("known card");
+        assert_eq!(
+            busy.words(&cfg, true),
+            "not an alert: 45 % in use (alert under 25 %)"
+        );
+        assert_eq!(busy.words(&cfg, false), "not an alert: 45 % in use");
+        assert!(matches!(
+            verdict(107 * GIB_U64, t, 3 * GIB_U64, &cfg),
+            Some(Verdict::Grab { .. })
+        ));
+        assert_eq!(verdict(1, 0, 0, &cfg), None, "card size unknown");
     }
 
     fn jax() -> Runtime {

@@ -23,6 +23,7 @@ pub mod memory;
 pub mod names;
 pub mod oom;
 pub mod retry_risk;
+pub mod staircase;
 pub mod stats;
 pub mod trend;
 

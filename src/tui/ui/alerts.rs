@@ -230,27 +230,29 @@ fn series_label(series: Option<&TrendSeries>) -> &str {
     }
 }
 
-/// A byte count's name as one word (`T 8.79GiB L 18.0MiB`): the letter of the
-/// fragmentation formula where it has one.
+/// A byte count's name in a few words (`T free 8.79GiB · L hole 18.0MiB`), each one
+/// distinct: the letter of the fragmentation formula where it has one, with what it is
+/// (`card` alone once stood for both the card's size and its free bytes).
 fn value_label(name: &ValueName) -> &str {
     match name {
-        ValueName::FreeInCache => "T",
-        ValueName::LargestHole => "L",
-        ValueName::FromCard => "D",
-        ValueName::LargestRequest => "R",
-        ValueName::Requested => "requested",
-        ValueName::CardFree | ValueName::CardTotal => "card",
+        ValueName::FreeInCache => "T free",
+        ValueName::LargestHole => "L hole",
+        ValueName::FromCard => "D room",
+        ValueName::LargestRequest => "R largest",
+        ValueName::Requested => "asked",
+        ValueName::CardFree => "card free",
+        ValueName::CardTotal => "card size",
         ValueName::Reserved => "reserved",
-        ValueName::AllocatorLimit => "allocator",
-        ValueName::OtherProcesses => "other",
+        ValueName::AllocatorLimit => "limit",
+        ValueName::OtherProcesses => "others hold",
         ValueName::HeldNvml => "held",
         ValueName::Allocated => "allocated",
         ValueName::Headroom => "headroom",
-        ValueName::TypicalRequest => "typical",
-        ValueName::RecurringRequest => "R",
-        ValueName::NeededHole => "hole",
-        // A name from another build's recording: its first word.
-        ValueName::Other(n) => n.split(' ').next().unwrap_or(""),
+        ValueName::TypicalRequest => "typical ask",
+        ValueName::RecurringRequest => "R recurring",
+        ValueName::NeededHole => "hole needed",
+        // A name from another build's recording: as it was written.
+        ValueName::Other(n) => n,
     }
 }
 
@@ -358,7 +360,7 @@ fn evidence_lines(a: &Alert, width: usize, theme: &Theme) -> Vec<Line<'static>> 
             .iter()
             .map(|n| format!("{} {}", value_label(&n.name), compact(n.bytes)))
             .collect();
-        out.push(Line::from(s.join(" ")));
+        out.push(Line::from(s.join(&format!(" {dot} "))));
     }
     if !ev.gates.is_empty() {
         let (ok, bad) = if theme.ascii {
@@ -724,11 +726,30 @@ mod tests {
     }
 
     #[test]
-    fn value_labels_are_the_first_word_as_before() {
-        for &name in ValueName::KNOWN {
-            let first = name.split(' ').next().unwrap_or("");
-            assert_eq!(value_label(&ValueName::from(name)), first);
-        }
-        assert_eq!(value_label(&ValueName::from("T")), "T");
+    fn value_labels_are_distinct_and_say_what_they_count() {
+        let labels: Vec<String> = ValueName::KNOWN
+            .iter()
+            .map(|&n| value_label(&ValueName::from(n)).to_string())
+            .collect();
+        let mut unique = labels.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            labels.len(),
+            "two names share a label: {labels:?}"
+        );
+        assert!(
+            labels.iter().all(|l| !l.is_empty() && l.len() <= 12),
+            "{labels:?}"
+        );
+        // The review's line: card total and card free both read `card`.
+        assert_eq!(value_label(&ValueName::CardFree), "card free");
+        assert_eq!(value_label(&ValueName::CardTotal), "card size");
+        assert_eq!(
+            value_label(&ValueName::from("T")),
+            "T",
+            "another build's name"
+        );
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct AllocView<'a> {
     pub exit: Option<crate::model::exit::Exit>,
     /// Its most severe active fragmentation alert: the colour of F and stranded.
     pub risk: Option<Severity>,
+    /// The grab-all rule's view of it, for the words beside an idle pool.
+    pub grab: Option<super::policy::Grab<'a>>,
 }
 
 /// Colour of F: green < 0.4, yellow to 0.7, red above. Without colour the
@@ -350,6 +352,16 @@ pub(crate) fn panel_lines(
             st,
         )));
     }
+    // An idle pool and the grab-all rule's word on it, under the policy that made it.
+    if let Some(d) = v.dev
+        && let (Some(a), Some(r)) = (d.allocated_now(), d.reserved_now())
+        && let Some(note) = super::policy::idle_pool(p.hello.as_ref(), a, r, v.grab.as_ref())
+    {
+        out.push(Line::from(Span::styled(
+            note.detail(usize::from(width)),
+            theme.warn(),
+        )));
+    }
     let Some(d) = v.dev else {
         out.push(Line::from(Span::styled(
             "no allocator data for this GPU (device not matched yet)",
@@ -481,6 +493,7 @@ mod tests {
             proc: p,
             dev: p.devices.get(&0),
             risk: Some(Severity::Warning),
+            grab: None,
         }
     }
 

@@ -163,6 +163,16 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
             dev,
             exit: pr.exit,
             risk: super::alerts::frag_risk(app, proc_alloc.pid, pg.gpu),
+            grab: Some(super::policy::Grab::of(
+                app,
+                proc_alloc.pid,
+                pg.gpu,
+                pg.last_used,
+                s.gpus
+                    .iter()
+                    .find(|g| g.info.index == pg.gpu)
+                    .map_or(0, |g| g.total()),
+            )),
         };
         let target = side_panel.or((panel.height > 0).then_some(panel));
         if let Some(a) = target {

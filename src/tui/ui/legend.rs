@@ -103,13 +103,13 @@ term!(
     FRAG,
     "F",
     "F",
-    "fragmentation index 0..1: 1 - largest free block / all free bytes"
+    "fragmentation index 1 - largest/all free (0..1); colour: OOM risk, not its size"
 );
 term!(
     STRANDED,
     "stranded",
     "stranded",
-    "free cached bytes outside the largest free block"
+    "free cached bytes outside the largest free block; coloured like F, by the risk"
 );
 term!(
     LIMIT,

@@ -421,9 +421,10 @@ fn proc_rows(
         {
             let row = Rect { y, ..row };
             let risk = super::alerts::frag_risk(app, pa.pid, pg.gpu);
+            let grab = super::policy::Grab::of(app, pa.pid, pg.gpu, pg.last_used, g.total());
             let now = app.view_state().now;
             p.paint("allocator line", |buf| {
-                alloc_summary(pa, d, risk, now, theme).render(row, buf)
+                alloc_summary(pa, d, risk, Some(&grab), now, theme).render(row, buf)
             });
             y += 1;
         }
@@ -604,6 +605,7 @@ pub(crate) fn alloc_summary(
     pa: &ProcAlloc,
     d: &DevAlloc,
     risk: Option<Severity>,
+    grab: Option<&super::policy::Grab<'_>>,
     now: Ts,
     theme: &Theme,
 ) -> Line<'static> {
@@ -619,10 +621,17 @@ pub(crate) fn alloc_summary(
                 format!("alloc {}", human(alloc)),
                 theme.used(),
             ));
-            let cached = reserved.saturating_sub(alloc);
-            spans.push(Span::raw(format!(" cached {} ", human(cached))));
-            if let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), alloc, reserved) {
-                spans.push(Span::styled(format!("· {note} "), theme.warn()));
+            // An idle pool in place of `cached`: what it holds beside what it uses.
+            match super::policy::idle_pool(pa.hello.as_ref(), alloc, reserved, grab) {
+                Some(pool) => {
+                    spans.push(Span::raw(" · "));
+                    spans.push(Span::styled(pool.short(), theme.warn()));
+                    spans.push(Span::raw(" · "));
+                }
+                None => {
+                    let cached = reserved.saturating_sub(alloc);
+                    spans.push(Span::raw(format!(" cached {} ", human(cached))));
+                }
             }
             spans.extend(super::allocator::frag_text(Some(f), risk, theme).spans);
             if now - f.t >= OLD_MOMENT_MS {
@@ -638,11 +647,16 @@ pub(crate) fn alloc_summary(
                 format!("alloc {}", opt(d.allocated_now())),
                 theme.used(),
             ));
-            spans.push(Span::raw(format!(" cached {}", opt(d.cached_now()))));
-            if let (Some(a), Some(c)) = (d.allocated_now(), d.cached_now())
-                && let Some(note) = super::policy::idle_pool(pa.hello.as_ref(), a, a + c)
-            {
-                spans.push(Span::styled(format!(" · {note}"), theme.warn()));
+            let pool = match (d.allocated_now(), d.cached_now()) {
+                (Some(a), Some(c)) => super::policy::idle_pool(pa.hello.as_ref(), a, a + c, grab),
+                _ => None,
+            };
+            match pool {
+                Some(pool) => {
+                    spans.push(Span::raw(" · "));
+                    spans.push(Span::styled(pool.short(), theme.warn()));
+                }
+                None => spans.push(Span::raw(format!(" cached {}", opt(d.cached_now())))),
             }
             if d.frag.is_none() || d.frag.as_ref().is_some_and(|f| f.index().is_none()) {
                 spans.push(Span::raw(" "));
@@ -696,7 +710,7 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             if y >= area.y + area.height {
                 break;
             }
-            alloc_summary(pa, d, None, s.now, theme).render(
+            alloc_summary(pa, d, None, None, s.now, theme).render(
                 Rect {
                     x: area.x,
                     y,
