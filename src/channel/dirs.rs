@@ -79,6 +79,11 @@ pub struct ScanDir {
 /// process, so its user has one; `/tmp` is never listed, so directories made for uids
 /// that run nothing cost nothing however many there are (issue 25, N2).
 pub fn scan_dirs(places: &Places) -> Vec<ScanDir> {
+    scan_dirs_with(places, &mut LiveUids::default())
+}
+
+/// `scan_dirs`, with the owners of processes remembered from the scans before (`LiveUids`).
+pub fn scan_dirs_with(places: &Places, uids: &mut LiveUids) -> Vec<ScanDir> {
     let uid = own_uid();
     let gpumon_dir = std::env::var_os("GPUMON_DIR");
     let mut dirs: Vec<ScanDir> = candidate_dirs(
@@ -99,7 +104,7 @@ pub fn scan_dirs(places: &Places) -> Vec<ScanDir> {
     })
     .collect();
     if uid == 0 {
-        for other in live_uids(&places.proc, MAX_DIRS / 2) {
+        for other in uids.read(&places.proc, MAX_DIRS / 2) {
             for path in [
                 places.run_user.join(other.to_string()).join("gpumon"),
                 places.tmp.join(format!("gpumon-{other}")),
@@ -119,23 +124,68 @@ pub fn scan_dirs(places: &Places) -> Vec<ScanDir> {
 /// The distinct owners of the processes under `proc` (at most `cap`; the list of
 /// processes is bounded by `pid_max`), root's first.
 pub fn live_uids(proc: &Path, cap: usize) -> Vec<u32> {
-    let mut uids = std::collections::BTreeSet::new();
-    let Ok(rd) = std::fs::read_dir(proc) else {
-        return Vec::new();
-    };
-    for e in rd.flatten() {
-        if uids.len() >= cap {
-            break;
+    LiveUids::default().read(proc, cap)
+}
+
+/// Scans a root monitor makes before it asks every process for its owner again.
+const UIDS_FRESH_EVERY: u32 = 10;
+/// Processes whose owner is remembered between scans (more are asked every time).
+const UIDS_REMEMBERED: usize = 1 << 16;
+
+/// The owners of processes, remembered by pid between scans. Asking `/proc` for the owner
+/// of every process is a `stat` each (~3 us): a root monitor scanning every second on a
+/// machine of a few hundred processes spent more on it than on its NVML calls. Listing
+/// `/proc` finds new processes at once; a process that changes owner (drops root) or a pid
+/// reused by another user between two scans is seen within `UIDS_FRESH_EVERY` scans.
+#[derive(Debug, Default)]
+pub struct LiveUids {
+    by_pid: std::collections::HashMap<u32, u32>,
+    scans: u32,
+}
+
+impl LiveUids {
+    /// As `live_uids`, asking only about processes not seen by the scans before.
+    pub fn read(&mut self, proc: &Path, cap: usize) -> Vec<u32> {
+        let fresh = self.scans.is_multiple_of(UIDS_FRESH_EVERY);
+        self.scans = self.scans.wrapping_add(1);
+        let mut uids = std::collections::BTreeSet::new();
+        let Ok(rd) = std::fs::read_dir(proc) else {
+            self.by_pid.clear();
+            return Vec::new();
+        };
+        let mut seen = std::collections::HashMap::with_capacity(self.by_pid.len());
+        for e in rd.flatten() {
+            if uids.len() >= cap {
+                break;
+            }
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let known = if fresh {
+                None
+            } else {
+                self.by_pid.get(&pid).copied()
+            };
+            let uid = match known {
+                Some(u) => u,
+                None => match e.metadata() {
+                    Ok(m) => m.uid(),
+                    Err(_) => continue,
+                },
+            };
+            uids.insert(uid);
+            if seen.len() < UIDS_REMEMBERED {
+                seen.insert(pid, uid);
+            }
         }
-        let numeric = e
-            .file_name()
-            .to_str()
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if numeric && let Ok(m) = e.metadata() {
-            uids.insert(m.uid());
-        }
+        self.by_pid = seen;
+        uids.into_iter().collect()
     }
-    uids.into_iter().collect()
 }
 
 /// Check a socket directory before trusting anything in it; returns its owner.
@@ -234,6 +284,36 @@ mod tests {
             "only numeric entries"
         );
         assert!(live_uids(Path::new("/proc"), 1).len() == 1, "capped");
+    }
+
+    #[test]
+    fn owners_are_remembered_between_scans_and_asked_again_now_and_then() {
+        let fake = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir(fake.path().join("12")).expect("mkdir");
+        let mut uids = LiveUids::default();
+        assert_eq!(uids.read(fake.path(), 10), vec![own_uid()]);
+        // A remembered owner is not asked again: a pid whose entry changed owner keeps the
+        // one remembered until the next fresh scan (a stand-in: the entry is replaced by a
+        // file, which `/proc` never holds, so a scan that asked would still see `own_uid`).
+        uids.by_pid.insert(12, 4242);
+        assert_eq!(uids.read(fake.path(), 10), vec![4242], "remembered");
+        for _ in 2..UIDS_FRESH_EVERY {
+            uids.read(fake.path(), 10);
+        }
+        assert_eq!(uids.read(fake.path(), 10), vec![own_uid()], "asked again");
+        std::fs::create_dir(fake.path().join("13")).expect("mkdir");
+        uids.by_pid.insert(12, 4242);
+        let got = uids.read(fake.path(), 10);
+        assert!(
+            got.contains(&own_uid()) && got.contains(&4242),
+            "a new pid is asked at once: {got:?}"
+        );
+        std::fs::remove_dir(fake.path().join("12")).expect("rmdir");
+        assert_eq!(
+            uids.read(fake.path(), 10),
+            vec![own_uid()],
+            "a gone pid is forgotten"
+        );
     }
 
     #[test]
