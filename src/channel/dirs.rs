@@ -127,25 +127,43 @@ pub fn live_uids(proc: &Path, cap: usize) -> Vec<u32> {
     LiveUids::default().read(proc, cap)
 }
 
-/// Scans a root monitor makes before it asks every process for its owner again.
-const UIDS_FRESH_EVERY: u32 = 10;
+/// Scans between two listings of `/proc`: the users with a process change rarely, and a
+/// listing costs a root monitor ~0.1-0.2 ms (one `getdents` walk of every process).
+const UIDS_LIST_EVERY: u32 = 5;
+/// Listings of `/proc` before every process is asked for its owner again.
+const UIDS_FRESH_EVERY: u32 = 6;
 /// Processes whose owner is remembered between scans (more are asked every time).
 const UIDS_REMEMBERED: usize = 1 << 16;
 
-/// The owners of processes, remembered by pid between scans. Asking `/proc` for the owner
-/// of every process is a `stat` each (~3 us): a root monitor scanning every second on a
-/// machine of a few hundred processes spent more on it than on its NVML calls. Listing
-/// `/proc` finds new processes at once; a process that changes owner (drops root) or a pid
-/// reused by another user between two scans is seen within `UIDS_FRESH_EVERY` scans.
+/// The owners of processes, remembered between scans. Asking `/proc` for the owner of every
+/// process is a `stat` each (~3 us): a root monitor scanning every second on a machine of a
+/// few hundred processes spent more on it than on its NVML calls (issue 21). `/proc` is
+/// listed every `UIDS_LIST_EVERY` scans (the scans between reuse that list), and only pids
+/// new to a listing are asked; so a user whose first process just started is looked for
+/// within 5 s, and a process that changes owner (drops root) or a pid reused by another
+/// user is seen within 30 s. The monitor's own user's places are looked at on every scan.
 #[derive(Debug, Default)]
 pub struct LiveUids {
     by_pid: std::collections::HashMap<u32, u32>,
+    listed: Vec<u32>,
+    calls: u32,
     scans: u32,
 }
 
 impl LiveUids {
-    /// As `live_uids`, asking only about processes not seen by the scans before.
+    /// As `live_uids`, from the last listing of `/proc` between listings, and asking only
+    /// about processes new to a listing.
     pub fn read(&mut self, proc: &Path, cap: usize) -> Vec<u32> {
+        let list = self.calls.is_multiple_of(UIDS_LIST_EVERY);
+        self.calls = self.calls.wrapping_add(1);
+        if !list {
+            return self.listed.iter().copied().take(cap).collect();
+        }
+        self.listed = self.list(proc, cap);
+        self.listed.clone()
+    }
+
+    fn list(&mut self, proc: &Path, cap: usize) -> Vec<u32> {
         let fresh = self.scans.is_multiple_of(UIDS_FRESH_EVERY);
         self.scans = self.scans.wrapping_add(1);
         let mut uids = std::collections::BTreeSet::new();
@@ -291,29 +309,32 @@ mod tests {
         let fake = tempfile::tempdir().expect("tmp");
         std::fs::create_dir(fake.path().join("12")).expect("mkdir");
         let mut uids = LiveUids::default();
-        assert_eq!(uids.read(fake.path(), 10), vec![own_uid()]);
-        // A remembered owner is not asked again: a pid whose entry changed owner keeps the
-        // one remembered until the next fresh scan (a stand-in: the entry is replaced by a
-        // file, which `/proc` never holds, so a scan that asked would still see `own_uid`).
+        // One listing, then the scans that reuse it: they answer the same whatever changed.
+        let list = |u: &mut LiveUids| {
+            let first = u.read(fake.path(), 10);
+            for _ in 1..UIDS_LIST_EVERY {
+                assert_eq!(u.read(fake.path(), 10), first, "between listings");
+            }
+            first
+        };
+        assert_eq!(list(&mut uids), vec![own_uid()]);
+        // A remembered owner is not asked again until a fresh listing: one planted here
+        // (as if pid 12 had changed owner) is what the listings before it answer.
         uids.by_pid.insert(12, 4242);
-        assert_eq!(uids.read(fake.path(), 10), vec![4242], "remembered");
+        assert_eq!(list(&mut uids), vec![4242], "remembered");
         for _ in 2..UIDS_FRESH_EVERY {
-            uids.read(fake.path(), 10);
+            list(&mut uids);
         }
-        assert_eq!(uids.read(fake.path(), 10), vec![own_uid()], "asked again");
+        assert_eq!(list(&mut uids), vec![own_uid()], "asked again");
         std::fs::create_dir(fake.path().join("13")).expect("mkdir");
         uids.by_pid.insert(12, 4242);
-        let got = uids.read(fake.path(), 10);
+        let got = list(&mut uids);
         assert!(
             got.contains(&own_uid()) && got.contains(&4242),
             "a new pid is asked at once: {got:?}"
         );
         std::fs::remove_dir(fake.path().join("12")).expect("rmdir");
-        assert_eq!(
-            uids.read(fake.path(), 10),
-            vec![own_uid()],
-            "a gone pid is forgotten"
-        );
+        assert_eq!(list(&mut uids), vec![own_uid()], "a gone pid is forgotten");
     }
 
     #[test]
