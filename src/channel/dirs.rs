@@ -79,6 +79,11 @@ pub struct ScanDir {
 /// process, so its user has one; `/tmp` is never listed, so directories made for uids
 /// that run nothing cost nothing however many there are (issue 25, N2).
 pub fn scan_dirs(places: &Places) -> Vec<ScanDir> {
+    scan_dirs_with(places, &mut LiveUids::default())
+}
+
+/// `scan_dirs`, with the owners of processes remembered from the scans before (`LiveUids`).
+pub fn scan_dirs_with(places: &Places, uids: &mut LiveUids) -> Vec<ScanDir> {
     let uid = own_uid();
     let gpumon_dir = std::env::var_os("GPUMON_DIR");
     let mut dirs: Vec<ScanDir> = candidate_dirs(
@@ -99,7 +104,7 @@ pub fn scan_dirs(places: &Places) -> Vec<ScanDir> {
     })
     .collect();
     if uid == 0 {
-        for other in live_uids(&places.proc, MAX_DIRS / 2) {
+        for other in uids.read(&places.proc, MAX_DIRS / 2) {
             for path in [
                 places.run_user.join(other.to_string()).join("gpumon"),
                 places.tmp.join(format!("gpumon-{other}")),
@@ -119,23 +124,86 @@ pub fn scan_dirs(places: &Places) -> Vec<ScanDir> {
 /// The distinct owners of the processes under `proc` (at most `cap`; the list of
 /// processes is bounded by `pid_max`), root's first.
 pub fn live_uids(proc: &Path, cap: usize) -> Vec<u32> {
-    let mut uids = std::collections::BTreeSet::new();
-    let Ok(rd) = std::fs::read_dir(proc) else {
-        return Vec::new();
-    };
-    for e in rd.flatten() {
-        if uids.len() >= cap {
-            break;
+    LiveUids::default().read(proc, cap)
+}
+
+/// Scans between two listings of `/proc`: the users with a process change rarely, and a
+/// listing costs a root monitor ~0.1-0.2 ms (one `getdents` walk of every process).
+const UIDS_LIST_EVERY: u32 = 5;
+/// Listings of `/proc` before every process is asked for its owner again.
+const UIDS_FRESH_EVERY: u32 = 6;
+/// Processes whose owner is remembered between scans (more are asked every time).
+const UIDS_REMEMBERED: usize = 1 << 16;
+
+/// The owners of processes, remembered between scans. Asking `/proc` for the owner of every
+/// process is a `stat` each (~3 us): a root monitor scanning every second on a machine of a
+/// few hundred processes spent more on it than on its NVML calls (issue 21). `/proc` is
+/// listed every `UIDS_LIST_EVERY` scans (the scans between reuse that list), and only pids
+/// new to a listing are asked; so a user whose first process just started is looked for
+/// within 5 s, and a process that changes owner (drops root) or a pid reused by another
+/// user is seen within 30 s. The monitor's own user's places are looked at on every scan.
+#[derive(Debug, Default)]
+pub struct LiveUids {
+    by_pid: std::collections::HashMap<u32, u32>,
+    listed: Vec<u32>,
+    calls: u32,
+    scans: u32,
+}
+
+impl LiveUids {
+    /// As `live_uids`, from the last listing of `/proc` between listings, and asking only
+    /// about processes new to a listing.
+    pub fn read(&mut self, proc: &Path, cap: usize) -> Vec<u32> {
+        let list = self.calls.is_multiple_of(UIDS_LIST_EVERY);
+        self.calls = self.calls.wrapping_add(1);
+        if !list {
+            return self.listed.iter().copied().take(cap).collect();
         }
-        let numeric = e
-            .file_name()
-            .to_str()
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if numeric && let Ok(m) = e.metadata() {
-            uids.insert(m.uid());
-        }
+        self.listed = self.list(proc, cap);
+        self.listed.clone()
     }
-    uids.into_iter().collect()
+
+    fn list(&mut self, proc: &Path, cap: usize) -> Vec<u32> {
+        let fresh = self.scans.is_multiple_of(UIDS_FRESH_EVERY);
+        self.scans = self.scans.wrapping_add(1);
+        let mut uids = std::collections::BTreeSet::new();
+        let Ok(rd) = std::fs::read_dir(proc) else {
+            self.by_pid.clear();
+            return Vec::new();
+        };
+        let mut seen = std::collections::HashMap::with_capacity(self.by_pid.len());
+        for e in rd.flatten() {
+            if uids.len() >= cap {
+                break;
+            }
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let known = if fresh {
+                None
+            } else {
+                self.by_pid.get(&pid).copied()
+            };
+            let uid = match known {
+                Some(u) => u,
+                None => match e.metadata() {
+                    Ok(m) => m.uid(),
+                    Err(_) => continue,
+                },
+            };
+            uids.insert(uid);
+            if seen.len() < UIDS_REMEMBERED {
+                seen.insert(pid, uid);
+            }
+        }
+        self.by_pid = seen;
+        uids.into_iter().collect()
+    }
 }
 
 /// Check a socket directory before trusting anything in it; returns its owner.
@@ -234,6 +302,39 @@ mod tests {
             "only numeric entries"
         );
         assert!(live_uids(Path::new("/proc"), 1).len() == 1, "capped");
+    }
+
+    #[test]
+    fn owners_are_remembered_between_scans_and_asked_again_now_and_then() {
+        let fake = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir(fake.path().join("12")).expect("mkdir");
+        let mut uids = LiveUids::default();
+        // One listing, then the scans that reuse it: they answer the same whatever changed.
+        let list = |u: &mut LiveUids| {
+            let first = u.read(fake.path(), 10);
+            for _ in 1..UIDS_LIST_EVERY {
+                assert_eq!(u.read(fake.path(), 10), first, "between listings");
+            }
+            first
+        };
+        assert_eq!(list(&mut uids), vec![own_uid()]);
+        // A remembered owner is not asked again until a fresh listing: one planted here
+        // (as if pid 12 had changed owner) is what the listings before it answer.
+        uids.by_pid.insert(12, 4242);
+        assert_eq!(list(&mut uids), vec![4242], "remembered");
+        for _ in 2..UIDS_FRESH_EVERY {
+            list(&mut uids);
+        }
+        assert_eq!(list(&mut uids), vec![own_uid()], "asked again");
+        std::fs::create_dir(fake.path().join("13")).expect("mkdir");
+        uids.by_pid.insert(12, 4242);
+        let got = list(&mut uids);
+        assert!(
+            got.contains(&own_uid()) && got.contains(&4242),
+            "a new pid is asked at once: {got:?}"
+        );
+        std::fs::remove_dir(fake.path().join("12")).expect("rmdir");
+        assert_eq!(list(&mut uids), vec![own_uid()], "a gone pid is forgotten");
     }
 
     #[test]

@@ -156,6 +156,8 @@ struct Scanner {
     connected: Arc<AtomicUsize>,
     remembered: Arc<AtomicUsize>,
     tasks: JoinSet<(PathBuf, u32, Outcome)>,
+    /// Owners of processes, kept from one scan to the next (`dirs::LiveUids`).
+    uids: dirs::LiveUids,
 }
 
 impl Scanner {
@@ -176,6 +178,7 @@ impl Scanner {
             connected,
             remembered,
             tasks: JoinSet::new(),
+            uids: dirs::LiveUids::default(),
         }
     }
 
@@ -237,11 +240,16 @@ impl Scanner {
         let own = self.own_uid;
         // Listing directories and reading /proc may take a while under a flood: it
         // runs beside the connections, never in their way.
-        let Ok(found) =
-            tokio::task::spawn_blocking(move || scan::run(explicit, &places, own)).await
+        let mut uids = std::mem::take(&mut self.uids);
+        let Ok((found, uids)) = tokio::task::spawn_blocking(move || {
+            let found = scan::run(explicit, &places, own, &mut uids);
+            (found, uids)
+        })
+        .await
         else {
             return;
         };
+        self.uids = uids;
         for (dir, e) in &found.problems {
             if self.dir_errors.get(dir) != Some(e) {
                 self.dir_errors.insert(dir.clone(), e.clone());

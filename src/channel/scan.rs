@@ -5,7 +5,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use super::dirs::{self, Places, ScanDir};
+use super::dirs::{self, LiveUids, Places, ScanDir};
 
 /// Entries read from one directory per scan: a user who fills their own directory
 /// hides only their own companions past this many.
@@ -32,14 +32,19 @@ pub(crate) struct Scan {
 }
 
 /// Look at `explicit` directories, or else at the default places (`dirs::scan_dirs`).
-pub(crate) fn run(explicit: Option<Vec<PathBuf>>, places: &Places, own_uid: u32) -> Scan {
+pub(crate) fn run(
+    explicit: Option<Vec<PathBuf>>,
+    places: &Places,
+    own_uid: u32,
+    uids: &mut LiveUids,
+) -> Scan {
     let is_explicit = explicit.is_some();
     let dirs = match explicit {
         Some(d) => d
             .into_iter()
             .map(|path| ScanDir { path, owner: None })
             .collect(),
-        None => dirs::scan_dirs(places),
+        None => dirs::scan_dirs_with(places, uids),
     };
     let mut out = Scan::default();
     for d in dirs {
@@ -121,6 +126,7 @@ mod tests {
             Some(vec![tmp.path().to_path_buf()]),
             &Places::default(),
             dirs::own_uid(),
+            &mut LiveUids::default(),
         );
         assert!(s.found.len() <= MAX_ENTRIES_PER_DIR, "{}", s.found.len());
         assert!(s.found.len() > MAX_ENTRIES_PER_DIR / 2);
@@ -142,7 +148,7 @@ mod tests {
         std::fs::create_dir(&d).expect("mkdir");
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).expect("chmod");
         std::os::unix::fs::chown(&d, Some(4242), Some(4242)).expect("chown");
-        let s = run(None, &places, own);
+        let s = run(None, &places, own, &mut LiveUids::default());
         assert!(
             s.problems
                 .iter()

@@ -36,6 +36,8 @@ const QUEUE: usize = 1024;
 const INPUT_FRAME: Duration = Duration::from_millis(16);
 const LIVE_DATA_FRAME: Duration = Duration::from_secs(1);
 const REPLAY_DATA_FRAME: Duration = Duration::from_millis(250);
+/// A frame may be drawn up to 1/EARLY of its cap early (`tui::event_loop`).
+const EARLY: u32 = 4;
 
 mod completions;
 mod demos;

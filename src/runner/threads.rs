@@ -5,6 +5,9 @@ use anyhow::{Context, Result};
 use std::time::Duration;
 use tokio::sync::mpsc::Sender;
 
+/// Longest the input thread waits for a key before it looks whether its loop still runs.
+const INPUT_LINGER: Duration = Duration::from_secs(30);
+
 pub(super) fn spawn_input(tx: Sender<Event>) {
     std::thread::Builder::new()
         .name("input".into())
@@ -15,8 +18,9 @@ pub(super) fn spawn_input(tx: Sender<Event>) {
                     return;
                 }
                 // A key ends the wait at once; the timeout only bounds how long a thread
-                // whose loop has ended lingers, so it can be long: each timeout is a wake-up.
-                match event::poll(Duration::from_secs(1)) {
+                // whose loop has ended lingers (the process exits right after its loop), so
+                // it can be long: each timeout is a wake-up the bare poller does not pay.
+                match event::poll(INPUT_LINGER) {
                     Ok(false) => continue,
                     Ok(true) => {}
                     Err(e) => {

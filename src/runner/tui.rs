@@ -156,7 +156,11 @@ pub(super) async fn run_tui(
     spawn_input(tx.clone());
     spawn_signals(tx.clone())?;
     drop(tx);
-    let out = super::inert_out::InertWriter::new(io::stdout());
+    // One write a frame: crossterm queues each cell run as its own small write, which went
+    // through the filter one by one and reached the terminal in 1 KiB pieces (stdout's line
+    // buffer). The terminal is flushed at the end of every draw, so nothing waits here.
+    let out =
+        io::BufWriter::with_capacity(OUT_BUFFER, super::inert_out::InertWriter::new(io::stdout()));
     let mut terminal = Terminal::new(CrosstermBackend::new(out))?;
     // No terminal.clear(): it asks the terminal for the cursor position, which pseudo-terminals
     // of some harnesses and multiplexers never answer; the alternate screen starts blank anyway.
@@ -167,6 +171,9 @@ pub(super) async fn run_tui(
     }
     result.map(|()| alert_exit(&app.pipe).unwrap_or(0))
 }
+
+/// Bytes of escape codes and text gathered before a write: a full 120x40 repaint fits.
+const OUT_BUFFER: usize = 32 * 1024;
 
 /// Drawing needs stdout on a terminal and a controlling terminal for keys (crossterm opens
 /// /dev/tty); without them crossterm fails with a bare "No such device or address".
@@ -180,6 +187,11 @@ fn has_terminal() -> bool {
 /// answered within one `INPUT_FRAME`; data alone redraws at most every `LIVE_DATA_FRAME`
 /// (`REPLAY_DATA_FRAME` in a replay), so fast sampling or a fast replay does not turn into
 /// a redraw storm.
+///
+/// A change that arrives when its frame is all but due (within a quarter of it, `EARLY`) is
+/// drawn at once rather than on a timer: live ticks arrive once a second, a few ms before
+/// the last draw is a whole second old, and waiting for that moment woke the loop twice a
+/// second instead of once (each wake-up is a thread hand-over the bare poller does not pay).
 pub(super) async fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
@@ -199,13 +211,12 @@ where
     let mut last_draw = Instant::now();
     let mut looped_from = None;
     loop {
-        if let Some(cap) = dirty {
-            let wait = cap.saturating_sub(last_draw.elapsed());
-            if wait.is_zero() {
-                terminal.draw(|f| crate::tui::ui::draw(f, app, theme))?;
-                last_draw = Instant::now();
-                dirty = None;
-            }
+        if let Some(cap) = dirty
+            && last_draw.elapsed() >= cap - cap / EARLY
+        {
+            terminal.draw(|f| crate::tui::ui::draw(f, app, theme))?;
+            last_draw = Instant::now();
+            dirty = None;
         }
         let wait = match dirty {
             Some(cap) => cap.saturating_sub(last_draw.elapsed()),

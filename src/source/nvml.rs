@@ -150,10 +150,15 @@ fn handles<'a>(nvml: &'a Nvml, header: &Header) -> Vec<(u32, Option<nvml_wrapper
 /// memory query; at short intervals they are refreshed at most this often and carried over.
 const SLOW_REFRESH: Duration = Duration::from_millis(200);
 /// Short-interval ticks reach the event loop in bursts at most this often. The screen
-/// redraws data at most once a second, so a burst every 250 ms shows the same; at 100 ms
-/// sampling it wakes the loop 3-4 times a second instead of 10 (each wake is a thread
-/// hand-over and a loop turn that the bare NVML poller does not pay).
-const BATCH: Duration = Duration::from_millis(250);
+/// redraws data at most once a second and alerts are judged once a second, so a burst every
+/// 500 ms shows the same; at 100 ms sampling it wakes the loop twice a second instead of 10
+/// times (each wake is a thread hand-over and a loop turn that the bare NVML poller does not
+/// pay), and every other burst finds a redraw due (runner: a frame may be drawn a quarter early).
+const BATCH: Duration = Duration::from_millis(500);
+/// How often a process already listed is checked for a reused pid (its start time in
+/// /proc, ~10 us a process): once a second, not on every full tick, whatever the interval.
+/// A new pid is read at once.
+const REUSE_CHECK: Duration = Duration::from_secs(1);
 
 fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
     let devices = handles(nvml, header);
@@ -164,6 +169,7 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
     let mut n: u64 = 0;
     let mut pending: Vec<Frame> = Vec::new();
     let mut last_flush = Instant::now() - BATCH;
+    let mut last_reuse_check = Instant::now() - REUSE_CHECK;
     let mut next = Instant::now();
     loop {
         let full = n.is_multiple_of(slow_every);
@@ -182,9 +188,17 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
             .collect();
         let mut fresh = Vec::new();
         if full {
+            let check_reuse =
+                last_reuse_check.elapsed() >= REUSE_CHECK.saturating_sub(interval / 2);
+            if check_reuse {
+                last_reuse_check = Instant::now();
+            }
             let mut live: Vec<u32> = Vec::new();
             for p in gpus.iter().flat_map(|g| &g.procs) {
                 live.push(p.pid);
+                if !check_reuse && known.contains_key(&p.pid) {
+                    continue;
+                }
                 let start = procfs::start_ticks(p.pid);
                 if known.get(&p.pid) != Some(&start) {
                     known.insert(p.pid, start);
@@ -202,8 +216,9 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
         }
         pending.push(Frame::Tick(Tick { t, gpus }));
         // At short intervals ticks travel in bursts: every sample reaches the model, but
-        // the event loop wakes at most ~10 times a second for them.
-        if last_flush.elapsed() >= BATCH {
+        // the event loop wakes about twice a second for them. Half a tick of slack: a burst
+        // due on this tick is not put off to the next by jitter.
+        if last_flush.elapsed() >= BATCH.saturating_sub(interval / 2) {
             for f in pending.drain(..) {
                 if tx.blocking_send(f).is_err() {
                     return;
