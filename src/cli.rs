@@ -116,13 +116,14 @@ pub struct DemoArgs {
     pub display: DisplayArgs,
 }
 
+/// How the terminal UI draws: only the modes that have one (watch, replay, demo) take these.
 #[derive(Debug, Args, Clone, Default)]
 pub struct DisplayArgs {
     /// Draw with ASCII only (automatic when the locale is not UTF-8).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub ascii: bool,
     /// No colours (also when NO_COLOR is set).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub no_color: bool,
 }
 
@@ -204,12 +205,19 @@ pub struct ServeArgs {
 pub struct ReplayArgs {
     /// The recording to play.
     pub file: PathBuf,
-    /// Playback speed: a factor (1, 10, 0.5) or `max` to jump to the end.
-    #[arg(long, value_parser = Speed::parse, default_value = "1")]
-    pub speed: Speed,
-    /// Keep reading as the file grows (attach to a running `gpumon record`).
+    /// Playback speed: a factor above 0 up to 100000 (1, 10, 0.5) or `max` to jump to the
+    /// end. Default: 1 in the terminal, max with --headless (a headless replay at 1 plays
+    /// in real time, e.g. to feed --serve).
+    #[arg(long, value_parser = Speed::parse, conflicts_with = "follow", allow_negative_numbers = true)]
+    pub speed: Option<Speed>,
+    /// Keep reading as the file grows (attach to a running `gpumon record`); shows the
+    /// newest data as it comes, so there is no speed and no stepping back.
     #[arg(long)]
     pub follow: bool,
+    /// Refuse a recording with a corrupt line (default: skip it, with a warning naming
+    /// its line and column, and play the rest).
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]
@@ -269,9 +277,55 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct SnapshotArgs {
-    /// JSON output (the only format for now; kept explicit for scripts).
-    #[arg(long)]
+    /// table: one line per GPU and per process, for a person; json: everything, for a
+    /// script. Default: table when stdout is a terminal, json otherwise (so pipes and
+    /// scripts get what they always got).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<SnapshotFormat>,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SnapshotFormat {
+    Table,
+    Json,
+}
+
+impl SnapshotArgs {
+    /// The format asked for, else by where stdout goes.
+    pub fn format(&self, stdout_is_terminal: bool) -> SnapshotFormat {
+        match (self.json, self.format) {
+            (true, _) => SnapshotFormat::Json,
+            (false, Some(f)) => f,
+            (false, None) if stdout_is_terminal => SnapshotFormat::Table,
+            (false, None) => SnapshotFormat::Json,
+        }
+    }
+}
+
+/// A watch flag given before a subcommand (`gpumon --ascii replay F`) fills the top-level
+/// watch arguments, which that subcommand never reads: the flag would be dropped silently.
+/// Returns the first such flag (global ones, `--config`, are every command's).
+pub fn flag_before_subcommand(matches: &clap::ArgMatches) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::parser::ValueSource;
+    let (sub, _) = matches.subcommand()?;
+    let cmd = Cli::command();
+    let arg = cmd.get_arguments().find(|a| {
+        !a.is_global_set()
+            && matches.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
+    })?;
+    let flag = arg
+        .get_long()
+        .map(|l| format!("--{l}"))
+        .or_else(|| arg.get_short().map(|c| format!("-{c}")))
+        .unwrap_or_else(|| arg.get_id().to_string());
+    Some(format!(
+        "{flag} is given before '{sub}', which does not read it there: write it after the \
+         subcommand (gpumon {sub} {flag} ...; `gpumon {sub} --help` lists what it takes)"
+    ))
 }
 
 pub const DEFAULT_INTERVAL: &str = "1s";

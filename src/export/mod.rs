@@ -11,6 +11,7 @@ mod labels;
 pub mod line_file;
 pub mod metrics;
 pub mod snapshot;
+pub mod snapshot_table;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};

@@ -54,6 +54,8 @@ pub struct Pipeline {
     /// The first flat log or alert log write error; that output is cut at its
     /// last whole line and dropped, and a headless run stops loudly on it.
     output_failed: Option<String>,
+    /// Alerts raised (not re-raised by a replay's rebuild), for a headless replay's summary.
+    pub raised: u64,
 }
 
 impl Default for Pipeline {
@@ -80,6 +82,7 @@ impl Pipeline {
             recording_failed: None,
             notices: Vec::new(),
             output_failed: None,
+            raised: 0,
         }
     }
 
@@ -205,6 +208,9 @@ impl Pipeline {
                 self.sinks.alerts_out = None;
                 self.output_failed(e.to_string());
             }
+        }
+        if c.change == ChangeKind::Raised && !replayed {
+            self.raised += 1;
         }
         let raised = matches!(c.change, ChangeKind::Raised | ChangeKind::Worsened);
         let frame = Frame::Alert(Box::new(c));

@@ -71,8 +71,8 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
         }
         _ => {}
     }
-    if let Some(Command::Snapshot(_)) = &cli.command {
-        return snapshot();
+    if let Some(Command::Snapshot(s)) = &cli.command {
+        return snapshot(s);
     }
     // The report waits on its replay thread: it runs before (outside) the async runtime.
     if let Some(Command::Report(r)) = &cli.command {
@@ -101,8 +101,9 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
                 let (demo, file) = demos::find(d.name.as_deref()).map_err(anyhow::Error::msg)?;
                 let args = ReplayArgs {
                     file,
-                    speed: Speed::Times(1.0),
+                    speed: Some(Speed::Times(1.0)),
                     follow: false,
+                    strict: false,
                     filter: Default::default(),
                     out: OutputArgs::default(),
                     display: d.display,

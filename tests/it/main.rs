@@ -29,6 +29,7 @@ mod channel_identity;
 mod cli;
 mod cli_conventions;
 mod cli_exit_status;
+mod cli_headless;
 mod cli_nothing_silent;
 mod distributed_launch;
 mod export_assets;
