@@ -155,6 +155,10 @@ pub struct OutputArgs {
     /// Also serve Prometheus metrics on this address: :9464 (loopback), HOST:PORT, [::1]:9464.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub serve: Option<SocketAddr>,
+    /// TLS and basic auth for --serve, in the Prometheus exporters' web config format
+    /// (tls_server_config, basic_auth_users with bcrypt hashes; docs/metrics.md).
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub web_config_file: Option<PathBuf>,
     /// Write one CSV row per GPU and per process per sample.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
@@ -185,6 +189,11 @@ pub struct ServeArgs {
     /// unless told otherwise (0.0.0.0:PORT for every interface).
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, default_value = crate::export::DEFAULT_LISTEN)]
     pub listen: SocketAddr,
+    /// TLS and basic auth, in the web config format node_exporter and dcgm-exporter take:
+    /// tls_server_config (cert_file, key_file, min_version) and basic_auth_users (user: bcrypt
+    /// hash). Checked at start; a file gpumon cannot honour in full is refused.
+    #[arg(long, value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
     /// Serve a recording instead of live GPUs (played at --speed, then held at its end).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,

@@ -12,6 +12,7 @@ pub mod line_file;
 pub mod metrics;
 pub mod snapshot;
 pub mod snapshot_table;
+pub mod web_config;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};

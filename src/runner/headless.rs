@@ -104,8 +104,12 @@ impl Seen {
 pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
     let out = OutputArgs {
         serve: Some(s.listen),
+        web_config_file: s.web_config_file.clone(),
         ..OutputArgs::default()
     };
+    // Read here for the line below too; `sinks` reads it again for the endpoint (cheap).
+    let web = web_config(s.web_config_file.as_deref())?;
+    let (tls, auth) = (web.tls.is_some(), web.needs_auth());
     let (tx, rx) = mpsc::channel(QUEUE);
     let mut pipe = Pipeline::new(sinks(&out, None).await?);
     set_filter(&mut pipe, &s.filter)?;
@@ -135,7 +139,12 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
         }
     };
     if s.listen.port() != 0 {
-        crate::say!("gpumon: serving metrics on http://{}/metrics", s.listen);
+        crate::say!(
+            "gpumon: serving metrics on {}://{}/metrics{}",
+            if tls { "https" } else { "http" },
+            s.listen,
+            if auth { " (basic auth)" } else { "" }
+        );
     }
     spawn_signals(tx.clone())?;
     drop(tx);

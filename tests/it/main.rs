@@ -68,4 +68,5 @@ mod signals_tmux;
 mod small_holes;
 mod tmux_e2e;
 mod ui_snapshots;
+mod web_config;
 mod wheel_glibc;
