@@ -141,7 +141,7 @@ fn follow_says_why_replay_keys_do_nothing() {
         assert_eq!(effect, None, "{c}");
         let flash = app.flash.clone().unwrap_or_default();
         assert!(
-            flash.starts_with("--follow shows the newest data"),
+            flash == "--follow: no seeking or speed changes",
             "{c}: {flash}"
         );
     }

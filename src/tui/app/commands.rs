@@ -164,11 +164,8 @@ impl App {
         // --follow plays the newest data as it arrives: there is no speed and no going back
         // (a seek would rush back to the end at once). Said, not silently dropped.
         if r.following && !matches!(a, Action::ToEnd) {
-            self.flash = Some(
-                "--follow shows the newest data: speed, steps and marks work in \
-                 `gpumon replay FILE` without --follow"
-                    .into(),
-            );
+            // Whole at 40 columns: the flash line is one row.
+            self.flash = Some("--follow: no seeking or speed changes".into());
             return None;
         }
         let c = match a {
