@@ -116,13 +116,14 @@ pub struct DemoArgs {
     pub display: DisplayArgs,
 }
 
+/// How the terminal UI draws: only the modes that have one (watch, replay, demo) take these.
 #[derive(Debug, Args, Clone, Default)]
 pub struct DisplayArgs {
     /// Draw with ASCII only (automatic when the locale is not UTF-8).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub ascii: bool,
     /// No colours (also when NO_COLOR is set).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub no_color: bool,
 }
 
@@ -154,6 +155,10 @@ pub struct OutputArgs {
     /// Also serve Prometheus metrics on this address: :9464 (loopback), HOST:PORT, [::1]:9464.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub serve: Option<SocketAddr>,
+    /// TLS and basic auth for --serve, in the Prometheus exporters' web config format
+    /// (tls_server_config, basic_auth_users with bcrypt hashes; docs/metrics.md).
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    pub web_config_file: Option<PathBuf>,
     /// Write one CSV row per GPU and per process per sample (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
@@ -184,6 +189,11 @@ pub struct ServeArgs {
     /// unless told otherwise (0.0.0.0:PORT for every interface).
     #[arg(long, value_name = "ADDR", value_parser = parse_addr, default_value = crate::export::DEFAULT_LISTEN)]
     pub listen: SocketAddr,
+    /// TLS and basic auth, in the web config format node_exporter and dcgm-exporter take:
+    /// tls_server_config (cert_file, key_file, min_version) and basic_auth_users (user: bcrypt
+    /// hash). Checked at start; a file gpumon cannot honour in full is refused.
+    #[arg(long, value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
     /// Serve a recording instead of live GPUs (played at --speed, then held at its end).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
@@ -204,12 +214,19 @@ pub struct ServeArgs {
 pub struct ReplayArgs {
     /// The recording to play.
     pub file: PathBuf,
-    /// Playback speed: a factor (1, 10, 0.5) or `max` to jump to the end.
-    #[arg(long, value_parser = Speed::parse, default_value = "1")]
-    pub speed: Speed,
-    /// Keep reading as the file grows (attach to a running `gpumon record`).
+    /// Playback speed: a factor above 0 up to 100000 (1, 10, 0.5) or `max` to jump to the
+    /// end. Default: 1 in the terminal, max with --headless (a headless replay at 1 plays
+    /// in real time, e.g. to feed --serve).
+    #[arg(long, value_parser = Speed::parse, conflicts_with = "follow", allow_negative_numbers = true)]
+    pub speed: Option<Speed>,
+    /// Keep reading as the file grows (attach to a running `gpumon record`); shows the
+    /// newest data as it comes, so there is no speed and no stepping back.
     #[arg(long)]
     pub follow: bool,
+    /// Refuse a recording with a corrupt line (default: skip it, with a warning naming
+    /// its line and column, and play the rest).
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub filter: FilterArgs,
     #[command(flatten)]
@@ -269,9 +286,55 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct SnapshotArgs {
-    /// JSON output (the only format for now; kept explicit for scripts).
-    #[arg(long)]
+    /// table: one line per GPU and per process, for a person; json: everything, for a
+    /// script. Default: table when stdout is a terminal, json otherwise (so pipes and
+    /// scripts get what they always got).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<SnapshotFormat>,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SnapshotFormat {
+    Table,
+    Json,
+}
+
+impl SnapshotArgs {
+    /// The format asked for, else by where stdout goes.
+    pub fn format(&self, stdout_is_terminal: bool) -> SnapshotFormat {
+        match (self.json, self.format) {
+            (true, _) => SnapshotFormat::Json,
+            (false, Some(f)) => f,
+            (false, None) if stdout_is_terminal => SnapshotFormat::Table,
+            (false, None) => SnapshotFormat::Json,
+        }
+    }
+}
+
+/// A watch flag given before a subcommand (`gpumon --ascii replay F`) fills the top-level
+/// watch arguments, which that subcommand never reads: the flag would be dropped silently.
+/// Returns the first such flag (global ones, `--config`, are every command's).
+pub fn flag_before_subcommand(matches: &clap::ArgMatches) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::parser::ValueSource;
+    let (sub, _) = matches.subcommand()?;
+    let cmd = Cli::command();
+    let arg = cmd.get_arguments().find(|a| {
+        !a.is_global_set()
+            && matches.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
+    })?;
+    let flag = arg
+        .get_long()
+        .map(|l| format!("--{l}"))
+        .or_else(|| arg.get_short().map(|c| format!("-{c}")))
+        .unwrap_or_else(|| arg.get_id().to_string());
+    Some(format!(
+        "{flag} is given before '{sub}', which does not read it there: write it after the \
+         subcommand (gpumon {sub} {flag} ...; `gpumon {sub} --help` lists what it takes)"
+    ))
 }
 
 pub const DEFAULT_INTERVAL: &str = "1s";

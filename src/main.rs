@@ -11,6 +11,11 @@ fn main() {
     }
     let matches = Cli::command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some(why) = gpumon::cli::flag_before_subcommand(&matches) {
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, why)
+            .exit();
+    }
     // A bad configuration is a usage error: nothing has started, and the message names the key.
     // Commands that read none of it work whatever the file holds: a shell that runs
     // `gpumon completions` at every start must not break on a typo in it.

@@ -18,6 +18,12 @@
 //! compression per published sample, not one per scrape. `/healthz` answers 200
 //! while the sampler is producing samples and 503 once it has stopped (see
 //! `Exporter::health`), for liveness probes and load balancers.
+//!
+//! With `--web-config-file` (`web_config.rs`) connections are TLS (the handshake must end
+//! within `header_read_timeout`, as a request head must) and every path asks for basic
+//! auth (401 otherwise). A bcrypt check runs on the blocking pool, two at a time, so
+//! wrong passwords cannot stall the scrapes of the right one; a credential that verified
+//! is remembered and costs nothing on the next scrape.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -36,7 +42,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, oneshot};
 
 use super::encode::Format;
+use super::web_config::WebConfig;
 use super::{AlertRow, Exporter, Health, Snapshot, metrics};
+
+/// bcrypt checks running at once (each ~50 ms of CPU at cost 10).
+const AUTH_CHECKS: usize = 2;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -75,6 +85,16 @@ pub async fn serve_on(
     listener: TcpListener,
     limits: Limits,
 ) -> std::io::Result<()> {
+    serve_with(exporter, listener, limits, Arc::new(WebConfig::default())).await
+}
+
+/// `serve_on` with TLS and basic auth as `web` says.
+pub async fn serve_with(
+    exporter: Arc<Exporter>,
+    listener: TcpListener,
+    limits: Limits,
+    web: Arc<WebConfig>,
+) -> std::io::Result<()> {
     let listener = listener.into_std()?;
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let (done_tx, done_rx) = oneshot::channel();
@@ -88,7 +108,7 @@ pub async fn serve_on(
                     rt.block_on(async move {
                         let listener = TcpListener::from_std(listener)?;
                         tokio::select! {
-                            r = accept_loop(exporter, listener, limits) => r,
+                            r = accept_loop(exporter, listener, limits, web) => r,
                             // The caller dropped us (its task ended or was aborted).
                             _ = stop_rx => Ok(()),
                         }
@@ -208,7 +228,10 @@ async fn accept_loop(
     exporter: Arc<Exporter>,
     listener: TcpListener,
     limits: Limits,
+    web: Arc<WebConfig>,
 ) -> std::io::Result<()> {
+    let checks = Arc::new(tokio::sync::Semaphore::new(AUTH_CHECKS));
+    let tls = web.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let registry = Arc::new(Registry {
         epoch: Instant::now(),
         conns: Mutex::default(),
@@ -237,27 +260,110 @@ async fn accept_loop(
         let cache = Arc::clone(&cache);
         let registry = Arc::clone(&registry);
         let builder = builder.clone();
+        let (web, checks, tls) = (Arc::clone(&web), Arc::clone(&checks), tls.clone());
         tokio::spawn(async move {
             let (r, s) = (Arc::clone(&registry), Arc::clone(&slot));
-            let svc = service_fn(move |req| {
+            let svc = service_fn(move |req: Request<Incoming>| {
                 s.last_done.store(r.now(), Ordering::Relaxed);
-                let resp = respond(&exporter, &cache, &req);
-                async move { Ok::<_, Infallible>(resp) }
+                guarded(&exporter, &cache, &web, &checks, req)
             });
-            let conn = builder.serve_connection(TokioIo::new(stream), svc);
-            tokio::pin!(conn);
+            let served = async {
+                match tls {
+                    None => run_conn(&builder, TokioIo::new(stream), svc, limits).await,
+                    Some(acceptor) => {
+                        let hs = tokio::time::timeout(
+                            limits.header_read_timeout,
+                            acceptor.accept(stream),
+                        );
+                        // A failed or slow handshake just closes the connection.
+                        if let Ok(Ok(tls_stream)) = hs.await {
+                            run_conn(&builder, TokioIo::new(tls_stream), svc, limits).await;
+                        }
+                    }
+                }
+            };
             tokio::select! {
-                _ = conn.as_mut() => {}
+                () = served => {}
                 _ = slot.evict.notified() => {}
                 _ = stale(&registry, &slot, limits.request_timeout) => {}
-                _ = tokio::time::sleep(limits.max_connection_age) => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(limits.shutdown_grace, conn).await;
-                }
             }
             registry.lock().remove(&id);
         });
     }
+}
+
+/// One connection until it ends or reaches its age, then a graceful close.
+async fn run_conn<I, S>(builder: &http1::Builder, io: I, svc: S, limits: Limits)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: hyper::service::HttpService<Incoming, ResBody = Full<Bytes>>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let conn = builder.serve_connection(io, svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = tokio::time::sleep(limits.max_connection_age) => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(limits.shutdown_grace, conn).await;
+        }
+    }
+}
+
+/// The answer once basic auth (when configured) admits the request; 401 otherwise. A
+/// credential not yet verified is checked with bcrypt on the blocking pool.
+fn guarded(
+    exporter: &Arc<Exporter>,
+    cache: &Arc<BodyCache>,
+    web: &Arc<WebConfig>,
+    checks: &Arc<tokio::sync::Semaphore>,
+    req: Request<Incoming>,
+) -> impl std::future::Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + use<> {
+    let auth = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes().to_vec());
+    let now = web
+        .admits_cached(auth.as_deref())
+        .then(|| respond(exporter, cache, &req));
+    let (exporter, cache, web, checks) = (
+        Arc::clone(exporter),
+        Arc::clone(cache),
+        Arc::clone(web),
+        Arc::clone(checks),
+    );
+    async move {
+        if let Some(r) = now {
+            return Ok(r);
+        }
+        let admitted = match (auth, checks.acquire_owned().await) {
+            (Some(a), Ok(permit)) => tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                web.admits(Some(&a))
+            })
+            .await
+            .unwrap_or(false),
+            _ => false,
+        };
+        Ok(if admitted {
+            respond(&exporter, &cache, &req)
+        } else {
+            unauthorized()
+        })
+    }
+}
+
+fn unauthorized() -> Response<Full<Bytes>> {
+    let mut r = reply(
+        StatusCode::UNAUTHORIZED,
+        "text/plain; charset=utf-8",
+        "unauthorized\n",
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"gpumon\", charset=\"UTF-8\""),
+    );
+    r
 }
 
 /// One connection's request handling on any byte stream, with the same

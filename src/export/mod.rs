@@ -11,6 +11,8 @@ mod labels;
 pub mod line_file;
 pub mod metrics;
 pub mod snapshot;
+pub mod snapshot_table;
+pub mod web_config;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};

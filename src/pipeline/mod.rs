@@ -57,6 +57,8 @@ pub struct Pipeline {
     /// An output's reader went away (`--alerts-jsonl - | head -1`): a headless run has
     /// nothing left to do and ends quietly, as other Unix tools do on a closed pipe.
     output_closed: bool,
+    /// Alerts raised (not re-raised by a replay's rebuild), for a headless replay's summary.
+    pub raised: u64,
 }
 
 impl Default for Pipeline {
@@ -84,6 +86,7 @@ impl Pipeline {
             notices: Vec::new(),
             output_failed: None,
             output_closed: false,
+            raised: 0,
         }
     }
 
@@ -212,6 +215,9 @@ impl Pipeline {
                 self.sinks.alerts_out = None;
                 self.output_failed(e);
             }
+        }
+        if c.change == ChangeKind::Raised && !replayed {
+            self.raised += 1;
         }
         let raised = matches!(c.change, ChangeKind::Raised | ChangeKind::Worsened);
         let frame = Frame::Alert(Box::new(c));

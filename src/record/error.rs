@@ -13,10 +13,12 @@ pub enum RecordingError {
     Open { path: PathBuf, err: std::io::Error },
     #[error("cannot read recording {path}: {err}")]
     Read { path: PathBuf, err: std::io::Error },
-    #[error("{path}:{line}: {msg}")]
+    /// `FILE:LINE:COLUMN: msg`, as compilers write it (editors jump there).
+    #[error("{path}:{line}{}: {msg}", .column.map(|c| format!(":{c}")).unwrap_or_default())]
     Corrupt {
         path: PathBuf,
         line: usize,
+        column: Option<usize>,
         msg: String,
     },
     /// Compressed data that does not decode: everything before it is good.

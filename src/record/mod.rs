@@ -20,7 +20,7 @@ use crate::model::frame::{Frame, Header};
 use crate::model::named::StatusSource;
 use crate::record::budget::RecordBudget;
 pub use crate::record::error::{MAX_RECORDING_LINE, RecordingError};
-pub use crate::record::reader::{Next, Reader, is_stream, validate};
+pub use crate::record::reader::{Next, Reader, Skips, is_stream, validate};
 pub use crate::record::sink::Format;
 use crate::record::sink::Out;
 
@@ -246,7 +246,7 @@ mod tests {
         let mut text = std::fs::read_to_string(&path).expect("read");
         text.push_str("{\"type\":\"tick\",\"t\":9,\"gp");
         std::fs::write(&path, text).expect("write");
-        let (h, n, partial) = validate(&path).expect("valid");
+        let (h, n, partial) = validate(&path, true).expect("valid");
         assert_eq!(h.driver_version.as_deref(), Some("580"));
         assert_eq!(n, 3);
         assert!(partial);
@@ -270,7 +270,7 @@ mod tests {
         )
         .expect("any gzip reader reads it whole");
         assert_eq!(text.lines().count(), 51);
-        let (h, n, partial) = validate(&path).expect("valid");
+        let (h, n, partial) = validate(&path, true).expect("valid");
         assert_eq!((h.started, n, partial), (5, 50, false));
         let mut r = Reader::open(&path).expect("open");
         while let Next::Frame(_) = r.next().expect("frame") {}
@@ -318,29 +318,51 @@ mod tests {
             format!("{h}\n{{\"type\":\"tick\",\"t\":1,\"gpus\":[]}}\nnot json\n"),
         )
         .expect("write");
-        let err = validate(&path).expect_err("corrupt");
+        let err = validate(&path, true).expect_err("corrupt");
         assert!(
             err.to_string()
-                .ends_with("r.jsonl:3: invalid frame: expected ident at line 1 column 2"),
-            "{err}"
+                .ends_with("r.jsonl:3:2: invalid frame: expected ident"),
+            "the file's line and the column, not serde's \"line 1\": {err}"
         );
+        // Not strict: the line is left out and counted, the frames around it read.
+        let (_, frames, _) = validate(&path, false).expect("skips");
+        assert_eq!(frames, 1);
+        let mut r = Reader::open(&path).expect("open");
+        while let Next::Frame(_) = r.next().expect("frame") {}
+        let warning = r.skipped().warning(&path).expect("one skipped");
+        assert!(
+            warning.ends_with(
+                "r.jsonl: skipped 1 corrupt line (line 3, column 2: expected ident); \
+                 --strict refuses such a recording"
+            ),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn a_corrupt_header_is_refused_even_when_lines_are_skipped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.jsonl");
+        std::fs::write(&path, "{\"type\":\"header\",oops}\n").expect("write");
+        let err = validate(&path, false).expect_err("no header");
+        assert!(err.to_string().contains("r.jsonl:1:"), "{err}");
     }
 
     #[test]
     fn missing_empty_and_headerless_files_error() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let missing = validate(&dir.path().join("nope")).expect_err("missing");
+        let missing = validate(&dir.path().join("nope"), true).expect_err("missing");
         assert!(missing.to_string().starts_with("cannot open recording"));
         let empty = dir.path().join("empty");
         std::fs::write(&empty, "").expect("write");
         assert!(matches!(
-            validate(&empty),
+            validate(&empty, true),
             Err(RecordingError::Empty { .. })
         ));
         let nohead = dir.path().join("nohead");
         std::fs::write(&nohead, "{\"type\":\"tick\",\"t\":1,\"gpus\":[]}\n").expect("write");
         assert!(
-            validate(&nohead)
+            validate(&nohead, true)
                 .expect_err("no header")
                 .to_string()
                 .contains(":1: first line")
@@ -359,7 +381,7 @@ mod tests {
         )
         .expect("write");
         assert!(
-            validate(&path)
+            validate(&path, true)
                 .expect_err("too new")
                 .to_string()
                 .contains("v99 is newer")

@@ -93,6 +93,34 @@ pub struct Reader {
     /// pass, no seeking back, no re-opening).
     stream: bool,
     pub header: Header,
+    /// Refuse the recording at its first corrupt line (`--strict`) instead of skipping it.
+    strict: bool,
+    skipped: Skips,
+}
+
+/// Corrupt lines left out so far (after the header, which is never skipped), and the first
+/// of them, for the warning.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Skips {
+    pub count: usize,
+    /// `line 51, column 16: key must be a string`.
+    pub first: Option<String>,
+}
+
+impl Skips {
+    /// The warning a reader of `path` gives once it has skipped lines; `None` when none.
+    pub fn warning(&self, path: &Path) -> Option<String> {
+        let first = self.first.as_deref()?;
+        let (lines, at) = match self.count {
+            1 => ("corrupt line", ""),
+            _ => ("corrupt lines", "first at "),
+        };
+        Some(format!(
+            "{}: skipped {} {lines} ({at}{first}); --strict refuses such a recording",
+            path.display(),
+            self.count
+        ))
+    }
 }
 
 /// Is `path` something that can be read only once? `-` is stdin; a pipe, a
@@ -148,6 +176,8 @@ impl Reader {
             id,
             stream: is_stream(path),
             header: empty_header(),
+            strict: false,
+            skipped: Skips::default(),
         };
         let first = match r.next()? {
             Next::Frame(f) => f,
@@ -204,8 +234,25 @@ impl Reader {
                     found: v,
                 };
             }
-            self.corrupt(self.line, format!("invalid frame: {e}"))
+            // serde_json counts within the one line it was given ("at line 1 column 16"):
+            // the file's line is ours, the column is serde's.
+            RecordingError::Corrupt {
+                path: self.path.clone(),
+                line: self.line,
+                column: Some(e.column()).filter(|&c| c > 0),
+                msg: format!("invalid frame: {}", without_position(&e)),
+            }
         })
+    }
+
+    /// Refuse the recording at its first corrupt line instead of skipping it.
+    pub fn set_strict(&mut self, strict: bool) {
+        self.strict = strict;
+    }
+
+    /// The corrupt lines skipped so far.
+    pub fn skipped(&self) -> &Skips {
+        &self.skipped
     }
 
     /// Stdin, a pipe or a FIFO (see `is_stream`).
@@ -217,6 +264,7 @@ impl Reader {
         RecordingError::Corrupt {
             path: self.path.clone(),
             line,
+            column: None,
             msg,
         }
     }
@@ -246,7 +294,22 @@ impl Reader {
             if text.trim_ascii().is_empty() {
                 continue;
             }
-            return self.parse(&text).map(Next::Frame);
+            match self.parse(&text) {
+                // One bad line (a disk error, a stray write) must not cost the hours around
+                // it: it is left out and counted, and the replay says so (`Skips::warning`).
+                Err(RecordingError::Corrupt {
+                    line, column, msg, ..
+                }) if !self.strict && self.line > 1 => {
+                    self.skipped.count += 1;
+                    self.skipped.first.get_or_insert_with(|| {
+                        let col = column.map(|c| format!(", column {c}")).unwrap_or_default();
+                        let msg = msg.trim_start_matches("invalid frame: ");
+                        format!("line {line}{col}: {msg}")
+                    });
+                    continue;
+                }
+                r => return r.map(Next::Frame),
+            }
         }
     }
 }
@@ -330,6 +393,13 @@ fn empty_header() -> Header {
     }
 }
 
+/// serde_json's message without its " at line L column C" (the line is always 1 here).
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let tail = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&tail).unwrap_or(&text).to_string()
+}
+
 /// `{"type":"header","v":N}` with N above what this gpumon reads.
 fn newer_header(line: &[u8]) -> Option<u32> {
     let v: serde_json::Value = serde_json::from_slice(line).ok()?;
@@ -347,11 +417,12 @@ fn newer_header(line: &[u8]) -> Option<u32> {
 /// multi-day recording must not cost the days before it).
 /// A stream (`is_stream`) can be read only once, so it is not read here: its
 /// problems show when the replay reaches them.
-pub fn validate(path: &Path) -> Result<(Header, usize, bool), RecordingError> {
+pub fn validate(path: &Path, strict: bool) -> Result<(Header, usize, bool), RecordingError> {
     if is_stream(path) {
         return Ok((empty_header(), 0, false));
     }
     let mut r = Reader::open(path)?;
+    r.set_strict(strict);
     let mut n = 0;
     loop {
         match r.next() {

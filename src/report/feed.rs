@@ -38,6 +38,7 @@ pub fn replay_run(path: &Path, mut pipe: Pipeline) -> Result<Run, ReportError> {
             skip_ms: 0,
             looping: false,
             controls: false,
+            strict: false,
         },
         tx,
     )?;
@@ -64,6 +65,16 @@ pub fn replay_run(path: &Path, mut pipe: Pipeline) -> Result<Run, ReportError> {
                     } = &f
                     {
                         return Err(ReportError::Replay(text.clone()));
+                    }
+                    // Corrupt lines skipped, an unclosed tail: the page is told from what was read.
+                    if let Frame::Status {
+                        source: StatusSource::Replay,
+                        level: Level::Warn,
+                        text,
+                        ..
+                    } = &f
+                    {
+                        crate::say!("gpumon: {text}");
                     }
                     pipe.apply(&f);
                     if let Frame::Header(h) = &f

@@ -110,7 +110,7 @@ mod tests {
     fn every_bundled_recording_exists_and_opens() {
         for d in &DEMOS {
             let (_, path) = find(Some(d.name)).expect("bundled");
-            crate::record::validate(&path).expect("a valid recording");
+            crate::record::validate(&path, true).expect("a valid recording");
         }
         assert_eq!(find(None).map(|(d, _)| d.name), Ok("h200x2"));
         let err = find(Some("nope")).err().expect("unknown name");

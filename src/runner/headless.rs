@@ -13,42 +13,109 @@ use tokio::sync::mpsc::{self, Receiver};
 
 use super::*;
 
-/// Evaluate a recording offline as fast as it can be read: `--alerts-jsonl -` prints
-/// the alerts it would have raised, with their time and epoch.
+/// Evaluate a recording offline, as fast as it can be read unless `--speed` says otherwise
+/// (honoured: at 1 it plays in real time, e.g. to feed `--serve` like a live job):
+/// `--alerts-jsonl -` prints the alerts it would have raised, with their time and epoch.
+/// Asked for no output, it ends with one line saying what it played and found.
 pub(super) async fn replay_headless(r: ReplayArgs) -> Result<i32> {
     if !r.follow {
-        validate(&r.file)?;
+        validate(&r.file, r.strict)?;
     }
     let (tx, rx) = mpsc::channel(QUEUE);
-    let speed = if r.follow { r.speed } else { Speed::Max };
     let _handle = replay::spawn(
         replay::Options {
             path: r.file.clone(),
-            speed,
+            speed: r.speed.unwrap_or(Speed::Max),
             follow: r.follow,
             skip_ms: 0,
             looping: false,
             controls: false,
+            strict: r.strict,
         },
         tx.clone(),
     )?;
     let pipe = pipeline(&r.out, None, &r.filter).await?;
     spawn_signals(tx.clone())?;
     drop(tx);
-    Ok(headless(rx, pipe, None, !r.follow).await)
+    let o = &r.out;
+    let silent =
+        o.serve.is_none() && o.csv.is_none() && o.jsonl.is_none() && o.alerts_jsonl.is_none();
+    let mut seen = Seen::default();
+    let code = headless(rx, pipe, None, !r.follow, Some(&mut seen)).await;
+    if silent && code == 0 {
+        println!("{}", seen.summary(&r.file.display().to_string()));
+    }
+    Ok(code)
+}
+
+/// What a headless replay went through: frames, their time span, the GPUs and processes
+/// the model kept (after `--gpu/--user/--pid`), and the alerts raised.
+#[derive(Debug, Default)]
+pub(super) struct Seen {
+    frames: u64,
+    first: Option<crate::model::time::Ts>,
+    last: crate::model::time::Ts,
+    gpus: usize,
+    pids: std::collections::BTreeSet<u32>,
+    raised: u64,
+}
+
+impl Seen {
+    fn frame(&mut self, f: &Frame) {
+        if matches!(f, Frame::Status { .. } | Frame::Header(_)) {
+            return;
+        }
+        self.frames += 1;
+        let t = f.time();
+        self.first = Some(self.first.map_or(t, |a| a.min(t)));
+        self.last = self.last.max(t);
+    }
+
+    fn model(&mut self, pipe: &Pipeline) {
+        self.gpus = self.gpus.max(pipe.state.gpus.len());
+        // GPU processes: /proc facts alone (a process the filter left without a GPU) are not.
+        let on_gpu = pipe.state.procs.iter().filter(|(_, p)| !p.gpus.is_empty());
+        self.pids.extend(on_gpu.map(|(pid, _)| *pid));
+        self.raised = pipe.raised;
+    }
+
+    /// `replayed F: 1234 frames over 5m12s, 2 GPUs, 7 processes, 3 alerts raised (...)`.
+    pub(super) fn summary(&self, file: &str) -> String {
+        let span = self.first.map_or(0, |a| self.last - a);
+        let n =
+            |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+        let alerts = match self.raised {
+            0 => "no alert raised".to_string(),
+            k => format!(
+                "{} (--alerts-jsonl - lists them)",
+                n(k as usize, "alert raised", "alerts raised")
+            ),
+        };
+        format!(
+            "gpumon: replayed {file}: {} over {}, {}, {}, {alerts}",
+            n(self.frames as usize, "frame", "frames"),
+            span_words(span),
+            n(self.gpus, "GPU", "GPUs"),
+            n(self.pids.len(), "process", "processes"),
+        )
+    }
 }
 
 pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
     let out = OutputArgs {
         serve: Some(s.listen),
+        web_config_file: s.web_config_file.clone(),
         ..OutputArgs::default()
     };
+    // Read here for the line below too; `sinks` reads it again for the endpoint (cheap).
+    let web = web_config(s.web_config_file.as_deref())?;
+    let (tls, auth) = (web.tls.is_some(), web.needs_auth());
     let (tx, rx) = mpsc::channel(QUEUE);
     let mut pipe = Pipeline::new(sinks(&out, None).await?);
     set_filter(&mut pipe, &s.filter)?;
     let _keep: Box<dyn std::any::Any> = match &s.replay {
         Some(file) => {
-            validate(file)?;
+            validate(file, false)?;
             let opts = replay::Options {
                 path: file.clone(),
                 speed: s.speed,
@@ -56,6 +123,7 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
                 skip_ms: 0,
                 looping: false,
                 controls: false,
+                strict: false,
             };
             Box::new(replay::spawn(opts, tx.clone())?)
         }
@@ -71,11 +139,16 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
         }
     };
     if s.listen.port() != 0 {
-        crate::say!("gpumon: serving metrics on http://{}/metrics", s.listen);
+        crate::say!(
+            "gpumon: serving metrics on {}://{}/metrics{}",
+            if tls { "https" } else { "http" },
+            s.listen,
+            if auth { " (basic auth)" } else { "" }
+        );
     }
     spawn_signals(tx.clone())?;
     drop(tx);
-    Ok(headless(rx, pipe, None, false).await)
+    Ok(headless(rx, pipe, None, false, None).await)
 }
 
 /// Loop without a terminal. Returns the exit status: 3 when `--exit-on-alert` fired.
@@ -84,6 +157,7 @@ pub(super) async fn headless(
     mut pipe: Pipeline,
     deadline: Option<tokio::time::Instant>,
     stop_at_replay_end: bool,
+    mut seen: Option<&mut Seen>,
 ) -> i32 {
     loop {
         let sleep = async {
@@ -120,6 +194,9 @@ pub(super) async fn headless(
                         }
                     }
                     pipe.apply(&f);
+                    if let Some(s) = seen.as_deref_mut() {
+                        s.frame(&f);
+                    }
                     for n in pipe.take_notices() {
                         crate::say!("gpumon: {n}");
                     }
@@ -133,6 +210,10 @@ pub(super) async fn headless(
                 _ => {}
             }
             next = rx.try_recv().ok();
+        }
+        // Once per batch, not per frame: exited processes stay in the model for a while.
+        if let Some(s) = seen.as_deref_mut() {
+            s.model(&pipe);
         }
         pipe.publish();
         if let Some(e) = pipe.take_recording_failure() {
@@ -159,6 +240,14 @@ pub(super) async fn headless(
 }
 
 pub(super) async fn record(r: RecordArgs) -> Result<i32> {
+    // A path that cannot be written is found before the driver is asked (and before it
+    // says anything): the job fails on what the user typed, not on what NVML answered.
+    if let Some(p) = &r.output {
+        check_writable(p, "recording")?;
+    }
+    for p in [&r.csv, &r.jsonl, &r.report].into_iter().flatten() {
+        check_writable(p, "output")?;
+    }
     let (tx, rx) = mpsc::channel(QUEUE);
     let (header, channel) = start_live(r.interval, r.socket_dir.clone(), &tx);
     let header = header.unwrap_or_else(|e| {
@@ -187,7 +276,7 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     spawn_signals(tx.clone())?;
     drop(tx);
     let deadline = r.duration.map(|d| tokio::time::Instant::now() + d);
-    let code = headless(rx, pipe, deadline, false).await;
+    let code = headless(rx, pipe, deadline, false, None).await;
     drop(channel);
     // The recording is closed (also after SIGINT/SIGTERM, which end the loop): tell it.
     if let Some(out) = r.report.clone() {
@@ -211,7 +300,57 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     Ok(code)
 }
 
-pub(super) fn snapshot() -> Result<i32> {
+/// A replay's length to the second below an hour (`2m05s`), as `fmt::duration` above.
+fn span_words(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => crate::fmt::duration(ms),
+    }
+}
+
+/// Whether `path` can be created or written, without creating it (a run refused later, by
+/// its filter, leaves nothing behind): its directory exists and is writable, or the file
+/// itself is.
+pub(super) fn check_writable(path: &std::path::Path, what: &str) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let show = path.display();
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let (probe, mode) = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => anyhow::bail!("cannot write {what} {show}: it is a directory"),
+        Ok(_) => (path, libc::W_OK),
+        Err(_) => match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => (dir, libc::W_OK | libc::X_OK),
+            Ok(_) => anyhow::bail!(
+                "cannot write {what} {show}: {} is not a directory",
+                dir.display()
+            ),
+            Err(e) => anyhow::bail!(
+                "cannot write {what} {show}: directory {}: {e}",
+                dir.display()
+            ),
+        },
+    };
+    let c = std::ffi::CString::new(probe.as_os_str().as_bytes())
+        .map_err(|_| anyhow::anyhow!("cannot write {what} {show}: NUL in the path"))?;
+    // SAFETY: a valid NUL-terminated path; access(2) only reads it.
+    if unsafe { libc::access(c.as_ptr(), mode) } != 0 {
+        let e = std::io::Error::last_os_error();
+        anyhow::bail!("cannot write {what} {show}: {}: {e}", probe.display());
+    }
+    Ok(())
+}
+
+/// `gpumon snapshot`: a table for a person, JSON for a script (`SnapshotArgs::format`).
+pub(super) fn snapshot(args: &crate::cli::SnapshotArgs) -> Result<i32> {
+    use std::io::IsTerminal;
+    let format = args.format(std::io::stdout().is_terminal());
     let (header, tick, procs) = match nvml::snapshot() {
         Ok(v) => v,
         Err(e) => {
@@ -223,7 +362,11 @@ pub(super) fn snapshot() -> Result<i32> {
     state.apply(&Frame::Header(header));
     state.apply(&Frame::Procs { t: tick.t, procs });
     state.apply(&Frame::Tick(tick));
-    let text = serde_json::to_string_pretty(&crate::export::json::to_json(&state))?;
-    crate::fmt::print_stdout(format!("{text}\n").as_bytes())?;
-    Ok(0)
+    let text = match format {
+        crate::cli::SnapshotFormat::Json => {
+            serde_json::to_string_pretty(&crate::export::json::to_json(&state))? + "\n"
+        }
+        crate::cli::SnapshotFormat::Table => crate::export::snapshot_table::table(&state),
+    };
+    super::print_all(text.as_bytes())
 }

@@ -122,6 +122,13 @@ const FILES: &[(&str, &str)] = &[
          named by their content hash (checked on every use).",
     ),
     (
+        "web config (--web-config-file FILE)",
+        "TLS and basic auth for the metrics endpoint, in the Prometheus exporters' YAML format: \
+         tls_server_config (cert_file, key_file, min_version, max_version; paths relative to \
+         the file) and basic_auth_users (user: bcrypt hash). Read at start; a file gpumon \
+         cannot honour in full is refused with status 2 (docs/metrics.md).",
+    ),
+    (
         "*.gpumon.jsonl",
         "Recordings written by gpumon record and --record: one JSON message per line \
          (docs/recording-format.md).",

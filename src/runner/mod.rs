@@ -13,7 +13,8 @@ use std::sync::Arc;
 use crate::channel::ChannelHandle;
 use crate::cli::{Cli, Command, DisplayArgs, OutputArgs, ReplayArgs};
 use crate::export::flat::{FlatFormat, FlatLog};
-use crate::export::http::{Limits, serve_on};
+use crate::export::http::{Limits, serve_with};
+use crate::export::web_config::WebConfig;
 use crate::export::{Exporter, LineFile};
 use crate::model::alerts::config::AlertConfig;
 use crate::model::alerts::engine::AlertEngine;
@@ -88,8 +89,8 @@ fn run_command(cli: Cli) -> Result<i32> {
         }
         _ => {}
     }
-    if let Some(Command::Snapshot(_)) = &cli.command {
-        return snapshot();
+    if let Some(Command::Snapshot(s)) = &cli.command {
+        return snapshot(s);
     }
     // The report waits on its replay thread: it runs before (outside) the async runtime.
     if let Some(Command::Report(r)) = &cli.command {
@@ -118,8 +119,9 @@ fn run_command(cli: Cli) -> Result<i32> {
                 let (demo, file) = demos::find(d.name.as_deref()).map_err(anyhow::Error::msg)?;
                 let args = ReplayArgs {
                     file,
-                    speed: Speed::Times(1.0),
+                    speed: Some(Speed::Times(1.0)),
                     follow: false,
+                    strict: false,
                     filter: Default::default(),
                     out: OutputArgs::default(),
                     display: d.display,
@@ -218,7 +220,8 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
         ..Sinks::default()
     };
     if let Some(addr) = out.serve {
-        s.exporter = Some(start_exporter(addr, &host).await?);
+        let web = web_config(out.web_config_file.as_deref())?;
+        s.exporter = Some(start_exporter(addr, &host, web).await?);
     }
     if out.csv.is_some() || out.jsonl.is_some() || out.alerts_jsonl.is_some() {
         // Past `ulimit -f` a write then fails with EFBIG, reported like any other.
@@ -275,7 +278,25 @@ pub(super) fn configure(pipe: &mut Pipeline, out: &OutputArgs) -> Result<()> {
     Ok(())
 }
 
-pub(super) async fn start_exporter(addr: SocketAddr, host: &str) -> Result<Arc<Exporter>> {
+/// `--web-config-file`, read and checked now: a file that cannot be honoured in full is a
+/// usage error before anything listens.
+pub(super) fn web_config(path: Option<&Path>) -> Result<Arc<WebConfig>> {
+    Ok(Arc::new(match path {
+        Some(p) => WebConfig::load(p).map_err(crate::cli::UsageError)?,
+        None => WebConfig::default(),
+    }))
+}
+
+/// `http` or `https`, for the lines that say where metrics are served.
+pub(super) fn scheme(web: &WebConfig) -> &'static str {
+    if web.tls.is_some() { "https" } else { "http" }
+}
+
+pub(super) async fn start_exporter(
+    addr: SocketAddr,
+    host: &str,
+    web: Arc<WebConfig>,
+) -> Result<Arc<Exporter>> {
     let exporter = Arc::new(Exporter::new(host.to_string()));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -283,11 +304,14 @@ pub(super) async fn start_exporter(addr: SocketAddr, host: &str) -> Result<Arc<E
     if addr.port() == 0 {
         // Port 0 asks the system for one: say which it gave, or nobody can scrape it.
         let got = listener.local_addr().map_or(addr, |a| a);
-        crate::say!("gpumon: serving metrics on http://{got}/metrics");
+        crate::say!(
+            "gpumon: serving metrics on {}://{got}/metrics",
+            scheme(&web)
+        );
     }
     let e = Arc::clone(&exporter);
     tokio::spawn(async move {
-        if let Err(err) = serve_on(e, listener, Limits::default()).await {
+        if let Err(err) = serve_with(e, listener, Limits::default(), web).await {
             crate::say!("gpumon: metrics endpoint stopped: {err}");
         }
     });

@@ -19,6 +19,9 @@ use tokio::sync::mpsc::{self, Receiver, Sender};
 use super::*;
 
 pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
+    for p in [&w.record, &w.out.csv, &w.out.jsonl].into_iter().flatten() {
+        check_writable(p, "output")?;
+    }
     let (tx, rx) = mpsc::channel(QUEUE);
     let (header, channel) = start_live(w.interval, w.socket_dir.clone(), &tx);
     let mut notice = None;
@@ -51,8 +54,9 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
                 .to_string();
             let args = ReplayArgs {
                 file,
-                speed: Speed::Times(1.0),
+                speed: Some(Speed::Times(1.0)),
                 follow: false,
+                strict: false,
                 filter: w.filter,
                 out: w.out,
                 display: w.display,
@@ -70,7 +74,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
         pipe.apply(&Frame::Header(header));
         spawn_signals(tx.clone())?;
         drop(tx);
-        let code = headless(rx, pipe, None, false).await;
+        let code = headless(rx, pipe, None, false, None).await;
         drop(channel);
         return Ok(code);
     }
@@ -112,17 +116,18 @@ fn demo_loop(app: &App, looped_from: &mut Option<i64>) -> Option<replay::Control
 
 pub(super) async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>) -> Result<i32> {
     if !r.follow {
-        validate(&r.file)?;
+        validate(&r.file, r.strict)?;
     }
     let (tx, rx) = mpsc::channel(QUEUE);
     let handle = replay::spawn(
         replay::Options {
             path: r.file.clone(),
-            speed: r.speed,
+            speed: r.speed.unwrap_or(Speed::Times(1.0)),
             follow: r.follow,
             skip_ms: if demo { DEMO_SKIP_MS } else { 0 },
             looping: false,
             controls: true,
+            strict: r.strict,
         },
         tx.clone(),
     )?;

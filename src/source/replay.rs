@@ -59,9 +59,11 @@ impl Speed {
         let v: f64 = s.trim_end_matches(['x', 'X']).parse().map_err(|_| {
             format!("invalid speed '{s}': use a factor such as 1, 10, 0.5 or 'max'")
         })?;
+        // The range as it is: 0 itself is refused (a paused replay is Space in the TUI).
         if !(v.is_finite() && v > 0.0 && v <= 100_000.0) {
             return Err(format!(
-                "invalid speed '{s}': must be between 0 and 100000, or 'max'"
+                "invalid speed '{s}': must be above 0 and at most 100000 (e.g. 0.5, 1, 10), \
+                 or 'max'"
             ));
         }
         Ok(Speed::Times(v))
@@ -181,6 +183,8 @@ pub struct Options {
     /// A user drives it (TUI): scan the file for its length and marks. Headless runs skip
     /// the extra pass.
     pub controls: bool,
+    /// Stop at the first corrupt line (`--strict`) instead of skipping it with a warning.
+    pub strict: bool,
 }
 
 /// Start the replay thread. The file is opened (and its header checked) before returning.
@@ -188,7 +192,7 @@ pub fn spawn<E>(opts: Options, tx: Sender<E>) -> Result<ReplayHandle, RecordingE
 where
     E: From<ReplayEvent> + Send + 'static,
 {
-    let reader = Reader::open(&opts.path)?;
+    let reader = open(&opts.path, opts.strict)?;
     let (ctl_tx, ctl_rx) = std_mpsc::channel();
     let scanned = Arc::new(OnceLock::new());
     // A stream (stdin, a pipe, a FIFO) is read once, by the player: a scan would steal it.
@@ -226,6 +230,9 @@ where
 struct Replay<E> {
     reader: Reader,
     path: PathBuf,
+    strict: bool,
+    /// Corrupt lines already reported (a seek back re-reads them: said once).
+    skips_said: usize,
     tx: Sender<E>,
     speed: Speed,
     follow: bool,
@@ -253,6 +260,8 @@ impl<E: From<ReplayEvent>> Replay<E> {
         Replay {
             reader,
             path: opts.path,
+            strict: opts.strict,
+            skips_said: 0,
             tx,
             speed: opts.speed,
             follow: opts.follow,
@@ -373,6 +382,9 @@ impl<E: From<ReplayEvent>> Replay<E> {
                         }
                     }
                     Next::End { .. } => {
+                        if !self.say_skips() {
+                            return Ok(None);
+                        }
                         if !self.follow
                             && !self.tail_noted
                             && let Some(text) = self.reader.tail_note()
@@ -408,6 +420,21 @@ impl<E: From<ReplayEvent>> Replay<E> {
                 return Ok(None);
             }
         }
+    }
+
+    /// Say, at an end of the file, how many corrupt lines were left out since last said.
+    /// Returns false when the UI has gone away.
+    fn say_skips(&mut self) -> bool {
+        let skips = self.reader.skipped();
+        if skips.count <= self.skips_said {
+            return true;
+        }
+        self.skips_said = skips.count;
+        let Some(text) = skips.warning(&self.path) else {
+            return true;
+        };
+        let note = Frame::status(self.last_t, StatusSource::Replay, Level::Warn, text);
+        self.send(ReplayEvent::Frame(note))
     }
 
     fn control(&mut self, c: Control) -> Result<(), RecordingError> {
@@ -458,7 +485,7 @@ impl<E: From<ReplayEvent>> Replay<E> {
             use std::os::unix::fs::MetadataExt;
             (m.dev(), m.ino())
         });
-        let reader = match Reader::open(&self.path) {
+        let reader = match open(&self.path, self.strict) {
             Ok(r) => r,
             Err(RecordingError::Empty { .. } | RecordingError::Open { .. }) => {
                 return Ok(Reopen::Waiting);
@@ -481,6 +508,7 @@ impl<E: From<ReplayEvent>> Replay<E> {
             text,
         )));
         self.reader = reader;
+        self.skips_said = 0;
         self.pending = None;
         self.start = self.reader.header.started;
         self.last_t = self.start;
@@ -513,7 +541,7 @@ impl<E: From<ReplayEvent>> Replay<E> {
         if self.speed == Speed::Max {
             self.speed = Speed::Times(1.0);
         }
-        self.reader = Reader::open(&self.path)?;
+        self.reader = open(&self.path, self.strict)?;
         self.pending = None;
         self.ended = false;
         self.rush = false;
@@ -548,6 +576,12 @@ enum Reopen {
     /// Not a file yet (a FIFO, or nothing with a header): try again later.
     Waiting,
     UiGone,
+}
+
+fn open(path: &Path, strict: bool) -> Result<Reader, RecordingError> {
+    let mut r = Reader::open(path)?;
+    r.set_strict(strict);
+    Ok(r)
 }
 
 fn file_id(path: &Path) -> Option<(u64, u64)> {
@@ -591,6 +625,7 @@ mod tests {
             skip_ms: 0,
             looping: true,
             controls: false,
+            strict: false,
         };
         let _h = spawn(opts, tx).expect("replays");
         std::thread::sleep(Duration::from_millis(300));

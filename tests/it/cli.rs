@@ -53,11 +53,21 @@ fn corrupt_recording_names_the_line() {
     let path = dir.path().join("bad.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").expect("write");
     gpumon()
-        .args(["replay", "--headless"])
+        .args(["replay", "--headless", "--strict"])
         .arg(&path)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("bad.jsonl:6: invalid frame"))
+        .stderr(predicate::str::contains("bad.jsonl:6:32: invalid frame"))
+        .stderr(no_panic());
+    // Without --strict the line is skipped, named in a warning.
+    gpumon()
+        .args(["replay", "--headless"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "skipped 1 corrupt line (line 6, column 32:",
+        ))
         .stderr(no_panic());
     let garbage = dir.path().join("garbage.bin");
     std::fs::write(&garbage, [0xff_u8, 0xfe, 0, 1, 2, b'\n']).expect("write");

@@ -9,8 +9,14 @@ use std::time::{Duration, Instant};
 use crate::support::jsonl::{header, now_ms, tick};
 
 fn follow(rec: &std::path::Path, csv: &std::path::Path) -> Child {
+    follow_with(rec, csv, &[])
+}
+
+fn follow_with(rec: &std::path::Path, csv: &std::path::Path, extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_gpumon"))
-        .args(["replay", "--follow", "--headless", "--csv"])
+        .args(["replay", "--follow", "--headless"])
+        .args(extra)
+        .arg("--csv")
         .arg(csv)
         .arg(rec)
         .stdout(Stdio::null())
@@ -76,14 +82,45 @@ fn a_file_renamed_over_is_followed() {
     assert!(found, "still reading the old inode; stderr: {stderr}");
 }
 
+/// Not strict: the corrupt line is skipped with a warning and following goes on.
 #[test]
-fn a_corrupt_line_stops_follow_loudly() {
+fn a_corrupt_line_is_skipped_while_following() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rec = dir.path().join("live.jsonl");
     let csv = dir.path().join("rows.csv");
     let t0 = now_ms();
     std::fs::write(&rec, header(t0) + &tick(t0, 111_000_000)).expect("write");
-    let mut child = follow(&rec, &csv);
+    let child = follow(&rec, &csv);
+    assert!(wait_for_row(&csv, ",111000000,"));
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&rec)
+        .expect("open");
+    f.write_all(b"{not a frame\x1b[2J}\n").expect("append");
+    f.write_all(tick(t0 + 1000, 222_000_000).as_bytes())
+        .expect("append");
+    f.flush().expect("flush");
+    let found = wait_for_row(&csv, ",222000000,");
+    let stderr = stop(child);
+    assert!(found, "the tick after the corrupt line was read: {stderr}");
+    assert!(
+        stderr.contains("live.jsonl: skipped 1 corrupt line (line 3, column 2:"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\x1b'),
+        "control characters reached the terminal"
+    );
+}
+
+#[test]
+fn a_corrupt_line_stops_a_strict_follow_loudly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("live.jsonl");
+    let csv = dir.path().join("rows.csv");
+    let t0 = now_ms();
+    std::fs::write(&rec, header(t0) + &tick(t0, 111_000_000)).expect("write");
+    let mut child = follow_with(&rec, &csv, &["--strict"]);
     assert!(wait_for_row(&csv, ",111000000,"));
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -103,7 +140,7 @@ fn a_corrupt_line_stops_follow_loudly() {
     };
     let stderr = stop(child);
     assert_eq!(status.and_then(|s| s.code()), Some(1), "{stderr}");
-    assert!(stderr.contains("live.jsonl:3: invalid frame"), "{stderr}");
+    assert!(stderr.contains("live.jsonl:3:2: invalid frame"), "{stderr}");
     assert!(
         !stderr.contains('\x1b'),
         "control characters reached the terminal"

@@ -213,12 +213,30 @@ fn a_missing_or_corrupt_recording_is_a_clear_error_and_leaves_no_page() {
     );
     assert!(!out.exists());
 
-    // A good start, then garbage: the error names the line, and an older page survives.
+    // A good start, then garbage: the line is skipped and named, the page told from the rest.
     let good = std::fs::read_to_string(&recordings()[0]).expect("asset");
     let mut text: String = good.lines().take(50).collect::<Vec<_>>().join("\n");
     text.push_str("\n{\"type\":\"tick\",\"t\":oops}\n");
     let bad = dir.path().join("bad.gpumon.jsonl");
-    std::fs::write(&bad, text).expect("write");
+    std::fs::write(&bad, &text).expect("write");
+    let skipped = dir.path().join("skipped.html");
+    let o = gpumon()
+        .arg("report")
+        .arg(&bad)
+        .arg("-o")
+        .arg(&skipped)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("bad.gpumon.jsonl: skipped 1 corrupt line (line 51, column"),
+        "{err}"
+    );
+    assert!(skipped.exists());
+    // A broken header is no recording: the error names the line, and an older page survives.
+    let body: Vec<&str> = text.lines().skip(1).collect();
+    std::fs::write(&bad, format!("{{oops\n{}\n", body.join("\n"))).expect("write");
     std::fs::write(&out, "old page").expect("write");
     let o = gpumon()
         .arg("report")
@@ -229,7 +247,7 @@ fn a_missing_or_corrupt_recording_is_a_clear_error_and_leaves_no_page() {
         .expect("runs");
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.gpumon.jsonl:51"), "{err}");
+    assert!(err.contains("bad.gpumon.jsonl:1:"), "{err}");
     assert_eq!(std::fs::read_to_string(&out).expect("kept"), "old page");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .expect("dir")

@@ -241,7 +241,7 @@ impl AlertConfig {
             (
                 "growth.alpha",
                 g.alpha > 0.0 && g.alpha < 1.0,
-                "a probability between 0 and 1",
+                "above 0 and below 1 (a probability)",
             ),
             ("growth.min_window", g.min_window >= 3, "at least 3 points"),
             (

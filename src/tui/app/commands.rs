@@ -161,6 +161,13 @@ impl App {
             self.flash = Some("replay controls work in `gpumon replay FILE`".into());
             return None;
         };
+        // --follow plays the newest data as it arrives: there is no speed and no going back
+        // (a seek would rush back to the end at once). Said, not silently dropped.
+        if r.following && !matches!(a, Action::ToEnd) {
+            // Whole at 40 columns: the flash line is one row.
+            self.flash = Some("--follow: no seeking or speed changes".into());
+            return None;
+        }
         let c = match a {
             Action::Faster | Action::Slower => {
                 let cur = self.speed().unwrap_or(Speed::Times(1.0));
