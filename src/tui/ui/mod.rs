@@ -12,6 +12,7 @@ pub(crate) mod overview;
 pub mod paint;
 pub(crate) mod plot;
 pub(crate) mod policy;
+pub(crate) mod series;
 pub mod procs;
 pub(crate) mod status;
 pub(crate) mod text;
