@@ -68,3 +68,5 @@ mod small_holes;
 mod tmux_e2e;
 mod ui_snapshots;
 mod wheel_glibc;
+mod zoom_screens;
+mod zoom_tmux;

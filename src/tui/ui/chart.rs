@@ -133,6 +133,26 @@ pub(crate) fn sample(series: &Series, g: &Grid) -> Vec<Col> {
     cols
 }
 
+/// A sparse series (one value per allocator report) on a grid finer than its reports:
+/// each value holds until the next, so the row does not read as a run of missing data.
+/// Before the first value and after the last nothing is filled.
+pub(crate) fn hold(mut cols: Vec<Col>) -> Vec<Col> {
+    let mut last = None;
+    let end = cols.iter().rposition(|c| c.val().is_some()).unwrap_or(0);
+    for c in cols.iter_mut().take(end) {
+        match *c {
+            Col::Val(v) => last = Some(v),
+            Col::None => {
+                if let Some(v) = last {
+                    *c = Col::Val(v);
+                }
+            }
+            Col::Gap => last = None,
+        }
+    }
+    cols
+}
+
 /// Lowest and highest value over the slots, ignoring gaps.
 pub(crate) fn extent(cols: &[Col]) -> Option<(f64, f64)> {
     cols.iter()
@@ -427,6 +447,36 @@ mod tests {
         let now = 1_000_000;
         let g = Grid::window(now, Some(now - 20_000), Window::Span(300_000), 100);
         assert!(g.end() - g.start >= 300_000);
+    }
+
+    #[test]
+    fn held_values_fill_between_reports_only() {
+        let v = Col::Val;
+        let cols = vec![
+            Col::None,
+            v(1.0),
+            Col::None,
+            Col::None,
+            v(2.0),
+            Col::Gap,
+            Col::None,
+            v(3.0),
+            Col::None,
+        ];
+        assert_eq!(
+            hold(cols),
+            [
+                Col::None,
+                v(1.0),
+                v(1.0),
+                v(1.0),
+                v(2.0),
+                Col::Gap,
+                Col::None,
+                v(3.0),
+                Col::None
+            ]
+        );
     }
 
     #[test]

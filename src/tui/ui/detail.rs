@@ -561,7 +561,7 @@ fn frag_trend(
     let spark_w = area.width.saturating_sub(lw + now.chars().count() as u16);
     buf.set_stringn(area.x, area.y, label, usize::from(area.width), theme.dim());
     let grid = Grid::window(until, first, app.window(), usize::from(spark_w).max(1));
-    let cols = sample(&d.frag_f, &grid);
+    let cols = super::chart::hold(sample(&d.frag_f, &grid));
     let spark = Rect {
         x: area.x + lw,
         width: spark_w,

@@ -149,8 +149,8 @@ term!(
 );
 term!(
     TRACES,
-    "r resv  a alloc",
-    "r resv  a alloc",
+    "r resv a alloc",
+    "r resv a alloc",
     "(process chart) reserved, allocated, epoch peak, floor; letters without colour"
 );
 term!(

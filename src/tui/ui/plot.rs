@@ -236,7 +236,7 @@ impl Shape for BrailleShape<'_> {
                         }
                     }
                     Kind::Dotted => {
-                        if x % 3 == 0 {
+                        if x % 2 == 0 {
                             painter.paint(x, h - d.max(1), c);
                         }
                     }
