@@ -556,8 +556,8 @@ impl App {
             Action::Solo => {
                 self.solo = self.solo.next();
                 self.flash = Some(match self.solo {
-                    Solo::All => "chart: every series (v: one alone)".into(),
-                    s => format!("chart: {} alone (v: next series)", s.name()),
+                    Solo::All => "detail chart: every series (v: one alone)".into(),
+                    s => format!("detail chart: {} alone (v: next series)", s.name()),
                 });
             }
             _ => return self.replay_action(a),

@@ -70,8 +70,7 @@ impl App {
                 spans().find(|(_, (ms, _))| *ms > h).map(|(i, _)| i)
             } else {
                 spans()
-                    .filter(|(_, (ms, _))| *ms < h)
-                    .last()
+                    .rfind(|(_, (ms, _))| *ms < h)
                     .map_or(Some(1), |(i, _)| Some(i))
             }
         } else if longer {
