@@ -105,3 +105,65 @@ fn a_fixed_span_fills_from_the_right() {
     );
     insta::assert_snapshot!("fixed_span_15m_80x24", text);
 }
+
+/// Height in eighths of a row of the leftmost and rightmost floor block (`▁`…`█`) right
+/// of the value axis, between the chart legend and the time axis.
+fn floor_ends(text: &str) -> Option<(usize, usize)> {
+    const BLOCKS: &str = "▁▂▃▄▅▆▇█";
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.iter().position(|l| l.contains("pid 786 "))? + 1;
+    let to = lines.iter().position(|l| l.contains('└'))?;
+    let mut cells: Vec<(usize, usize)> = Vec::new();
+    for (y, l) in lines.iter().enumerate().take(to).skip(from) {
+        for (x, c) in l.chars().enumerate().skip(10) {
+            if let Some(level) = BLOCKS.chars().position(|b| b == c) {
+                cells.push((x, (to - y) * 8 + level));
+            }
+        }
+    }
+    let left = cells.iter().min_by_key(|(x, _)| *x)?.1;
+    let right = cells.iter().max_by_key(|(x, _)| *x)?.1;
+    Some((left, right))
+}
+
+#[test]
+fn at_80x24_the_floor_of_a_leak_is_legible_without_colour() {
+    let mut app = leak_panel();
+    app.update(gpumon::tui::event::Event::Key(KeyEvent::new(
+        KeyCode::Enter,
+        KeyModifiers::NONE,
+    )));
+    // Every series: the floor is drawn last, in eighth blocks, and climbs.
+    let text = screen(&app, 80, 24, false);
+    assert!(
+        text.contains("▄ floor/ep"),
+        "the legend shows its mark:\n{text}"
+    );
+    let (left, right) = floor_ends(&text).unwrap_or_else(|| panic!("no floor:\n{text}"));
+    assert!(
+        right >= left + 3,
+        "the floor rises from {left} to {right} eighths:\n{text}"
+    );
+    insta::assert_snapshot!("detail_every_series_80x24", text);
+    // Alone, it climbs most of the chart's height.
+    key(&mut app, 'v');
+    let text = screen(&app, 80, 24, false);
+    let lines: Vec<&str> = text.lines().collect();
+    let rows: Vec<usize> = (4..lines.len())
+        .take_while(|y| !lines[*y].contains('└'))
+        .filter(|y| {
+            lines[*y]
+                .chars()
+                .skip(10)
+                .any(|c| ('\u{2801}'..='\u{28ff}').contains(&c))
+        })
+        .collect();
+    let plot_rows = (4..lines.len())
+        .take_while(|y| !lines[*y].contains('└'))
+        .count();
+    assert!(
+        rows.len() * 2 >= plot_rows,
+        "the floor alone spans {} of {plot_rows} rows:\n{text}",
+        rows.len()
+    );
+}

@@ -223,11 +223,13 @@ fn without_colour_every_series_has_its_glyph_and_v_shows_one_alone() {
         !glyphs.contains(&'━'),
         "no line glyph shared by all: {legend:?}"
     );
-    // The floor (drawn last, on top) is in the plot with the glyph the legend gives it.
+    // The floor (drawn last, on top) is in the plot as the eighth blocks the legend gives.
+    assert_eq!(glyph_before(legend, "floor/ep"), Some('▄'), "{legend:?}");
     let rows = plot_rows(&p);
     assert!(
-        rows.iter().any(|r| r.contains('f')),
-        "the floor's f in the plot:\n{p}"
+        rows.iter()
+            .any(|r| r.contains(['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'])),
+        "the floor's blocks in the plot:\n{p}"
     );
     let top = |p: &str| {
         let l = p.lines().nth(4).unwrap_or("").to_string();
@@ -256,7 +258,8 @@ fn without_colour_every_series_has_its_glyph_and_v_shows_one_alone() {
     );
     let rows = plot_rows(&p);
     assert!(
-        rows.iter().all(|r| !r.contains(['r', 'a', 'p', 'f'])),
+        rows.iter()
+            .all(|r| !r.contains(['r', 'a', 'p', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'])),
         "no other series' letters in the plot:\n{p}"
     );
     assert!(

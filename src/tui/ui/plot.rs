@@ -119,7 +119,11 @@ pub(crate) fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, t
             };
             braille_plot(buf, a.plot, &first, theme);
             for t in &plot.traces[1..] {
-                glyph_line(buf, a.plot, t, &plot.scale);
+                if t.fine() {
+                    block_line(buf, a.plot, t, &plot.scale, 2);
+                } else {
+                    glyph_line(buf, a.plot, t, &plot.scale, 2);
+                }
             }
         }
         mark_gaps(buf, a.plot, plot, theme);
@@ -273,19 +277,55 @@ fn braille_plot(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
         .render(area, buf);
 }
 
-/// A line as its mark in each cell, at the row its value falls in (eight levels per row).
-fn glyph_line(buf: &mut Buffer, area: Rect, t: &Trace, s: &Scale) {
+/// Per cell, the highest value of its `k` slots (a spike in either half of a braille cell
+/// survives, as in the braille plot).
+fn per_cell<'a>(cols: &'a [Col], k: usize, width: u16) -> impl Iterator<Item = (u16, f64)> + 'a {
+    cols.chunks(k.max(1))
+        .enumerate()
+        .take(usize::from(width))
+        .filter_map(|(i, c)| {
+            let v = c.iter().filter_map(|c| c.val()).reduce(f64::max)?;
+            Some((i as u16, v))
+        })
+}
+
+/// A line as its mark in each cell, at the row its value falls in (eight levels per row);
+/// `k` slots per cell.
+fn glyph_line(buf: &mut Buffer, area: Rect, t: &Trace, s: &Scale, k: usize) {
     let h = usize::from(area.height) * 8;
     let bottom = area.bottom() - 1;
-    for (i, col) in t.cols.iter().enumerate().take(usize::from(area.width)) {
-        let Some(v) = col.val() else { continue };
+    for (i, v) in per_cell(t.cols, k, area.width) {
         if t.kind == Kind::Dotted && i % 2 == 1 {
             continue;
         }
         let r = ((dots(v, s, h).max(1) - 1) / 8) as u16;
-        buf[(area.x + i as u16, bottom - r.min(area.height - 1))]
+        buf[(area.x + i, bottom - r.min(area.height - 1))]
             .set_char(t.ascii)
             .set_style(t.style);
+    }
+}
+
+/// Without colour (Unicode), the per-epoch floor as eighth blocks at its level: a leak of
+/// a few MiB per epoch rises through the levels of one row instead of staying one letter
+/// on one row.
+fn block_line(buf: &mut Buffer, area: Rect, t: &Trace, s: &Scale, k: usize) {
+    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let h = usize::from(area.height) * 8;
+    let bottom = area.bottom() - 1;
+    for (i, v) in per_cell(t.cols, k, area.width) {
+        let d = dots(v, s, h).max(1) - 1;
+        let r = ((d / 8) as u16).min(area.height - 1);
+        buf[(area.x + i, bottom - r)]
+            .set_char(BLOCKS[d % 8])
+            .set_style(t.style);
+    }
+}
+
+impl Trace<'_> {
+    /// The per-epoch floor (`f`): what a leak moves, drawn finer than the other lines
+    /// where colour cannot tell it apart.
+    pub(crate) fn fine(&self) -> bool {
+        self.ascii == 'f'
     }
 }
 
@@ -294,6 +334,7 @@ pub(crate) fn legend_mark(t: &Trace, first: bool, theme: &Theme) -> String {
     match (theme.ascii, theme.color, first, t.kind) {
         (true, ..) => t.ascii.to_string(),
         (false, _, _, Kind::Area) => "█".into(),
+        (false, false, false, _) if t.fine() => "▄".into(),
         (false, false, false, _) => t.ascii.to_string(),
         (false, _, _, Kind::Dotted) => "┈".into(),
         (false, false, true, _) => "⠒".into(),
@@ -307,7 +348,7 @@ fn ascii_plot(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
     let bottom = area.bottom() - 1;
     for t in &plot.traces {
         if drawn_as(t.kind, s) != Kind::Area {
-            glyph_line(buf, area, t, s);
+            glyph_line(buf, area, t, s, 1);
             continue;
         }
         for (i, col) in t.cols.iter().enumerate().take(usize::from(area.width)) {
