@@ -58,14 +58,15 @@ pub(crate) fn place(
     };
     let spark = format!("{name} ");
     let full = lines.clone();
-    // Subject, `raised …`, then the sparkline row when there are points.
+    // The sparkline row: the series' name, then the sparkline (after the subject and the
+    // `raised …` line, which may wrap).
     if a.evidence.points.len() >= 2
-        && lines
-            .get(2)
-            .and_then(|l| l.spans.first())
-            .is_some_and(|s| s.content == spark)
+        && let Some(at) = lines
+            .iter()
+            .take(6)
+            .position(|l| l.spans.len() >= 2 && l.spans[0].content == spark)
     {
-        lines.remove(2);
+        lines.remove(at);
     }
     let free = rows.saturating_sub(count(&lines) as u16);
     // One blank row between text and chart, when there is one to spare.

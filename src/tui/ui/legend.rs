@@ -151,7 +151,7 @@ term!(
     TRACES,
     "r resv a alloc",
     "r resv a alloc",
-    "(process chart) reserved, allocated, epoch peak, floor; letters without colour"
+    "(process chart) reserved, allocated, epoch peak, floor (blocks without colour)"
 );
 term!(
     CHART_KEY,
