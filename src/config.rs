@@ -31,7 +31,8 @@ pub struct Config {
     pub utc: Option<bool>,
     /// The view the TUI opens with: "overview", "detail" or "alerts".
     pub view: Option<String>,
-    /// The time window charts open with: one of the zoom steps, "1m" … "7d".
+    /// The span charts open with: a zoom step, "all" or "10s" … "7d" (unset: "all" for a
+    /// replay, "5m" live).
     pub window: Option<String>,
     /// The process lists' sort column: "used", "peak", "growth", "pid" or "name".
     pub sort: Option<String>,
@@ -387,8 +388,9 @@ color = true
 utc = false
 # The view the TUI opens with: overview, detail or alerts.
 view = "overview"
-# The chart window the TUI opens with: 1m, 5m, 15m, 1h, 6h, 24h, 72h or 7d.
-window = "5m"
+# The span the charts open with: all (the whole history, fitted to the chart) or a fixed
+# span: 10s, 30s, 1m, 5m, 15m, 1h, 6h, 24h, 72h or 7d. Unset: all for a replay, 5m live.
+# window = "5m"
 # The process lists' sort column: used, peak, growth, pid or name (`s` cycles, `I` inverts).
 sort = "used"
 # Directory of companion sockets (default: $GPUMON_DIR, $XDG_RUNTIME_DIR/gpumon, /tmp/gpumon-UID).
@@ -410,7 +412,12 @@ mod tests {
         assert_eq!(r.file.alerts, Some(AlertConfig::default()));
         assert_eq!(r.interval, Some(Duration::from_secs(1)));
         assert_eq!(r.view, Some(View::Overview));
-        assert_eq!(ZOOMS[r.zoom.expect("window")].1, "5m");
+        // Unset, as keep_exited: the span depends on the mode (the_default_window_is_the_apps).
+        assert_eq!(r.zoom, None);
+        assert_eq!(
+            ZOOMS[parse("window = \"5m\"").expect("5m").zoom.expect("set")].1,
+            "5m"
+        );
         assert_eq!(
             r.listen.map(|a| a.to_string()).as_deref(),
             Some(crate::export::DEFAULT_LISTEN)
@@ -425,6 +432,14 @@ mod tests {
             crate::pipeline::Pipeline::default(),
         );
         assert_eq!(ZOOMS[app.zoom].1, "5m");
+        let replay = App::new(
+            crate::tui::app::SourceKind::Replay {
+                file: "x".into(),
+                demo: false,
+            },
+            crate::pipeline::Pipeline::default(),
+        );
+        assert_eq!(ZOOMS[replay.zoom].1, "all");
     }
 
     #[test]

@@ -8,6 +8,9 @@
 
 mod commands;
 mod input;
+mod zoom;
+
+pub use zoom::Solo;
 
 use std::cell::RefCell;
 
@@ -23,8 +26,13 @@ use crate::tui::event::Event;
 use crate::tui::keys::{Action, action_for};
 use crate::tui::selection::{AlertId, Sort, locate};
 
-/// Time windows the memory charts can show, shortest first.
-pub const ZOOMS: [(i64, &str); 8] = [
+/// Zoom steps of the memory charts: `all` (the whole history, fitted to the chart) first,
+/// then fixed spans shortest first. A span is what the time axis shows, whatever the history
+/// (data scrolls in from the right); the label is the span, so `zoom 5m` spans 5 minutes.
+pub const ZOOMS: [(i64, &str); 11] = [
+    (0, "all"),
+    (10_000, "10s"),
+    (30_000, "30s"),
     (60_000, "1m"),
     (300_000, "5m"),
     (900_000, "15m"),
@@ -34,6 +42,20 @@ pub const ZOOMS: [(i64, &str); 8] = [
     (72 * 3_600_000, "72h"),
     (7 * 24 * 3_600_000, "7d"),
 ];
+
+/// `ZOOMS` position of the fitted `all` mode.
+pub const ZOOM_ALL: usize = 0;
+/// The span a live session opens with, and the one `w` returns to by default.
+const ZOOM_LIVE: usize = 4;
+
+/// What a chart's time axis spans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// The whole history of what is charted (the recording, the process), fitted.
+    All,
+    /// The last this many ms, on a fixed grid.
+    Span(i64),
+}
 
 /// The screen the body shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +153,10 @@ pub struct App {
     pub sel_chosen: bool,
     /// Row of `sel_pid` in the selected GPU's list, kept in step by `sync`.
     pub proc_row: usize,
+    /// Position in `ZOOMS`.
     pub zoom: usize,
+    /// The span `w` goes back to from `all`.
+    pub zoom_back: usize,
     /// The selected alert in the panel, and its row (kept in step by `sync`).
     pub sel_alert: Option<AlertId>,
     /// Whether a person picked `sel_alert` (keys, a click). Until then the selection follows
@@ -141,6 +166,8 @@ pub struct App {
     /// kept across a replay's seeks (the same alerts are derived again).
     pub acked_past: std::collections::BTreeSet<AlertId>,
     pub alert_row: usize,
+    /// Which series the detail chart shows (key `v`).
+    pub solo: Solo,
     /// Charts run from zero to the card's total instead of fitting the data (key `f`).
     pub full_scale: bool,
     /// The detail chart shows the whole card instead of the selected process (key `c`).
@@ -182,6 +209,7 @@ impl App {
 
     /// A view over `pipe`, already configured (sinks, alert thresholds, filter) by the runner.
     pub fn new(source: SourceKind, pipe: Pipeline) -> App {
+        let replay = matches!(source, SourceKind::Replay { .. });
         App {
             pipe,
             frozen: None,
@@ -197,12 +225,16 @@ impl App {
             sel_pid: None,
             sel_chosen: false,
             proc_row: 0,
-            zoom: 1,
+            // A recording is a whole story: it opens fitted; live opens on a span that
+            // fills from the right.
+            zoom: if replay { ZOOM_ALL } else { ZOOM_LIVE },
+            zoom_back: ZOOM_LIVE,
             sel_alert: None,
             alert_chosen: false,
             acked_past: Default::default(),
             alert_row: 0,
             full_scale: false,
+            solo: Solo::All,
             card_chart: false,
             alert_scroll: 0,
             sort: Sort::default(),
@@ -226,8 +258,12 @@ impl App {
         self.frozen.as_deref().unwrap_or(&self.pipe.state)
     }
 
-    pub fn window_ms(&self) -> i64 {
-        ZOOMS[self.zoom.min(ZOOMS.len() - 1)].0
+    /// What the charts' time axes span.
+    pub fn window(&self) -> Window {
+        match ZOOMS[self.zoom.min(ZOOMS.len() - 1)].0 {
+            0 => Window::All,
+            ms => Window::Span(ms),
+        }
     }
 
     pub fn window_label(&self) -> &'static str {
@@ -521,8 +557,16 @@ impl App {
             }
             Action::FullScale => self.full_scale = !self.full_scale,
             Action::CardChart => self.card_chart = !self.card_chart,
-            Action::ZoomIn => self.zoom = self.zoom.saturating_sub(1),
-            Action::ZoomOut => self.zoom = (self.zoom + 1).min(ZOOMS.len() - 1),
+            Action::ZoomIn => self.zoom_step(false),
+            Action::ZoomOut => self.zoom_step(true),
+            Action::ZoomAll => self.zoom_all(),
+            Action::Solo => {
+                self.solo = self.solo.next();
+                self.flash = Some(match self.solo {
+                    Solo::All => "detail chart: every series (v: one alone)".into(),
+                    s => format!("detail chart: {} alone (v: next series)", s.name()),
+                });
+            }
             _ => return self.replay_action(a),
         }
         None

@@ -25,6 +25,8 @@ pub enum Action {
     Freeze,
     ZoomIn,
     ZoomOut,
+    ZoomAll,
+    Solo,
     Faster,
     Slower,
     SeekBack,
@@ -166,12 +168,29 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind!(
         "+ =",
-        "zoom in (shorter time window)",
+        "zoom in (shorter time span)",
         ZoomIn,
         Char('+'),
         Char('=')
     ),
-    bind!("-", "zoom out (longer time window)", ZoomOut, Char('-')),
+    bind!(
+        "-",
+        "zoom out: 10s, 30s, 1m, 5m … 7d (the label is the span the axis shows)",
+        ZoomOut,
+        Char('-')
+    ),
+    bind!(
+        "w",
+        "zoom all: fit the whole history; again: back to the span",
+        ZoomAll,
+        Char('w')
+    ),
+    bind!(
+        "v",
+        "detail chart: one series alone (all, floor, used, resv, alloc, peak)",
+        Solo,
+        Char('v')
+    ),
     bind!(
         "f",
         "charts: fit the data / the card's full scale",

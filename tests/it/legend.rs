@@ -138,7 +138,8 @@ fn shows(t: &Term, screen: &str) -> bool {
         legend::REFS => {
             lines().any(|l| l.contains("peak ") && l.contains("card ") && l.contains("f: scale"))
         }
-        legend::TRACES => screen.contains("━ resv") && screen.contains("━ alloc"),
+        // Without colour (these screens) each series has its letter.
+        legend::TRACES => screen.contains("r resv") && screen.contains("a alloc"),
         legend::CHART_KEY => screen.contains("c: card") || screen.contains("c: chart the process"),
         legend::CARD_MARK => lines().any(|l| {
             (l.starts_with('╭') || l.starts_with('┌'))

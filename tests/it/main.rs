@@ -75,3 +75,5 @@ mod tmux_e2e;
 mod ui_snapshots;
 mod web_config;
 mod wheel_glibc;
+mod zoom_screens;
+mod zoom_tmux;

@@ -201,9 +201,11 @@ fn replay_in_tmux_shows_gpu_and_process_and_q_restores_the_terminal() {
         "detail view shows the UUID:\n{p}"
     );
     assert!(
-        p.contains("zoom 5m"),
-        "chart axis at the default window:\n{p}"
+        p.contains("zoom all"),
+        "a recording opens fitted to its whole history, and says so:\n{p}"
     );
+    keys(&s, &["w"]);
+    assert!(pane(&s).contains("zoom 5m"), "w leaves `all` for a span");
     keys(&s, &["-"]);
     assert!(pane(&s).contains("zoom 15m"), "zoom out widens the window");
     keys(&s, &["+", "+"]);

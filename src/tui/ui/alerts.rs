@@ -554,8 +554,16 @@ fn panel(
     }
     // The whole message is readable at any size: wrapped, and scrolled with PgDn/the wheel;
     // the last row says how much is left instead of cutting a sentence silently.
+    // Rows the text leaves free below it hold the alert's chart (alert_chart.rs).
+    let name = series_label(a.evidence.series.as_ref());
+    let (lines, chart_h) = super::alert_chart::place(lines, a, app, name, area.width, detail_h);
     let text = Paragraph::new(lines).wrap(Wrap { trim: true });
     let total = text.line_count(area.width);
+    if chart_h > 0 {
+        let r = Rect::new(area.x, detail_y + detail_h - chart_h, area.width, chart_h);
+        super::alert_chart::render(buf, r, (a, name), app, theme);
+    }
+    let detail_h = detail_h - chart_h;
     let max_scroll = total.saturating_sub(usize::from(detail_h)) as u16;
     let scroll = scroll.min(max_scroll);
     let r = Rect::new(area.x, detail_y, area.width, detail_h);

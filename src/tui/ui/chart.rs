@@ -10,6 +10,7 @@ use ratatui::style::Style;
 use super::theme::Theme;
 use crate::model::series::Series;
 use crate::model::time::Ts;
+use crate::tui::app::Window;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Col {
@@ -68,12 +69,31 @@ impl Grid {
         }
     }
 
-    /// The grid for a chart: the zoom window, or only the history when it is shorter (a
-    /// process that started 40 s ago fills the chart instead of being a bump at its edge).
-    pub(crate) fn fit(now: Ts, first: Option<Ts>, window: i64, n: usize) -> Grid {
-        let history = first.map_or(window, |f| (now - f).max(0));
-        // Ten seconds at least, so the first samples do not draw as a wall.
-        Grid::new(now, history.clamp(10_000, window.max(10_000)), n)
+    /// `n` slots spanning `span` ms (to within `n` ms: the step is rounded up to whole ms)
+    /// up to `now`: the axis shows what the zoom's label says. Slot edges are multiples of
+    /// the step, so data enters at the right and moves left whole.
+    pub(crate) fn span(now: Ts, span: i64, n: usize) -> Grid {
+        let n = n.max(1);
+        let step = (span.max(1) + n as i64 - 1) / n as i64;
+        let end = (now.div_euclid(step) + 1) * step;
+        Grid {
+            start: end - step * n as i64,
+            step,
+            n,
+        }
+    }
+
+    /// The grid for a chart under the zoom: a fixed span, or with `Window::All` the history
+    /// since `first` fitted to the chart (steps from `STEPS`, so the past does not shimmer
+    /// while the history grows; ten seconds at least, so the first samples are not a wall).
+    pub(crate) fn window(now: Ts, first: Option<Ts>, w: Window, n: usize) -> Grid {
+        match w {
+            Window::Span(ms) => Grid::span(now, ms, n),
+            Window::All => {
+                let history = first.map_or(0, |f| (now - f).max(0));
+                Grid::new(now, history.max(10_000), n)
+            }
+        }
     }
 
     pub(crate) fn end(&self) -> Ts {
@@ -108,6 +128,26 @@ pub(crate) fn sample(series: &Series, g: &Grid) -> Vec<Col> {
                 (_, false) => Col::Val(b.max),
                 (_, true) => Col::Gap,
             };
+        }
+    }
+    cols
+}
+
+/// A sparse series (one value per allocator report) on a grid finer than its reports:
+/// each value holds until the next, so the row does not read as a run of missing data.
+/// Before the first value and after the last nothing is filled.
+pub(crate) fn hold(mut cols: Vec<Col>) -> Vec<Col> {
+    let mut last = None;
+    let end = cols.iter().rposition(|c| c.val().is_some()).unwrap_or(0);
+    for c in cols.iter_mut().take(end) {
+        match *c {
+            Col::Val(v) => last = Some(v),
+            Col::None => {
+                if let Some(v) = last {
+                    *c = Col::Val(v);
+                }
+            }
+            Col::Gap => last = None,
         }
     }
     cols
@@ -368,9 +408,9 @@ mod tests {
 
     #[test]
     fn a_short_history_fills_most_of_the_chart() {
-        for secs in [11, 17, 40, 95, 200] {
-            let now = 1_000_000;
-            let g = Grid::fit(now, Some(now - secs * 1_000), 300_000, 144);
+        for secs in [11, 17, 40, 95, 200, 86_400] {
+            let now = 1_000_000_000;
+            let g = Grid::window(now, Some(now - secs * 1_000), Window::All, 144);
             let covered = (now - (now - secs * 1_000).max(g.start)) as f64;
             let frac = covered / (g.end() - g.start) as f64;
             assert!(
@@ -378,6 +418,65 @@ mod tests {
                 "{secs} s of history fills {frac:.2} of the chart"
             );
         }
+    }
+
+    #[test]
+    fn a_span_spans_what_its_label_says_and_scrolls() {
+        for (span, n) in [
+            (10_000, 142),
+            (30_000, 71),
+            (300_000, 144),
+            (604_800_000, 60),
+        ] {
+            let g = Grid::span(1_700_000_037_123, span, n);
+            let shown = g.end() - g.start;
+            assert!(
+                shown >= span && shown - span < n as i64,
+                "{span} over {n}: {shown}"
+            );
+            assert!(
+                g.slot(1_700_000_037_123) == Some(n - 1),
+                "now is the last slot"
+            );
+            // Later, the same instants sit in the same slots, further left.
+            let later = Grid::span(1_700_000_037_123 + 10 * g.step, span, n);
+            assert_eq!(later.step, g.step);
+            assert_eq!(later.start, g.start + 10 * g.step);
+        }
+        // The history does not stretch a span: 20 s of data on a 5m axis is its right end.
+        let now = 1_000_000;
+        let g = Grid::window(now, Some(now - 20_000), Window::Span(300_000), 100);
+        assert!(g.end() - g.start >= 300_000);
+    }
+
+    #[test]
+    fn held_values_fill_between_reports_only() {
+        let v = Col::Val;
+        let cols = vec![
+            Col::None,
+            v(1.0),
+            Col::None,
+            Col::None,
+            v(2.0),
+            Col::Gap,
+            Col::None,
+            v(3.0),
+            Col::None,
+        ];
+        assert_eq!(
+            hold(cols),
+            [
+                Col::None,
+                v(1.0),
+                v(1.0),
+                v(1.0),
+                v(2.0),
+                Col::Gap,
+                Col::None,
+                v(3.0),
+                Col::None
+            ]
+        );
     }
 
     #[test]

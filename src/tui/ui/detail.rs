@@ -129,8 +129,9 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
     }
     if let (Some(d), true) = (dev, trend.height > 0) {
         let until = sel.map_or(s.now, |(pr, _)| pr.until(s.now));
+        let first = sel.map(|(pr, _)| pr.first_seen);
         p.paint("fragmentation trend", |buf| {
-            frag_trend(buf, d, app, until, trend, theme)
+            frag_trend(buf, d, app, (first, until), trend, theme)
         });
     }
     let (table, side_panel) = if side {
@@ -306,12 +307,7 @@ fn process_chart(
     let areas = plot::split(chart, chart.height >= 3);
     let n = usize::from(areas.plot.width) * slots_per_cell(theme);
     // A process that ended is charted to its exit: its whole story, no empty time after.
-    let grid = Grid::fit(
-        pr.until(s.now),
-        Some(pr.first_seen),
-        app.window_ms(),
-        n.max(1),
-    );
+    let grid = Grid::window(pr.until(s.now), Some(pr.first_seen), app.window(), n.max(1));
     let mut used = sample(&pg.used, &grid);
     // After its last sighting NVML simply does not list it (it is ending): no data, not
     // the read-failure mark.
@@ -335,12 +331,13 @@ fn process_chart(
         style: theme.used(),
         ascii: '#',
     }];
-    // Thin series over the area, each with its own colour and ASCII letter.
+    // Thin series over the area, each with its own colour and letter (the letter is the
+    // mark without colour); the floor last, on top: it is what a leak moves.
     for (cols, style, ch) in [
         (&reserved, theme.reserved(), 'r'),
         (&alloc, theme.allocated(), 'a'),
-        (&floor, theme.floor(), 'f'),
         (&peak, theme.peak(), 'p'),
+        (&floor, theme.floor(), 'f'),
     ] {
         if cols.iter().any(|c| c.val().is_some()) {
             traces.push(Trace {
@@ -356,6 +353,7 @@ fn process_chart(
     if traces.len() > 1 {
         traces[0].kind = Kind::Line;
     }
+    let solo = super::series::solo(&mut traces, app.solo);
     let (lo, hi) = traces
         .iter()
         .filter_map(|t| extent(t.cols))
@@ -385,7 +383,10 @@ fn process_chart(
     if pg.peak.value > 0 {
         refs.push((pg.peak.value as f64, theme.peak()));
     }
-    let pieces = process_legend(pr, pg, &traces, &scale, total, limit, app.full_scale, theme);
+    let mut pieces = process_legend(pr, pg, &traces, &scale, total, limit, app.full_scale, theme);
+    if let Some(piece) = super::series::solo_piece(solo, app.solo, theme) {
+        pieces.insert(1, piece);
+    }
     let legend_line = super::text::whole_pieces(pieces, legend.width);
     if legend.height > 0 {
         p.paint("chart legend", |buf| legend_line.render(legend, buf));
@@ -438,15 +439,8 @@ fn process_legend(
     full: bool,
     theme: &Theme,
 ) -> Vec<Vec<Span<'static>>> {
-    let mark = |t: &Trace| {
-        if theme.ascii {
-            t.ascii.to_string()
-        } else if t.kind == Kind::Area {
-            "█".into()
-        } else {
-            "━".into()
-        }
-    };
+    // The first series is drawn differently (area, or braille without colour).
+    let mark = |t: &Trace| plot::legend_mark(t, std::ptr::eq(t, &traces[0]), theme);
     let names = ["used", "resv", "alloc", "floor/ep", "peak/ep"];
     let mut spans = vec![vec![Span::styled(
         format!("pid {} ", pr.info.pid),
@@ -560,7 +554,7 @@ fn frag_trend(
     buf: &mut ratatui::buffer::Buffer,
     d: &DevAlloc,
     app: &App,
-    until: crate::model::time::Ts,
+    (first, until): (Option<crate::model::time::Ts>, crate::model::time::Ts),
     area: Rect,
     theme: &Theme,
 ) {
@@ -576,8 +570,8 @@ fn frag_trend(
     let lw = label.len() as u16;
     let spark_w = area.width.saturating_sub(lw + now.chars().count() as u16);
     buf.set_stringn(area.x, area.y, label, usize::from(area.width), theme.dim());
-    let grid = Grid::new(until, app.window_ms(), usize::from(spark_w).max(1));
-    let cols = sample(&d.frag_f, &grid);
+    let grid = Grid::window(until, first, app.window(), usize::from(spark_w).max(1));
+    let cols = super::chart::hold(sample(&d.frag_f, &grid));
     let spark = Rect {
         x: area.x + lw,
         width: spark_w,

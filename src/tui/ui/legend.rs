@@ -137,9 +137,9 @@ term!(
 );
 term!(
     ZOOM,
-    "zoom 5m",
-    "zoom 5m",
-    "(under a chart's value axis) the time window; + and - zoom"
+    "zoom all",
+    "zoom all",
+    "(under a value axis) the span of the time axis: all (history) or 10s … 7d; + - w"
 );
 term!(
     REFS,
@@ -149,9 +149,9 @@ term!(
 );
 term!(
     TRACES,
-    "━ resv ━ alloc",
     "r resv a alloc",
-    "(process chart) allocator reserved, allocated; per-epoch floor and peak"
+    "r resv a alloc",
+    "(process chart) reserved, allocated, epoch peak, floor (blocks without colour)"
 );
 term!(
     CHART_KEY,
@@ -252,9 +252,9 @@ term!(
 
 term!(
     WINDOW,
-    "│ 5m",
-    "| 5m",
-    "(header) the time window charts and sparklines show; + and - zoom"
+    "│ all",
+    "| all",
+    "(header) the span charts and sparklines show (the zoom); + - w"
 );
 term!(
     INTERVAL,

@@ -1,6 +1,7 @@
 //! Rendering: pure functions of `App`, no I/O, no mutation. Every piece is drawn through
 //! `paint::Painter` under a name, so tests can prove no two pieces share a cell.
 
+pub(crate) mod alert_chart;
 pub mod alerts;
 pub(crate) mod allocator;
 pub(crate) mod cards;
@@ -13,6 +14,7 @@ pub mod paint;
 pub(crate) mod plot;
 pub(crate) mod policy;
 pub mod procs;
+pub(crate) mod series;
 pub(crate) mod status;
 pub(crate) mod text;
 pub mod theme;

@@ -227,7 +227,7 @@ pub(crate) fn memory_chart(
 ) -> Scale {
     let areas = plot::split(chart, chart.height >= 3);
     let n = usize::from(areas.plot.width) * slots_per_cell(theme);
-    let grid = Grid::fit(app.view_state().now, first, app.window_ms(), n.max(1));
+    let grid = Grid::window(app.view_state().now, first, app.window(), n.max(1));
     let cols = sample(series, &grid);
     let (lo, hi) = extent(&cols).unwrap_or((0.0, 0.0));
     let full = app.full_scale.then_some(total as f64);
@@ -483,10 +483,10 @@ fn process_history(
     theme: &Theme,
 ) {
     let s = app.view_state();
-    let grid = Grid::fit(
+    let grid = Grid::window(
         s.now,
         Some(pr.first_seen),
-        app.window_ms(),
+        app.window(),
         usize::from(area.width).max(1),
     );
     // A process missing from a tick has left the card (or not arrived): blank, not the
@@ -584,7 +584,7 @@ fn compact(
         return;
     }
     let first = s.header.as_ref().map(|h| h.started);
-    let grid = Grid::fit(s.now, first, app.window_ms(), usize::from(spark.width));
+    let grid = Grid::window(s.now, first, app.window(), usize::from(spark.width));
     let cols = sample(&g.used, &grid);
     let (lo, hi) = extent(&cols).unwrap_or((0.0, 0.0));
     let total = g.total() as f64;

@@ -24,13 +24,17 @@ pub(crate) enum Kind {
     Area,
     /// A line over the area: allocator counters, epoch floors and peaks.
     Line,
+    /// A dotted line: what is extrapolated, not measured (a forecast).
+    Dotted,
 }
 
+#[derive(Clone, Copy)]
 pub(crate) struct Trace<'a> {
     pub cols: &'a [Col],
     pub kind: Kind,
     pub style: Style,
-    /// Its mark in ASCII mode, where colour cannot be relied on.
+    /// Its mark where colour cannot be relied on (ASCII, NO_COLOR): every line but the
+    /// first series is drawn with it, so series are told apart by shape.
     pub ascii: char,
 }
 
@@ -102,8 +106,25 @@ pub(crate) fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, t
     p.paint("plot", |buf| {
         if theme.ascii {
             ascii_plot(buf, a.plot, plot, theme);
-        } else {
+        } else if theme.color || plot.traces.len() < 2 {
             braille_plot(buf, a.plot, plot, theme);
+        } else {
+            // Without colour, braille lines all look alike: the first series stays braille,
+            // the others are drawn with their letters over it (`legend_mark` says which).
+            let first = Plot {
+                grid: plot.grid,
+                scale: plot.scale,
+                traces: plot.traces[..1].to_vec(),
+                refs: plot.refs.clone(),
+            };
+            braille_plot(buf, a.plot, &first, theme);
+            for t in &plot.traces[1..] {
+                if t.fine() {
+                    block_line(buf, a.plot, t, &plot.scale, 2);
+                } else {
+                    glyph_line(buf, a.plot, t, &plot.scale, 2);
+                }
+            }
         }
         mark_gaps(buf, a.plot, plot, theme);
     });
@@ -160,7 +181,11 @@ fn value_axis(buf: &mut Buffer, area: Rect, s: &Scale, theme: &Theme) {
 /// An area says "this much from zero"; on an axis that does not start at zero (a fitted
 /// band around a slow leak) the same series is drawn as a line instead.
 fn drawn_as(kind: Kind, s: &Scale) -> Kind {
-    if s.lo > 0.0 { Kind::Line } else { kind }
+    if s.lo > 0.0 && kind == Kind::Area {
+        Kind::Line
+    } else {
+        kind
+    }
 }
 
 /// Dot height (in `levels` per row) of value `v`; anything above the floor shows.
@@ -214,6 +239,11 @@ impl Shape for BrailleShape<'_> {
                             painter.paint(x, y, c);
                         }
                     }
+                    Kind::Dotted => {
+                        if x % 2 == 0 {
+                            painter.paint(x, h - d.max(1), c);
+                        }
+                    }
                     Kind::Line => {
                         let d = d.max(1);
                         // Join steps with a vertical run so the line stays continuous.
@@ -247,33 +277,92 @@ fn braille_plot(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
         .render(area, buf);
 }
 
+/// Per cell, the highest value of its `k` slots (a spike in either half of a braille cell
+/// survives, as in the braille plot).
+fn per_cell<'a>(cols: &'a [Col], k: usize, width: u16) -> impl Iterator<Item = (u16, f64)> + 'a {
+    cols.chunks(k.max(1))
+        .enumerate()
+        .take(usize::from(width))
+        .filter_map(|(i, c)| {
+            let v = c.iter().filter_map(|c| c.val()).reduce(f64::max)?;
+            Some((i as u16, v))
+        })
+}
+
+/// A line as its mark in each cell, at the row its value falls in (eight levels per row);
+/// `k` slots per cell.
+fn glyph_line(buf: &mut Buffer, area: Rect, t: &Trace, s: &Scale, k: usize) {
+    let h = usize::from(area.height) * 8;
+    let bottom = area.bottom() - 1;
+    for (i, v) in per_cell(t.cols, k, area.width) {
+        if t.kind == Kind::Dotted && i % 2 == 1 {
+            continue;
+        }
+        let r = ((dots(v, s, h).max(1) - 1) / 8) as u16;
+        buf[(area.x + i, bottom - r.min(area.height - 1))]
+            .set_char(t.ascii)
+            .set_style(t.style);
+    }
+}
+
+/// Without colour (Unicode), the per-epoch floor as eighth blocks at its level: a leak of
+/// a few MiB per epoch rises through the levels of one row instead of staying one letter
+/// on one row.
+fn block_line(buf: &mut Buffer, area: Rect, t: &Trace, s: &Scale, k: usize) {
+    const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let h = usize::from(area.height) * 8;
+    let bottom = area.bottom() - 1;
+    for (i, v) in per_cell(t.cols, k, area.width) {
+        let d = dots(v, s, h).max(1) - 1;
+        let r = ((d / 8) as u16).min(area.height - 1);
+        buf[(area.x + i, bottom - r)]
+            .set_char(BLOCKS[d % 8])
+            .set_style(t.style);
+    }
+}
+
+impl Trace<'_> {
+    /// The per-epoch floor (`f`): what a leak moves, drawn finer than the other lines
+    /// where colour cannot tell it apart.
+    pub(crate) fn fine(&self) -> bool {
+        self.ascii == 'f'
+    }
+}
+
+/// How a legend shows a series: the glyph the plot draws it with.
+pub(crate) fn legend_mark(t: &Trace, first: bool, theme: &Theme) -> String {
+    match (theme.ascii, theme.color, first, t.kind) {
+        (true, ..) => t.ascii.to_string(),
+        (false, _, _, Kind::Area) => "█".into(),
+        (false, false, false, _) if t.fine() => "▄".into(),
+        (false, false, false, _) => t.ascii.to_string(),
+        (false, _, _, Kind::Dotted) => "┈".into(),
+        (false, false, true, _) => "⠒".into(),
+        (false, true, ..) => "━".into(),
+    }
+}
+
 fn ascii_plot(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
     let h = usize::from(area.height) * levels(theme);
     let s = &plot.scale;
     let bottom = area.bottom() - 1;
     for t in &plot.traces {
+        if drawn_as(t.kind, s) != Kind::Area {
+            glyph_line(buf, area, t, s, 1);
+            continue;
+        }
         for (i, col) in t.cols.iter().enumerate().take(usize::from(area.width)) {
             let Some(v) = col.val() else { continue };
             let x = area.x + i as u16;
             let d = dots(v, s, h);
-            match drawn_as(t.kind, s) {
-                Kind::Area => {
-                    for r in 0..area.height {
-                        let level = d as f64 / 8.0 - f64::from(r);
-                        if level <= 0.0 {
-                            break;
-                        }
-                        let ch = theme.bar(level.min(1.0));
-                        if ch != ' ' {
-                            buf[(x, bottom - r)].set_char(ch).set_style(t.style);
-                        }
-                    }
+            for r in 0..area.height {
+                let level = d as f64 / 8.0 - f64::from(r);
+                if level <= 0.0 {
+                    break;
                 }
-                Kind::Line => {
-                    let r = ((d.max(1) - 1) / 8) as u16;
-                    buf[(x, bottom - r.min(area.height - 1))]
-                        .set_char(t.ascii)
-                        .set_style(t.style);
+                let ch = theme.bar(level.min(1.0));
+                if ch != ' ' {
+                    buf[(x, bottom - r)].set_char(ch).set_style(t.style);
                 }
             }
         }
@@ -327,19 +416,27 @@ fn time_axis(buf: &mut Buffer, area: Rect, axis_w: u16, g: &Grid, theme: &Theme)
     for x in plot_x..area.right() {
         buf[(x, area.y)].set_char(line).set_style(theme.dim());
     }
-    let label_w = if g.end() - g.start >= 20 * 60_000 {
-        5
-    } else {
-        8
+    // Seconds while ticks are under a minute apart, minutes under a day, then dates: the
+    // spacing is found for the label it will carry.
+    let need = |every: i64| match every {
+        e if e < 60_000 => 8,
+        e if e < 86_400_000 => 5,
+        _ => 6,
     };
-    let (every, ticks) = time_ticks(g, cells, label_w + 1);
+    let (mut every, mut ticks) = time_ticks(g, cells, 9);
+    if need(every) < 8 {
+        let (e, t) = time_ticks(g, cells, need(every) + 1);
+        if need(e) <= need(every) {
+            (every, ticks) = (e, t);
+        }
+    }
     for (col, t) in ticks {
-        let clock = theme.clock(t);
-        let text = if every >= 60_000 && clock.len() >= 5 {
-            &clock[..5]
-        } else {
-            clock.as_str()
+        let text = match every {
+            e if e < 60_000 => theme.clock(t),
+            e if e < 86_400_000 => theme.clock(t).chars().take(5).collect(),
+            _ => theme.day(t),
         };
+        let text = text.as_str();
         let x = plot_x + col;
         if x + 1 + text.len() as u16 > area.right() {
             continue;
