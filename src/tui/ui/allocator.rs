@@ -200,8 +200,8 @@ pub(crate) fn histogram_lines(
     }
     let max_bytes = hist.iter().map(|b| b.2).max().unwrap_or(1).max(1);
     let w = usize::from(width);
-    // "≥16 MiB  500  8.79 GiB " then the bar.
-    let label_w = 9 + 7 + 10;
+    // "≥16.0 MiB    500  8.79 GiB " then the bar.
+    let label_w = 10 + 7 + 10;
     let bar_w = w.saturating_sub(label_w);
     let mut rows: Vec<&(u32, u64, u64)> = hist.iter().collect();
     rows.sort_by_key(|b| std::cmp::Reverse(b.0));
@@ -217,7 +217,7 @@ pub(crate) fn histogram_lines(
         let bar: String = std::iter::repeat_n(theme.full(), n.min(bar_w)).collect();
         out.push(Line::from(vec![
             Span::raw(format!(
-                "{:>8} {:>6} {:>9} ",
+                "{:>9} {:>6} {:>9} ",
                 format!("≥{size}"),
                 count,
                 human(bytes)
@@ -231,7 +231,7 @@ pub(crate) fn histogram_lines(
             .fold((0u64, 0u64), |(n, b), r| (n + r.1, b + r.2));
         out.push(Line::from(Span::styled(
             format!(
-                "{:>8} {n:>6} {:>9} in {} smaller buckets",
+                "{:>9} {n:>6} {:>9} in {} smaller buckets",
                 "",
                 human(b),
                 rows.len() - shown

@@ -5,6 +5,7 @@ pub mod alerts;
 pub(crate) mod allocator;
 pub(crate) mod cards;
 pub(crate) mod chart;
+pub(crate) mod companion_detail;
 pub(crate) mod detail;
 pub(crate) mod help;
 pub mod legend;
@@ -13,8 +14,10 @@ pub mod paint;
 pub(crate) mod plot;
 pub(crate) mod policy;
 pub mod procs;
+pub(crate) mod scroll;
 pub(crate) mod status;
 pub(crate) mod text;
+pub(crate) mod wrap;
 pub mod theme;
 
 use ratatui::Frame;
@@ -87,9 +90,7 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
     match app.view {
         View::Overview => overview::render_overview(p, app, body, theme),
         View::Detail => detail::render_detail(p, app, body, theme),
-        View::Alerts => p.paint("alerts panel", |buf| {
-            alerts::render_panel(app, body, buf, theme)
-        }),
+        View::Alerts => alerts::paint_panel(p, app, body, theme),
     }
     let active = app.pipe.alerts.active();
     let silenced = active.iter().filter(|a| a.silenced).count();

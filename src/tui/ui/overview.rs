@@ -429,12 +429,18 @@ fn proc_rows(
         }
     }
     let left = procs.len() - shown;
+    let below = left - first;
     let wide = area.width >= 50;
     if left > 0 && more_row {
-        let text = if wide {
-            format!("+{left} more processes: Enter for the detail view")
-        } else {
-            format!("+{left} more: Enter shows all")
+        let text = match (first, wide) {
+            (0, true) => format!("+{left} more processes: Enter for the detail view"),
+            (0, false) => format!("+{left} more: Enter shows all"),
+            (_, true) if below > 0 => {
+                format!("+{first} above, +{below} below: Enter for the detail view")
+            }
+            (_, true) => format!("+{first} above: Enter for the detail view"),
+            (_, false) if below > 0 => format!("+{first} above +{below} below"),
+            (_, false) => format!("+{first} above: Enter shows all"),
         };
         p.paint("more processes", |buf| {
             buf.set_stringn(area.x, y, text, usize::from(area.width), theme.dim())
@@ -444,7 +450,7 @@ fn proc_rows(
         let hist_w = history_width(area.width);
         // "+N more" without a row of its own goes into the command column's title: the
         // other titles stay where they are.
-        let more = (left > 0 && !more_row).then_some(left);
+        let more = (left > 0 && !more_row).then_some((first, below));
         let mut titles = proc_header(app, area.width - hist_w, theme.ascii, more);
         super::procs::hit_header(app, area.x, area.y, area.width, &titles, theme.ascii);
         if hist_w > 0 {

@@ -1,0 +1,128 @@
+//! A list taller than its pane: which rows show, and a row of its own at each end that
+//! says how many are hidden there (`+2 above`, `+6 below (j)`), so scrolling never hides
+//! rows without a word. Shared by the process table and the alerts list.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+use super::theme::Theme;
+
+/// The rows of a list of `n` shown in `rows` lines with `selected` on screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window {
+    /// Index of the first row shown.
+    pub first: usize,
+    /// How many rows are shown.
+    pub shown: usize,
+    /// Rows hidden above and below.
+    pub above: usize,
+    pub below: usize,
+    /// Whether each count has a line of its own (above the first row, below the last).
+    pub line_above: bool,
+    pub line_below: bool,
+}
+
+/// Fit `n` rows into `rows` lines keeping `selected` visible. When the list does not fit,
+/// each hidden end takes one line for its count; with two lines, one row and the count of
+/// the end that hides more; with one line, no count (the caller says it elsewhere).
+pub(crate) fn window(n: usize, selected: usize, rows: usize) -> Window {
+    let selected = selected.min(n.saturating_sub(1));
+    let at = |first: usize, shown: usize, line_above: bool, line_below: bool| Window {
+        first,
+        shown,
+        above: first,
+        below: n - first - shown,
+        line_above,
+        line_below,
+    };
+    if n <= rows {
+        return at(0, n, false, false);
+    }
+    if rows < 3 {
+        let shown = rows.min(1);
+        let first = if shown == 1 { selected } else { 0 };
+        let v = at(first, shown, false, false);
+        if rows == 2 {
+            let below = v.below >= v.above;
+            return Window {
+                line_above: !below,
+                line_below: below,
+                ..v
+            };
+        }
+        return v;
+    }
+    if selected < rows - 1 {
+        // At the top: one indicator line below.
+        at(0, rows - 1, false, true)
+    } else if selected + rows > n {
+        // At the bottom: one indicator line above.
+        at(n - (rows - 1), rows - 1, true, false)
+    } else {
+        // In the middle: both, the selection on the last row shown.
+        let shown = rows - 2;
+        at(selected + 1 - shown, shown, true, true)
+    }
+}
+
+/// A rule across `area`'s first line with `text` at its right end: reads as "the list
+/// goes on" (above or below).
+pub(crate) fn indicator(area: Rect, text: &str, buf: &mut Buffer, theme: &Theme) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let t = format!(" {text} ");
+    let w = usize::from(area.width);
+    let tw = t.chars().count().min(w);
+    let rule = w - tw;
+    buf.set_string(
+        area.x,
+        area.y,
+        theme.hline().to_string().repeat(rule),
+        theme.dim(),
+    );
+    buf.set_stringn(area.x + rule as u16, area.y, t, tw, theme.warn());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (first, shown, above, below, line above, line below)
+    fn v(x: Window) -> (usize, usize, usize, usize, bool, bool) {
+        (x.first, x.shown, x.above, x.below, x.line_above, x.line_below)
+    }
+
+    #[test]
+    fn a_list_that_fits_has_no_indicators() {
+        assert_eq!(v(window(3, 2, 5)), (0, 3, 0, 0, false, false));
+        assert_eq!(v(window(5, 4, 5)), (0, 5, 0, 0, false, false));
+    }
+
+    #[test]
+    fn hidden_rows_are_counted_at_the_end_they_are_hidden_at() {
+        // 10 rows in 5 lines: top, middle, bottom.
+        assert_eq!(v(window(10, 0, 5)), (0, 4, 0, 6, false, true));
+        assert_eq!(v(window(10, 3, 5)), (0, 4, 0, 6, false, true));
+        assert_eq!(v(window(10, 4, 5)), (2, 3, 2, 5, true, true));
+        assert_eq!(v(window(10, 7, 5)), (6, 4, 6, 0, true, false));
+        for rows in 2..12 {
+            for sel in 0..10 {
+                let x = window(10, sel, rows);
+                let lines = x.shown + usize::from(x.line_above) + usize::from(x.line_below);
+                assert!(x.first <= sel && sel < x.first + x.shown, "{sel}: {x:?}");
+                assert_eq!(x.above + x.shown + x.below, 10, "{sel}: {x:?}");
+                assert!(lines <= rows, "{rows} {sel}: {x:?}");
+                assert!(x.above == 0 || x.line_above || rows < 3, "{rows} {sel}: {x:?}");
+                assert!(x.below == 0 || x.line_below || rows < 3, "{rows} {sel}: {x:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn too_few_lines_for_both_still_show_the_selection() {
+        assert_eq!(v(window(10, 6, 2)), (6, 1, 6, 3, true, false));
+        assert_eq!(v(window(10, 0, 2)), (0, 1, 0, 9, false, true));
+        assert_eq!(v(window(10, 4, 1)), (4, 1, 4, 5, false, false));
+    }
+}
