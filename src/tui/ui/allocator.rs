@@ -249,7 +249,7 @@ pub(crate) fn histogram_lines(
     out
 }
 
-fn oom_line(d: &DevAlloc, theme: &Theme) -> Option<Line<'static>> {
+pub(crate) fn oom_line(d: &DevAlloc, theme: &Theme) -> Option<Line<'static>> {
     let e = d.ooms().last()?;
     let opt = |x: Option<u64>| x.map_or_else(|| "?".into(), human);
     let n = d.ooms().count();
@@ -287,12 +287,9 @@ pub(crate) fn render_process_alloc(area: Rect, buf: &mut Buffer, v: &AllocView<'
     let lines = panel_lines(v, area.width, area.height, theme);
     for (i, line) in lines.into_iter().take(usize::from(area.height)).enumerate() {
         let y = area.y + i as u16;
+        // A line too long ends after its last whole value, with a mark saying so.
+        let line = super::text::fit_words(line, usize::from(area.width), theme.ascii);
         buf.set_line(area.x, y, &line, area.width);
-        // A cut line says so in its last cell instead of ending mid-word.
-        if line.width() > usize::from(area.width) && area.width > 0 {
-            let dots = if theme.ascii { '>' } else { '…' };
-            buf[(area.right() - 1, y)].set_char(dots);
-        }
     }
 }
 
@@ -326,16 +323,29 @@ pub(crate) fn panel_lines(
     theme: &Theme,
 ) -> Vec<Line<'static>> {
     let p = v.proc;
-    let mut out = vec![Line::from(vec![
-        Span::styled(
-            format!("{} ", super::policy::framework_label(p)),
-            theme.title(),
-        ),
-        Span::styled(
-            super::policy::policy(p).unwrap_or_else(|| "allocator policy unknown".into()),
-            theme.normal(),
-        ),
-    ])];
+    let label = super::policy::framework_label(p);
+    let policy = super::policy::policy(p).unwrap_or_else(|| "allocator policy unknown".into());
+    let mut out = if label.chars().count() + 1 + policy.chars().count() <= usize::from(width) {
+        vec![Line::from(vec![
+            Span::styled(format!("{label} "), theme.title()),
+            Span::styled(policy, theme.normal()),
+        ])]
+    } else {
+        // The policy is the answer to "why is memory held": wrapped, never cut.
+        let text = format!("{label} {policy}");
+        let lines = super::wrap::words(&text, usize::from(width));
+        lines
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| match l.strip_prefix(label.as_str()) {
+                Some(rest) if i == 0 => Line::from(vec![
+                    Span::styled(label.clone(), theme.title()),
+                    Span::styled(rest.to_string(), theme.normal()),
+                ]),
+                _ => Line::styled(l, theme.normal()),
+            })
+            .collect()
+    };
     if let Some(e) = v.exit {
         let st = match e.cause {
             crate::model::exit::ExitCause::Oom => theme.error(),

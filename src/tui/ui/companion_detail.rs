@@ -20,10 +20,10 @@ use crate::tui::app::App;
 fn selected(app: &App) -> Option<&ProcAlloc> {
     let s = app.view_state();
     let pids = app.pids();
-    let pid = app
-        .sel_pid
-        .filter(|p| pids.contains(p))
-        .or_else(|| pids.get(app.proc_row.min(pids.len().saturating_sub(1))).copied())?;
+    let pid = app.sel_pid.filter(|p| pids.contains(p)).or_else(|| {
+        pids.get(app.proc_row.min(pids.len().saturating_sub(1)))
+            .copied()
+    })?;
     s.companions.latest(pid)
 }
 
@@ -49,9 +49,15 @@ pub(crate) fn render(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
         super::policy::framework_label(pa)
     );
     if let Some(d) = dev {
-        title.push_str(&format!("{dot} cuda:{} {dot} no NVML: the companion's view ", d.dev));
+        title.push_str(&format!(
+            "{dot} cuda:{} {dot} no NVML: the companion's view ",
+            d.dev
+        ));
     }
-    let title: String = title.chars().take(usize::from(area.width.saturating_sub(2))).collect();
+    let title: String = title
+        .chars()
+        .take(usize::from(area.width.saturating_sub(2)))
+        .collect();
     let block = Block::new()
         .borders(Borders::ALL)
         .border_set(theme.border())
@@ -174,4 +180,3 @@ fn companion_chart(
     };
     plot::render(p, &areas, &plot, app.window_label(), theme);
 }
-

@@ -2,6 +2,7 @@
 //! `paint::Painter` under a name, so tests can prove no two pieces share a cell.
 
 pub mod alerts;
+pub(crate) mod alloc_brief;
 pub(crate) mod allocator;
 pub(crate) mod cards;
 pub(crate) mod chart;

@@ -422,9 +422,9 @@ fn proc_rows(
             let row = Rect { y, ..row };
             let risk = super::alerts::frag_risk(app, pa.pid, pg.gpu);
             let now = app.view_state().now;
-            p.paint("allocator line", |buf| {
-                alloc_summary(pa, d, risk, now, theme).render(row, buf)
-            });
+            let line = alloc_summary(pa, d, risk, now, theme);
+            let line = super::text::fit_words(line, usize::from(row.width), theme.ascii);
+            p.paint("allocator line", |buf| line.render(row, buf));
             y += 1;
         }
     }
@@ -702,7 +702,8 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             if y >= area.y + area.height {
                 break;
             }
-            alloc_summary(pa, d, None, s.now, theme).render(
+            let line = alloc_summary(pa, d, None, s.now, theme);
+            super::text::fit_words(line, usize::from(area.width), theme.ascii).render(
                 Rect {
                     x: area.x,
                     y,

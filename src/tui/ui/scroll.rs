@@ -90,7 +90,14 @@ mod tests {
 
     /// (first, shown, above, below, line above, line below)
     fn v(x: Window) -> (usize, usize, usize, usize, bool, bool) {
-        (x.first, x.shown, x.above, x.below, x.line_above, x.line_below)
+        (
+            x.first,
+            x.shown,
+            x.above,
+            x.below,
+            x.line_above,
+            x.line_below,
+        )
     }
 
     #[test]
@@ -113,8 +120,14 @@ mod tests {
                 assert!(x.first <= sel && sel < x.first + x.shown, "{sel}: {x:?}");
                 assert_eq!(x.above + x.shown + x.below, 10, "{sel}: {x:?}");
                 assert!(lines <= rows, "{rows} {sel}: {x:?}");
-                assert!(x.above == 0 || x.line_above || rows < 3, "{rows} {sel}: {x:?}");
-                assert!(x.below == 0 || x.line_below || rows < 3, "{rows} {sel}: {x:?}");
+                assert!(
+                    x.above == 0 || x.line_above || rows < 3,
+                    "{rows} {sel}: {x:?}"
+                );
+                assert!(
+                    x.below == 0 || x.line_below || rows < 3,
+                    "{rows} {sel}: {x:?}"
+                );
             }
         }
     }

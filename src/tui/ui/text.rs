@@ -141,6 +141,94 @@ fn strip_interpreter(cmd: &str) -> &str {
     }
 }
 
+/// `line` in `width` cells, never cut inside a value: when it is too long, it ends after
+/// the last whole piece that fits, with `…` (`>` in ASCII) saying more was there. A piece
+/// is a word with the unit after it (`3.65 GiB`) and a short label before it (`L 63.0
+/// MiB`, `T 8.79 GiB`), so neither a number nor its unit or label is left alone.
+pub(crate) fn fit_words(
+    line: ratatui::text::Line<'static>,
+    width: usize,
+    ascii: bool,
+) -> ratatui::text::Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+    let chars: Vec<char> = text.chars().collect();
+    let dots = if ascii { '>' } else { '…' };
+    // Char positions where a piece ends: a space that neither precedes a unit nor follows
+    // a label.
+    let words: Vec<(usize, usize)> = {
+        let mut v = Vec::new();
+        let mut start = None;
+        for (i, c) in chars.iter().enumerate() {
+            match (c.is_whitespace(), start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    v.push((s, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            v.push((s, chars.len()));
+        }
+        v
+    };
+    let word = |k: usize| -> String { chars[words[k].0..words[k].1].iter().collect() };
+    let glued_to_next = |k: usize| {
+        k + 1 < words.len()
+            && (is_unit(&word(k + 1)) || is_label(&word(k)) || word(k).ends_with(['(', '=']))
+    };
+    let mut keep = 0;
+    for k in 0..words.len() {
+        let end = words[k].1;
+        if end + 1 > width {
+            break;
+        }
+        if !glued_to_next(k) {
+            keep = end;
+        }
+    }
+    let mut out = Vec::new();
+    let mut left = keep;
+    for span in line.spans {
+        if left == 0 {
+            break;
+        }
+        let n = span.content.chars().count();
+        if n <= left {
+            left -= n;
+            out.push(span);
+        } else {
+            let cut: String = span.content.chars().take(left).collect();
+            out.push(ratatui::text::Span::styled(cut, span.style));
+            left = 0;
+        }
+    }
+    out.push(ratatui::text::Span::raw(dots.to_string()));
+    ratatui::text::Line::from(out)
+}
+
+fn is_unit(w: &str) -> bool {
+    let w = w.trim_end_matches([',', ')', ';', '.']);
+    matches!(
+        w,
+        "B" | "KiB" | "MiB" | "GiB" | "TiB" | "%" | "s" | "ms" | "W" | "ep"
+    )
+}
+
+/// A letter or two that names the number after it (`L`, `T`, `F`, `R`, `D`), or a word
+/// that is nothing without it.
+fn is_label(w: &str) -> bool {
+    (w.len() <= 2 && w.chars().all(|c| c.is_ascii_uppercase()))
+        || matches!(
+            w,
+            "of" | "peak" | "used" | "alloc" | "cached" | "resv" | "stranded" | "asked" | "limit"
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +247,31 @@ mod tests {
         assert_eq!(text(40), "pid 7 ━ used  card 140 GiB ");
         assert_eq!(text(20), "pid 7 ━ used  ", "no number cut from its unit");
         assert_eq!(text(10), "pid 7 ", "a mark goes with its name");
+    }
+
+    #[test]
+    fn values_are_never_cut_from_their_units_or_labels() {
+        use ratatui::text::{Line, Span};
+        let l = || {
+            Line::from(vec![
+                Span::raw("F 0.998 stranded "),
+                Span::raw("3.65 GiB"),
+                Span::raw("  L 56.0 MiB of T 3.71 GiB"),
+            ])
+        };
+        let fit = |w| fit_words(l(), w, false).to_string();
+        assert_eq!(fit(80), l().to_string());
+        assert_eq!(fit(40), "F 0.998 stranded 3.65 GiB  L 56.0 MiB…");
+        assert_eq!(fit(36), "F 0.998 stranded 3.65 GiB…");
+        assert_eq!(fit(22), "F 0.998…");
+        for w in 0..45 {
+            let s = fit(w);
+            assert!(s.chars().count() <= w.max(1), "{w}: {s}");
+            assert!(
+                !s.ends_with("Gi…") && !s.ends_with("56.…") && !s.ends_with(" L…"),
+                "{w}: {s}"
+            );
+        }
     }
 
     #[test]

@@ -15,6 +15,12 @@ use super::theme::Theme;
 /// the pane cannot be shown whole: it is replaced by where to read it whole, rather than
 /// cut into pieces someone would copy as one.
 pub(crate) fn words(text: &str, width: usize) -> Vec<String> {
+    fill(text, width, true)
+}
+
+/// `words`; without `replace` (the replacement's own words, in a pane narrower than
+/// them) a word too wide is cut to the width.
+fn fill(text: &str, width: usize, replace: bool) -> Vec<String> {
     let width = width.max(1);
     let mut out = Vec::new();
     let mut line = String::new();
@@ -27,7 +33,11 @@ pub(crate) fn words(text: &str, width: usize) -> Vec<String> {
                 out.push(std::mem::take(&mut line));
                 len = 0;
             }
-            out.extend(words(&too_wide(n), width));
+            if replace {
+                out.extend(fill(&too_wide(n), width, false));
+            } else {
+                out.push(word.chars().take(width).collect());
+            }
             continue;
         }
         if len > 0 && len + 1 + n > width {
@@ -77,7 +87,11 @@ pub(crate) fn paint_scrolled(
     p.paint("alert message", |buf| {
         text.scroll((scroll as u16, 0)).render(body, buf)
     });
-    let row = |y: u16| Rect { y, height: 1, ..area };
+    let row = |y: u16| Rect {
+        y,
+        height: 1,
+        ..area
+    };
     if top {
         let t = format!("{scroll} lines above: PgUp");
         p.paint("lines above", |buf| {
@@ -131,7 +145,10 @@ mod tests {
                     .any(|l| l.contains("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,")),
                 "{w}: {lines:?}"
             );
-            assert!(lines.iter().all(|l| l.chars().count() <= w), "{w}: {lines:?}");
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= w),
+                "{w}: {lines:?}"
+            );
         }
     }
 
