@@ -160,10 +160,11 @@ pub fn render_alert_bar(
         }
         Some(top) => {
             let m = mark(top.severity, theme);
-            let more = if alerts.len() > 1 {
-                format!(" +{}", alerts.len() - 1)
-            } else {
-                String::new()
+            // `+2 more` (active alerts besides this one); `+2` when the pane is narrow.
+            let more = match alerts.len() {
+                0 | 1 => String::new(),
+                n if w >= 60 => format!(" +{} more", n - 1),
+                n => format!(" +{}", n - 1),
             };
             let fixed = m.chars().count() + 1 + more.chars().count();
             let summary_w = top.summary.chars().count();

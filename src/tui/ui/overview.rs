@@ -71,7 +71,7 @@ pub(crate) fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'stati
             theme.pressure(frac),
         ));
         let pk = format!(" peak {} GiB", gib1(g.peak.value));
-        if w >= 14 + pk.len() {
+        if w >= 14 + pk.len() && g.peak.value > 0 {
             spans.push(Span::styled(pk, theme.peak()));
         }
         let used_w: usize = spans.iter().map(|s| s.width()).sum();
@@ -84,7 +84,12 @@ pub(crate) fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'stati
         return Line::from(spans);
     }
     let head = format!("used {:>5} / {} GiB ", gib1(used), gib1(total));
-    let peak = format!(" peak {} ({peak_at})", human(g.peak.value));
+    // No peak yet (an idle card's first samples): nothing to say, rather than `peak 0 B`.
+    let peak = if g.peak.value > 0 {
+        format!(" peak {} ({peak_at})", human(g.peak.value))
+    } else {
+        String::new()
+    };
     let extra = format!("{util}{temp}{power}");
     let fixed = head.chars().count() + peak.chars().count();
     let bar_w = w.saturating_sub(fixed + extra.chars().count()).clamp(4, 40);

@@ -112,7 +112,8 @@ fn proc_line_at(
     let peak = if let Some(rate) = growth {
         format!(" {:>12}", growth_label(rate, theme))
     } else {
-        format!(" {} {:>9}", legend::PEAK.sym, human(pg.peak.value))
+        // Under the PEAK title: the number alone (it was `pk 24.6 GiB`, a second label).
+        format!(" {:>12}", human(pg.peak.value))
     };
     let map = format!(" {:<8}", pg.mapping.label());
     let head = if w < 50 {
