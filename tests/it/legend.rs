@@ -149,12 +149,12 @@ fn shows(t: &Term, screen: &str) -> bool {
             let words = |w: &str| lines().any(|l| l.split(' ').any(|x| x == w));
             ["T", "L", "D", "R"].iter().all(|w| words(w))
         }
-        legend::EVIDENCE_WORDS => ["card ", "allocator ", "other "]
+        legend::EV_WORDS => ["card ", "allocator ", "other "]
             .iter()
             .all(|w| screen.contains(w)),
         legend::BAR => screen.contains("█") && screen.contains("▓") && screen.contains("▒"),
-        legend::MORE_ALERTS => lines().any(|l| l.contains(" more") && l.contains('+')),
-        legend::HIDDEN_ROWS => screen.contains(" above") || screen.contains(" below"),
+        legend::MORE => lines().any(|l| l.contains(" more") && l.contains('+')),
+        legend::SCROLLED => screen.contains(" above") || screen.contains(" below"),
         legend::SEV => ["‼", "⚠", "ℹ"].iter().any(|s| screen.contains(s)),
         legend::MARK => lines().any(|l| {
             let row = l.trim_start_matches('│');

@@ -190,7 +190,7 @@ term!(
     "(alerts) T: free cached, L: largest hole, D: from card, R: largest request"
 );
 term!(
-    EVIDENCE_WORDS,
+    EV_WORDS,
     "card, other",
     "card, other",
     "(alerts) card: free or total; other: other processes; allocator: its cap"
@@ -202,13 +202,13 @@ term!(
     "(allocator bar) allocated, cached, outside allocator, unused; |: peak"
 );
 term!(
-    MORE_ALERTS,
+    MORE,
     "+2 more",
     "+2 more",
     "(alert bar) other active alerts (+2 when narrow); a lists them"
 );
 term!(
-    HIDDEN_ROWS,
+    SCROLLED,
     "+2 above",
     "+2 above",
     "rows of a list scrolled out of view above (k) or below (j) the ones shown"
@@ -295,48 +295,8 @@ term!(
 
 /// Every entry, in the order help's legend page lists them.
 pub const LEGEND: &[Term] = &[
-    USED,
-    PEAK,
-    GONE,
-    EXITED,
-    NA,
-    CUDA,
-    CUDA_Q,
-    HIDDEN,
-    PID_AT,
-    COMPANION,
-    ALLOC,
-    CACHED,
-    FRAG,
-    STRANDED,
-    LIMIT,
-    EPOCH,
-    TICK,
-    GAP,
-    PER_EPOCH,
-    PER_MIN,
-    FIT,
-    ZOOM,
-    REFS,
-    TRACES,
-    CHART_KEY,
-    HISTORY,
-    GATES,
-    EVIDENCE,
-    EVIDENCE_WORDS,
-    BAR,
-    SEV,
-    MARK,
-    CARD_MARK,
-    PAST_MARK,
-    PAST,
-    ACK,
-    MORE_ALERTS,
-    HIDDEN_ROWS,
-    SORT,
-    REPLAY,
-    REC,
-    FROZEN,
-    WINDOW,
-    INTERVAL,
+    USED, PEAK, GONE, EXITED, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG,
+    STRANDED, LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, FIT, ZOOM, REFS, TRACES, CHART_KEY,
+    HISTORY, GATES, EVIDENCE, EV_WORDS, BAR, SEV, MARK, CARD_MARK, PAST_MARK, PAST, ACK, MORE,
+    SCROLLED, SORT, REPLAY, REC, FROZEN, WINDOW, INTERVAL,
 ];
