@@ -62,6 +62,7 @@ mod replay_streams;
 mod report;
 mod report_chromium;
 mod risk_signals;
+mod screen_words;
 mod screens;
 mod signals_tmux;
 mod small_holes;
