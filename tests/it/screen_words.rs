@@ -509,3 +509,36 @@ fn without_nvml_the_detail_view_shows_the_companion() {
         render(&app, 80, 24, &theme(false))
     );
 }
+
+#[test]
+fn the_alerts_panel_never_overprints_while_scrolled() {
+    // Every alert of the leak run selected, its message scrolled from the top to past its
+    // end, at the sizes where the message does not fit: no piece is drawn over another,
+    // and the counts of hidden lines are on rows of their own.
+    let mut app = app_from("../corpus/corpus_leak.jsonl", Some(120_000));
+    app.view = View::Alerts;
+    app.sync();
+    let n = app.alert_ids().len();
+    assert!(n >= 3, "{n} alerts");
+    for (w, h) in [(40, 12), (60, 15), (80, 24)] {
+        app.alert_row = 0;
+        for _ in 0..n {
+            let mut seen_above = false;
+            for scroll in 0..30u16 {
+                app.alert_scroll = scroll;
+                let mut buf =
+                    ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, w, h));
+                let (clashes, _) = gpumon::tui::ui::draw_checked(&mut buf, &app, &theme(false));
+                let screen = render(&app, w, h, &theme(false));
+                assert!(
+                    clashes.is_empty(),
+                    "{w}x{h} scroll {scroll}: {clashes:?}\n{screen}"
+                );
+                seen_above |= screen.contains("lines above: PgUp");
+                assert!(!screen.contains("PgUp: back"), "{screen}");
+            }
+            assert!(seen_above || h >= 24, "{w}x{h}: never scrolled");
+            key(&mut app, KeyCode::Down);
+        }
+    }
+}

@@ -460,7 +460,12 @@ fn panel(
     let rows_left = usize::from(area.height - 1);
     // The list takes up to a third of the pane (at least 1 row), the evidence the rest.
     let list_rows = items.len().min((rows_left / 3).max(1)).min(rows_left);
-    let win = super::scroll::window(items.len(), selected, list_rows);
+    // Two rows or fewer: both for alerts, the hidden ones counted in the title.
+    let win = if list_rows < 3 {
+        super::scroll::plain(items.len(), selected, list_rows)
+    } else {
+        super::scroll::window(items.len(), selected, list_rows)
+    };
     let title = format!("Alerts {active} active, {} past", items.len() - active);
     // Hidden alerts without a line of their own are counted in the title.
     let mut hidden = Vec::new();

@@ -65,6 +65,23 @@ pub(crate) fn window(n: usize, selected: usize, rows: usize) -> Window {
     }
 }
 
+/// `window` without indicator lines: the rows fill all `rows` lines (for a list so short
+/// that a line of its own would cost half of it; the caller counts the hidden ones elsewhere).
+pub(crate) fn plain(n: usize, selected: usize, rows: usize) -> Window {
+    let shown = n.min(rows);
+    let first = selected
+        .min(n.saturating_sub(1))
+        .saturating_sub(shown.saturating_sub(1));
+    Window {
+        first,
+        shown,
+        above: first,
+        below: n - first - shown,
+        line_above: false,
+        line_below: false,
+    }
+}
+
 /// A rule across `area`'s first line with `text` at its right end: reads as "the list
 /// goes on" (above or below).
 pub(crate) fn indicator(area: Rect, text: &str, buf: &mut Buffer, theme: &Theme) {
@@ -130,6 +147,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn plain_windows_fill_their_lines() {
+        assert_eq!(v(plain(4, 2, 2)), (1, 2, 1, 1, false, false));
+        assert_eq!(v(plain(4, 0, 2)), (0, 2, 0, 2, false, false));
+        assert_eq!(v(plain(1, 0, 2)), (0, 1, 0, 0, false, false));
     }
 
     #[test]

@@ -50,9 +50,28 @@ pub(crate) fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
     if width <= d + 1 {
         return cmd.chars().take(width).collect();
     }
+    // The script's name is what a person reads a row by: kept whole (without `.py` when
+    // that is what fits) rather than a middle cut that leaves two characters of each end.
+    let script = cmd.split(' ').next().unwrap_or("");
+    let sn = script.chars().count();
+    if cmd.contains(' ') && sn + d + 2 > width {
+        if sn <= width {
+            return script.to_string();
+        }
+        let bare = script.strip_suffix(".py").unwrap_or(script);
+        if bare.chars().count() <= width {
+            return bare.to_string();
+        }
+        return bare.chars().take(width - d).chain(dots.chars()).collect();
+    }
     let keep = width - d;
     let tail = keep / 4;
-    let head = keep - tail;
+    let head = if cmd.contains(' ') {
+        (keep - tail).max((sn + 1).min(keep))
+    } else {
+        keep - tail
+    };
+    let tail = keep - head;
     let mut out: String = cmd.chars().take(head).collect();
     out.push_str(dots);
     out.extend(cmd.chars().skip(len - tail));
@@ -308,5 +327,11 @@ mod tests {
         assert_eq!(fit_command(demo, 17, false), "…--name demo_leak");
         assert_eq!(fit_command(demo, 12, false), "…demo_leak");
         assert_eq!(fit_command("abcdefghij", 2, true), "ab");
+        // A pane too narrow for the script and its arguments keeps the script's name.
+        let grow = "python3 grow_shrink.py 70 2 24";
+        assert_eq!(fit_command(grow, 11, false), "grow_shrink");
+        assert_eq!(fit_command(grow, 14, false), "grow_shrink.py");
+        assert_eq!(fit_command(grow, 8, false), "grow_sh…");
+        assert_eq!(fit_command(grow, 18, false), "grow_shrink.py …24");
     }
 }
