@@ -391,12 +391,19 @@ pub(crate) fn panel_lines(
             theme.dim(),
         )));
     }
-    out.push(frag_text(d.frag.as_ref(), v.risk, theme));
+    // F with L and T, and the OOM with what was asked and free: wrapped between whole
+    // values rather than cut before the decisive number.
+    let w = usize::from(width);
+    out.extend(super::text::wrap_pieces(
+        frag_text(d.frag.as_ref(), v.risk, theme),
+        w,
+        theme.ascii,
+    ));
     if let Some(l) = requests_line(d.frag.as_ref(), theme) {
         out.push(l);
     }
     if let Some(l) = oom_line(d, theme) {
-        out.push(l);
+        out.extend(super::text::wrap_pieces(l, w, theme.ascii));
     }
     let tail = link_line(p, theme);
     let room = usize::from(height)
@@ -550,7 +557,8 @@ mod tests {
             color: false,
             utc: true,
         };
-        let area = Rect::new(0, 0, 40, 9);
+        // F and the OOM take two rows each at 40 columns (wrapped between values).
+        let area = Rect::new(0, 0, 40, 11);
         let mut buf = Buffer::empty(area);
         render_process_alloc(area, &mut buf, &view(&c), &theme);
         let rows: Vec<String> = (0..area.height)

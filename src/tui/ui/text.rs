@@ -172,30 +172,69 @@ pub(crate) fn fit_words(
     if line.width() <= width {
         return line;
     }
+    let dots = if ascii { '>' } else { '…' };
+    let keep = whole_pieces_in(&line, width.saturating_sub(1));
+    let (mut head, _) = split_spans(line, keep);
+    head.spans
+        .push(ratatui::text::Span::raw(dots.to_string()));
+    head
+}
+
+/// `line` over as many lines as it needs of `width` cells, broken between pieces (see
+/// `fit_words`), the continuation indented by two; a piece wider than a line is cut.
+pub(crate) fn wrap_pieces(
+    line: ratatui::text::Line<'static>,
+    width: usize,
+    ascii: bool,
+) -> Vec<ratatui::text::Line<'static>> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while rest.width() > width && out.len() < 8 {
+        let room = if out.is_empty() { width } else { width.saturating_sub(2) };
+        let keep = whole_pieces_in(&rest, room);
+        if keep == 0 {
+            break;
+        }
+        let (head, tail) = split_spans(rest, keep);
+        out.push(head);
+        let text: String = tail.spans.iter().map(|s| s.content.as_ref()).collect();
+        let skip = text.chars().take_while(|c| c.is_whitespace()).count();
+        let (_, tail) = split_spans(tail, skip);
+        rest = tail;
+        rest.spans.insert(0, ratatui::text::Span::raw("  "));
+    }
+    out.push(if out.is_empty() {
+        rest
+    } else {
+        fit_words(rest, width, ascii)
+    });
+    out
+}
+
+/// Characters of `line` in the leading whole pieces that fit `width` cells.
+fn whole_pieces_in(line: &ratatui::text::Line<'static>, width: usize) -> usize {
     let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
     let chars: Vec<char> = text.chars().collect();
-    let dots = if ascii { '>' } else { '…' };
-    // Char positions where a piece ends: a space that neither precedes a unit nor follows
-    // a label.
-    let words: Vec<(usize, usize)> = {
-        let mut v = Vec::new();
-        let mut start = None;
-        for (i, c) in chars.iter().enumerate() {
-            match (c.is_whitespace(), start) {
-                (false, None) => start = Some(i),
-                (true, Some(s)) => {
-                    v.push((s, i));
-                    start = None;
-                }
-                _ => {}
+    if chars.len() <= width {
+        return chars.len();
+    }
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in chars.iter().enumerate() {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                words.push((s, i));
+                start = None;
             }
+            _ => {}
         }
-        if let Some(s) = start {
-            v.push((s, chars.len()));
-        }
-        v
-    };
+    }
+    if let Some(s) = start {
+        words.push((s, chars.len()));
+    }
     let word = |k: usize| -> String { chars[words[k].0..words[k].1].iter().collect() };
+    // A piece ends at a space that neither precedes a unit nor follows a label.
     let glued_to_next = |k: usize| {
         k + 1 < words.len()
             && (is_unit(&word(k + 1)) || is_label(&word(k)) || word(k).ends_with(['(', '=']))
@@ -203,31 +242,42 @@ pub(crate) fn fit_words(
     let mut keep = 0;
     for k in 0..words.len() {
         let end = words[k].1;
-        if end + 1 > width {
+        if end > width {
             break;
         }
         if !glued_to_next(k) {
             keep = end;
         }
     }
-    let mut out = Vec::new();
-    let mut left = keep;
+    keep
+}
+
+/// `line` split after its first `at` characters, styles kept.
+fn split_spans(
+    line: ratatui::text::Line<'static>,
+    at: usize,
+) -> (ratatui::text::Line<'static>, ratatui::text::Line<'static>) {
+    let (mut head, mut tail) = (Vec::new(), Vec::new());
+    let mut left = at;
     for span in line.spans {
-        if left == 0 {
-            break;
-        }
         let n = span.content.chars().count();
         if n <= left {
             left -= n;
-            out.push(span);
-        } else {
-            let cut: String = span.content.chars().take(left).collect();
-            out.push(ratatui::text::Span::styled(cut, span.style));
+            head.push(span);
+        } else if left > 0 {
+            let a: String = span.content.chars().take(left).collect();
+            let b: String = span.content.chars().skip(left).collect();
+            head.push(ratatui::text::Span::styled(a, span.style));
+            tail.push(ratatui::text::Span::styled(b, span.style));
             left = 0;
+        } else {
+            tail.push(span);
         }
     }
-    out.push(ratatui::text::Span::raw(dots.to_string()));
-    ratatui::text::Line::from(out)
+    (
+        ratatui::text::Line::from(head),
+        ratatui::text::Line::from(tail),
+    )
 }
 
 fn is_unit(w: &str) -> bool {
@@ -241,6 +291,7 @@ fn is_unit(w: &str) -> bool {
 /// A letter or two that names the number after it (`L`, `T`, `F`, `R`, `D`), or a word
 /// that is nothing without it.
 fn is_label(w: &str) -> bool {
+    let w = w.trim_start_matches('(');
     (w.len() <= 2 && w.chars().all(|c| c.is_ascii_uppercase()))
         || matches!(
             w,
@@ -291,6 +342,21 @@ mod tests {
                 "{w}: {s}"
             );
         }
+    }
+
+    #[test]
+    fn long_lines_wrap_between_whole_values() {
+        use ratatui::text::Line;
+        let l = Line::from("⚠ OOM x1 16:54:23 asked 64.0 MiB (T 8.79 GiB L 18.0 MiB)");
+        let lines: Vec<String> = wrap_pieces(l, 40, false)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            lines,
+            ["⚠ OOM x1 16:54:23 asked 64.0 MiB", "  (T 8.79 GiB L 18.0 MiB)"],
+            "{lines:?}"
+        );
     }
 
     #[test]
