@@ -542,3 +542,40 @@ fn the_alerts_panel_never_overprints_while_scrolled() {
         }
     }
 }
+
+#[test]
+fn no_value_is_cut_in_a_real_terminal() {
+    use crate::tmux_e2e::{have_tmux, keys, pane, start_cmd, wait_for};
+    if !have_tmux() {
+        return;
+    }
+    // The bundled demo in tmux at 80x24: overview, detail of each of the first processes,
+    // and the alerts panel, read as the terminal shows them.
+    let bin = assert_cmd::cargo::cargo_bin("gpumon");
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl");
+    let cmd = format!(
+        "env LANG=C.UTF-8 TERM=xterm-256color {} replay {}; sleep 60",
+        bin.display(),
+        demo.display()
+    );
+    let s = start_cmd("cuts", 80, 24, &cmd);
+    let first = wait_for(&s, "REPLAY", 10);
+    assert!(first.contains("REPLAY"), "{first}");
+    keys(&s, &["]", "]", "]", "]", "]", "]"]);
+    let mut screens = vec![pane(&s)];
+    keys(&s, &["Enter"]);
+    for _ in 0..3 {
+        screens.push(pane(&s));
+        keys(&s, &["j"]);
+    }
+    keys(&s, &["Escape", "a"]);
+    screens.push(pane(&s));
+    for screen in &screens {
+        let cut = cut_values(screen);
+        assert!(cut.is_empty(), "values cut: {cut:?}\n{screen}");
+    }
+    assert!(
+        screens.iter().any(|p| p.contains("Alerts ")),
+        "{screens:#?}"
+    );
+}

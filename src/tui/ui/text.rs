@@ -172,11 +172,12 @@ pub(crate) fn fit_words(
     if line.width() <= width {
         return line;
     }
-    let dots = if ascii { '>' } else { '…' };
-    let keep = whole_pieces_in(&line, width.saturating_sub(1));
+    // Apart from the last value (`F 0.886 …`): `0.886…` would read as a longer number.
+    let dots = if ascii { " >" } else { " …" };
+    let keep = whole_pieces_in(&line, width.saturating_sub(2));
     let (mut head, _) = split_spans(line, keep);
-    head.spans
-        .push(ratatui::text::Span::raw(dots.to_string()));
+    let dots = if keep == 0 { &dots[1..] } else { dots };
+    head.spans.push(ratatui::text::Span::raw(dots.to_string()));
     head
 }
 
@@ -331,9 +332,9 @@ mod tests {
         };
         let fit = |w| fit_words(l(), w, false).to_string();
         assert_eq!(fit(80), l().to_string());
-        assert_eq!(fit(40), "F 0.998 stranded 3.65 GiB  L 56.0 MiB…");
-        assert_eq!(fit(36), "F 0.998 stranded 3.65 GiB…");
-        assert_eq!(fit(22), "F 0.998…");
+        assert_eq!(fit(40), "F 0.998 stranded 3.65 GiB  L 56.0 MiB …");
+        assert_eq!(fit(36), "F 0.998 stranded 3.65 GiB …");
+        assert_eq!(fit(22), "F 0.998 …");
         for w in 0..45 {
             let s = fit(w);
             assert!(s.chars().count() <= w.max(1), "{w}: {s}");
