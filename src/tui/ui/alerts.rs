@@ -76,6 +76,13 @@ fn fit(s: &str, width: usize, theme: &Theme) -> String {
     out
 }
 
+/// Cut to `width` between words (after folding for ASCII terminals): a summary's numbers
+/// (`+32.0M/ep`) are kept whole or left out, never cut in the middle.
+fn fit_words(s: &str, width: usize, theme: &Theme) -> String {
+    let s = fold(s, theme);
+    super::text::fit_words(Line::from(s), width, theme.ascii).to_string()
+}
+
 /// What the bar says about alerts that have ended: how many, and how many of the worst
 /// severity among them (`4 past (‼ 1)`), coloured while any of them is unacknowledged.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -185,7 +192,7 @@ pub fn render_alert_bar(
             let sev = style(top.severity, theme);
             Line::from(vec![
                 Span::styled(format!("{m} "), sev),
-                Span::styled(fit(&top.summary, room, theme), sev),
+                Span::styled(fit_words(&top.summary, room, theme), sev),
                 Span::styled(more, theme.dim()),
                 Span::styled(tail, past.style(theme)),
             ])
@@ -518,8 +525,8 @@ fn panel(
     }
     let line_at = |y: u16| Rect::new(area.x, y, area.width, 1);
     let first_y = area.y + 1 + u16::from(win.line_above);
-    if win.line_above {
-        let t = format!("+{} above (k)", win.above);
+    let (above, below) = super::scroll::texts(&win);
+    if let Some(t) = above {
         p.paint("alerts above", |buf| {
             super::scroll::indicator(line_at(area.y + 1), &t, buf, theme)
         });
@@ -558,7 +565,7 @@ fn panel(
         if text.chars().count() + spelled.len() <= w {
             text.push_str(&spelled);
         }
-        let mut line = Line::from(Span::styled(fit(&text, w, theme), st));
+        let mut line = Line::from(Span::styled(fit_words(&text, w, theme), st));
         if i == selected {
             line = line.patch_style(theme.selected());
         }
@@ -569,8 +576,7 @@ fn panel(
             app.hit(line_at(y), Target::Alert(AlertId::of(a)));
         }
     }
-    if win.line_below {
-        let t = format!("+{} below (j)", win.below);
+    if let Some(t) = below {
         let y = first_y + win.shown as u16;
         p.paint("alerts below", |buf| {
             super::scroll::indicator(line_at(y), &t, buf, theme)
@@ -583,7 +589,12 @@ fn panel(
     }
     let a = items[selected];
     let mut lines = vec![Line::from(Span::styled(subject(a), theme.title()))];
-    lines.extend(evidence_lines(a, w, theme));
+    // Each label stays on the line of its value (`allocator 4.00GiB`).
+    lines.extend(
+        evidence_lines(a, w, theme)
+            .into_iter()
+            .flat_map(|l| super::text::wrap_pieces(l, w, theme.ascii)),
+    );
     lines.extend(
         super::wrap::words(&a.message, w)
             .into_iter()

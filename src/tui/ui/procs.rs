@@ -384,12 +384,11 @@ pub fn render_table(
         }
     }
     let line = |y: u16| Rect::new(area.x, y, area.width, 1);
-    if win.line_above {
-        let t = format!("+{} above (k)", win.above);
+    let (above, below) = super::scroll::texts(&win);
+    if let Some(t) = above {
         super::scroll::indicator(line(area.y + 1), &t, buf, theme);
     }
-    if win.line_below {
-        let t = format!("+{} below (j)", win.below);
+    if let Some(t) = below {
         let y = top + win.shown as u16;
         super::scroll::indicator(line(y), &t, buf, theme);
     }

@@ -43,7 +43,8 @@ pub(crate) fn window(n: usize, selected: usize, rows: usize) -> Window {
         let first = if shown == 1 { selected } else { 0 };
         let v = at(first, shown, false, false);
         if rows == 2 {
-            let below = v.below >= v.above;
+            // One line for both counts (see `texts`): below when anything is below.
+            let below = v.below > 0;
             return Window {
                 line_above: !below,
                 line_below: below,
@@ -63,6 +64,20 @@ pub(crate) fn window(n: usize, selected: usize, rows: usize) -> Window {
         let shown = rows - 2;
         at(selected + 1 - shown, shown, true, true)
     }
+}
+
+/// The texts of the indicator lines (above, below): a count whose end has no line of its
+/// own goes on the other line (`+1 above, +1 below (j)`), so none is hidden unsaid.
+pub(crate) fn texts(w: &Window) -> (Option<String>, Option<String>) {
+    let above = w.line_above.then(|| match w.below {
+        b if b > 0 && !w.line_below => format!("+{} above, +{b} below (k/j)", w.above),
+        _ => format!("+{} above (k)", w.above),
+    });
+    let below = w.line_below.then(|| match w.above {
+        a if a > 0 && !w.line_above => format!("+{a} above, +{} below (k/j)", w.below),
+        _ => format!("+{} below (j)", w.below),
+    });
+    (above, below)
 }
 
 /// `window` without indicator lines: the rows fill all `rows` lines (for a list so short
@@ -158,7 +173,12 @@ mod tests {
 
     #[test]
     fn too_few_lines_for_both_still_show_the_selection() {
-        assert_eq!(v(window(10, 6, 2)), (6, 1, 6, 3, true, false));
+        assert_eq!(v(window(10, 6, 2)), (6, 1, 6, 3, false, true));
+        assert_eq!(
+            texts(&window(10, 6, 2)),
+            (None, Some("+6 above, +3 below (k/j)".to_string()))
+        );
+        assert_eq!(v(window(10, 9, 2)), (9, 1, 9, 0, true, false));
         assert_eq!(v(window(10, 0, 2)), (0, 1, 0, 9, false, true));
         assert_eq!(v(window(10, 4, 1)), (4, 1, 4, 5, false, false));
     }

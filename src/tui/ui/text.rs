@@ -72,6 +72,19 @@ pub(crate) fn fit_command(cmd: &str, width: usize, ascii: bool) -> String {
         keep - tail
     };
     let tail = keep - head;
+    if tail < 4 && cmd.contains(' ') {
+        // Two or three characters after the `…` say nothing: whole words, then `…`.
+        let mut out = String::new();
+        for w in cmd.split(' ') {
+            if out.chars().count() + w.chars().count() + 1 + d > width {
+                break;
+            }
+            out.push_str(w);
+            out.push(' ');
+        }
+        out.push_str(dots);
+        return out;
+    }
     let mut out: String = cmd.chars().take(head).collect();
     out.push_str(dots);
     out.extend(cmd.chars().skip(len - tail));
@@ -191,7 +204,11 @@ pub(crate) fn wrap_pieces(
     let mut out = Vec::new();
     let mut rest = line;
     while rest.width() > width && out.len() < 8 {
-        let room = if out.is_empty() { width } else { width.saturating_sub(2) };
+        let room = if out.is_empty() {
+            width
+        } else {
+            width.saturating_sub(2)
+        };
         let keep = whole_pieces_in(&rest, room);
         if keep == 0 {
             break;
@@ -296,7 +313,25 @@ fn is_label(w: &str) -> bool {
     (w.len() <= 2 && w.chars().all(|c| c.is_ascii_uppercase()))
         || matches!(
             w,
-            "of" | "peak" | "used" | "alloc" | "cached" | "resv" | "stranded" | "asked" | "limit"
+            "of" | "peak"
+                | "used"
+                | "alloc"
+                | "cached"
+                | "resv"
+                | "stranded"
+                | "asked"
+                | "limit"
+                | "card"
+                | "allocator"
+                | "other"
+                | "reserved"
+                | "requested"
+                | "allocated"
+                | "held"
+                | "headroom"
+                | "typical"
+                | "hole"
+                | "ceil"
         )
 }
 
@@ -355,7 +390,10 @@ mod tests {
             .collect();
         assert_eq!(
             lines,
-            ["⚠ OOM x1 16:54:23 asked 64.0 MiB", "  (T 8.79 GiB L 18.0 MiB)"],
+            [
+                "⚠ OOM x1 16:54:23 asked 64.0 MiB",
+                "  (T 8.79 GiB L 18.0 MiB)"
+            ],
             "{lines:?}"
         );
     }
@@ -399,6 +437,7 @@ mod tests {
         assert_eq!(fit_command(grow, 11, false), "grow_shrink");
         assert_eq!(fit_command(grow, 14, false), "grow_shrink.py");
         assert_eq!(fit_command(grow, 8, false), "grow_sh…");
-        assert_eq!(fit_command(grow, 18, false), "grow_shrink.py …24");
+        assert_eq!(fit_command(grow, 18, false), "grow_shrink.py …");
+        assert_eq!(fit_command(grow, 21, false), "grow_shrink.py … 2 24");
     }
 }
