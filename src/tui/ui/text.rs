@@ -258,8 +258,7 @@ fn whole_pieces_in(line: &ratatui::text::Line<'static>, width: usize) -> usize {
             && (is_unit(&word(k + 1)) || is_label(&word(k)) || word(k).ends_with(['(', '=']))
     };
     let mut keep = 0;
-    for k in 0..words.len() {
-        let end = words[k].1;
+    for (k, &(_, end)) in words.iter().enumerate() {
         if end > width {
             break;
         }
