@@ -34,10 +34,6 @@ struct Rows {
 
 pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     let s = app.view_state();
-    if s.gpus.is_empty() {
-        // No NVML: what the companions report is all there is.
-        return super::companion_detail::render(p, app, area, theme);
-    }
     let Some(g) = s.gpus.get(app.gpu) else { return };
     let bus = g.info.pci_bus_id.trim_start_matches("00000000:");
     let dot = theme.dot();

@@ -90,6 +90,10 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
     }
     match app.view {
         View::Overview => overview::render_overview(p, app, body, theme),
+        // No NVML: what the companions report is all there is.
+        View::Detail if app.view_state().gpus.is_empty() => {
+            companion_detail::render(p, app, body, theme)
+        }
         View::Detail => detail::render_detail(p, app, body, theme),
         View::Alerts => alerts::paint_panel(p, app, body, theme),
     }
