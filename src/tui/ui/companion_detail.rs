@@ -43,21 +43,23 @@ pub(crate) fn render(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     // The device with the newest sample: the one the program works on now.
     let dev = pa.devices.values().max_by_key(|d| d.last_t);
     let dot = theme.dot();
-    let mut title = format!(
-        " PID {} {dot} {} ",
-        pa.pid,
-        super::policy::framework_label(pa)
-    );
+    // Whole pieces only: the title drops its last parts rather than cut one.
+    let mut pieces = vec![
+        format!(" PID {} ", pa.pid),
+        format!("{dot} {} ", super::policy::framework_label(pa)),
+    ];
     if let Some(d) = dev {
-        title.push_str(&format!(
-            "{dot} cuda:{} {dot} no NVML: the companion's view ",
-            d.dev
-        ));
+        pieces.push(format!("{dot} cuda:{} ", d.dev));
+        pieces.push(format!("{dot} no NVML: the companion's view "));
     }
-    let title: String = title
-        .chars()
-        .take(usize::from(area.width.saturating_sub(2)))
-        .collect();
+    let room = usize::from(area.width.saturating_sub(2));
+    let mut title = String::new();
+    for piece in pieces {
+        if title.chars().count() + piece.chars().count() > room {
+            break;
+        }
+        title.push_str(&piece);
+    }
     let block = Block::new()
         .borders(Borders::ALL)
         .border_set(theme.border())
