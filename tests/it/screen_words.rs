@@ -579,3 +579,35 @@ fn no_value_is_cut_in_a_real_terminal() {
         "{screens:#?}"
     );
 }
+
+#[test]
+fn rows_scrolled_out_of_the_process_table_are_counted_above_and_below() {
+    let mut app = app_from("../corpus/corpus_leak.jsonl", Some(110_000));
+    app.gpu = 1;
+    app.view = View::Detail;
+    app.sync();
+    let n = app.pids().len();
+    assert!(n >= 8, "{n} processes");
+    let count = |screen: &str, what: &str| -> usize {
+        screen
+            .lines()
+            .find_map(|l| {
+                let at = l.find(what)?;
+                let num = l[..at].rsplit('+').next()?;
+                num.trim().parse().ok()
+            })
+            .unwrap_or(0)
+    };
+    // Down past the rows that fit (5 at 80x24), not to the end.
+    for _ in 0..6 {
+        key(&mut app, KeyCode::Down);
+    }
+    let screen = render(&app, 80, 24, &theme(false));
+    let (above, below) = (count(&screen, " above"), count(&screen, " below"));
+    let rows = screen
+        .lines()
+        .filter(|l| l.contains("root") && l.contains("cuda:"))
+        .count();
+    assert!(above > 0 && below > 0, "{screen}");
+    assert_eq!(above + rows + below, n, "{screen}");
+}

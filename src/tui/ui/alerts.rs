@@ -607,7 +607,13 @@ fn panel(
             }
         }
     }
-    super::wrap::paint_scrolled(p, lines, scroll, Rect::new(area.x, detail_y, area.width, detail_h), theme);
+    super::wrap::paint_scrolled(
+        p,
+        lines,
+        scroll,
+        Rect::new(area.x, detail_y, area.width, detail_h),
+        theme,
+    );
 }
 
 /// The mark drawn in the first column of the process row of `pid` on GPU `gpu` (NVML

@@ -18,8 +18,8 @@ pub mod procs;
 pub(crate) mod scroll;
 pub(crate) mod status;
 pub(crate) mod text;
-pub(crate) mod wrap;
 pub mod theme;
+pub(crate) mod wrap;
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;

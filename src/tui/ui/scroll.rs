@@ -56,8 +56,10 @@ pub(crate) fn window(n: usize, selected: usize, rows: usize) -> Window {
     if selected < rows - 1 {
         // At the top: one indicator line below.
         at(0, rows - 1, false, true)
-    } else if selected + rows > n {
-        // At the bottom: one indicator line above.
+    } else if selected + 2 >= n {
+        // At the bottom (a `+1 below` line would cost the row it counts): one indicator
+        // line above. The middle case below reaches the same first row at this point, so
+        // moving down never makes the rows jump.
         at(n - (rows - 1), rows - 1, true, false)
     } else {
         // In the middle: both, the selection on the last row shown.
@@ -144,7 +146,13 @@ mod tests {
         assert_eq!(v(window(10, 0, 5)), (0, 4, 0, 6, false, true));
         assert_eq!(v(window(10, 3, 5)), (0, 4, 0, 6, false, true));
         assert_eq!(v(window(10, 4, 5)), (2, 3, 2, 5, true, true));
-        assert_eq!(v(window(10, 7, 5)), (6, 4, 6, 0, true, false));
+        assert_eq!(v(window(10, 7, 5)), (5, 3, 5, 2, true, true));
+        assert_eq!(v(window(10, 8, 5)), (6, 4, 6, 0, true, false));
+        // Moving down one row scrolls by at most one row once scrolling has begun.
+        for sel in 5..9 {
+            let (a, b) = (window(10, sel, 5), window(10, sel + 1, 5));
+            assert!(b.first - a.first <= 1, "{sel}: {a:?} {b:?}");
+        }
         for rows in 2..12 {
             for sel in 0..10 {
                 let x = window(10, sel, rows);
