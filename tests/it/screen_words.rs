@@ -281,7 +281,6 @@ const PLAIN: &[&str] = &[
     "B",
     "W",
     "ep",
-    "win",
     "ceil",
     "lines",
     "PgDn",
@@ -401,8 +400,15 @@ fn defined() -> std::collections::BTreeSet<String> {
     };
     for t in LEGEND {
         d.extend(words(t.sym));
-        // A meaning that names an abbreviation (`L: largest hole`) defines it too.
+        // A meaning that names an abbreviation (`L: largest hole`, `/win: per window`)
+        // defines it too.
         d.extend(words(t.meaning).into_iter().filter(|w| w.len() <= 2));
+        d.extend(
+            t.meaning
+                .split_whitespace()
+                .filter_map(|w| w.strip_prefix('/'))
+                .flat_map(words),
+        );
     }
     for b in gpumon::tui::keys::BINDINGS {
         d.extend(words(b.label));

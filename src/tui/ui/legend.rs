@@ -181,7 +181,7 @@ term!(
     PER_EPOCH,
     "+12.0M/ep",
     "+12.0M/ep",
-    "growth per epoch (M = MiB); /10s, /5m: per window that long"
+    "growth per epoch (M = MiB); /10s or /win: per window of that length"
 );
 term!(
     EVIDENCE,
