@@ -177,6 +177,20 @@ pub(super) async fn run_tui(
     result.map(|()| alert_exit(&app.pipe).unwrap_or(0))
 }
 
+/// Clear the screen and forget what was drawn, so the next draw repaints every cell.
+/// Not `Terminal::clear`: ratatui 0.30 asks the terminal for the cursor position there, and
+/// the input thread, waiting in `event::poll` for up to `INPUT_LINGER`, holds crossterm's
+/// reader, so the answer times out ("The cursor position could not be read").
+fn repaint_all<B: Backend>(terminal: &mut Terminal<B>) -> Result<(), B::Error> {
+    terminal
+        .backend_mut()
+        .clear_region(ratatui::backend::ClearType::All)?;
+    // Each swap resets the buffer it leaves behind: two leave both blank.
+    terminal.swap_buffers();
+    terminal.swap_buffers();
+    Ok(())
+}
+
 /// Bytes of escape codes and text gathered before a write: a full 120x40 repaint fits.
 const OUT_BUFFER: usize = 32 * 1024;
 
@@ -243,7 +257,7 @@ where
             if matches!(ev, Event::Resize) {
                 // Also sent after a resume from SIGTSTP when the loop could not take it
                 // (threads::suspend): the screen was given back, so repaint every cell.
-                terminal.clear()?;
+                repaint_all(terminal)?;
             }
             match app.update(ev) {
                 Some(Effect::Quit) => return Ok(()),
@@ -262,7 +276,7 @@ where
                 Some(Effect::Suspend { sent }) => {
                     crate::tui::term::suspend(sent);
                     // The shell had the screen: the next draw repaints every cell.
-                    terminal.clear()?;
+                    repaint_all(terminal)?;
                     dirty = Some(Duration::ZERO);
                 }
                 Some(Effect::Bell) => {

@@ -233,7 +233,7 @@ fn legend_page_of_help() {
     // The legend is longer than one 36-row screen: what the first screen lacks must be
     // there once scrolled.
     let mut seen = screen.clone();
-    for _ in 0..60 {
+    for _ in 0..90 {
         key(&mut app, KeyCode::Down);
         seen.push_str(&render(&app, 100, 36, &theme(false)));
     }

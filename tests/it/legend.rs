@@ -146,6 +146,16 @@ fn shows(t: &Term, screen: &str) -> bool {
                 && ["‼ ", "⚠ ", "ℹ "].iter().any(|m| l.contains(m))
         }),
         legend::GATES => screen.contains("gates ✓"),
+        legend::EVIDENCE => {
+            let words = |w: &str| lines().any(|l| l.split(' ').any(|x| x == w));
+            ["T", "L", "D", "R"].iter().all(|w| words(w))
+        }
+        legend::EV_WORDS => ["card ", "allocator ", "other "]
+            .iter()
+            .all(|w| screen.contains(w)),
+        legend::BAR => screen.contains("█") && screen.contains("▓") && screen.contains("▒"),
+        legend::MORE => lines().any(|l| l.contains(" more") && l.contains('+')),
+        legend::SCROLLED => screen.contains(" above") || screen.contains(" below"),
         legend::SEV => ["‼", "⚠", "ℹ"].iter().any(|s| screen.contains(s)),
         legend::MARK => lines().any(|l| {
             let row = l.trim_start_matches('│');
@@ -153,7 +163,7 @@ fn shows(t: &Term, screen: &str) -> bool {
                 && row.contains("python")
         }),
         legend::PAST => lines().any(|l| l.starts_with("✓ ")),
-        legend::EXITED => ["exited pk", "OOM pk", "killed pk"]
+        legend::EXITED => ["   exited ", "   OOM ", "   killed "]
             .iter()
             .any(|w| screen.contains(w)),
         legend::PAST_MARK => lines().any(|l| {
@@ -166,7 +176,7 @@ fn shows(t: &Term, screen: &str) -> bool {
         legend::CUDA => screen.contains("cuda:1"),
         legend::CUDA_Q => screen.contains("cuda:0?") || screen.contains("cuda:1?"),
         legend::FRAG => screen.contains("F 0.") || screen.contains("F 1.0"),
-        legend::PEAK => screen.contains(" pk "),
+        legend::PEAK => screen.contains(" PEAK"),
         legend::PER_MIN => screen.contains("B/m"),
         legend::PID_AT => lines().any(|l| {
             l.split(' ').any(|w| {

@@ -68,6 +68,7 @@ mod report;
 mod report_chromium;
 mod risk_signals;
 mod risk_tmux;
+mod screen_words;
 mod screens;
 mod signals_tmux;
 mod small_holes;

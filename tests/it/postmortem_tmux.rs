@@ -169,7 +169,7 @@ fn enter_on_the_past_oom_of_a_process_that_died_opens_it_with_its_allocator_stat
     let sel = selected_when(&s, |r| r.contains(" 789 "), 10);
     assert!(
         sel.iter()
-            .any(|r| r.contains(" 789 ") && r.contains("OOM pk")),
+            .any(|r| r.contains(" 789 ") && r.contains(" OOM ")),
         "Enter opens PID 789, listed as dead of an OOM: {sel:?}\n{p}"
     );
     assert!(p.contains("pid 789 "), "its chart:\n{p}");

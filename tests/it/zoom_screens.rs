@@ -44,6 +44,8 @@ fn screen(app: &App, w: u16, h: u16, ascii: bool) -> String {
 fn leak_panel() -> App {
     let mut app = app_from(LEAK, None);
     key(&mut app, 'a');
+    // The panel opens on the most severe alert; the list is walked from its top.
+    key(&mut app, 'g');
     for _ in 0..10 {
         let on = app.sel_alert.map(|a| a.key);
         if on.is_some_and(|k| k.pid == Some(786) && format!("{:?}", k.kind) == "Growth") {

@@ -199,8 +199,9 @@ fn without_colour_every_series_has_its_glyph_and_v_shows_one_alone() {
         return;
     }
     let s = gpumon("nocolour", 80, 24, "NO_COLOR=1");
-    // The alerts panel: the second alert is the leak of PID 786; Enter opens its process.
-    keys(&s, &["a", "Down", "Enter"]);
+    // The alerts panel (it opens on the most severe alert): from the top, the second
+    // alert is the leak of PID 786; Enter opens its process.
+    keys(&s, &["a", "g", "Down", "Enter"]);
     let p = pane(&s);
     let legend = p
         .lines()
@@ -287,7 +288,7 @@ fn the_alerts_panel_charts_the_selected_alert_in_its_free_rows() {
     }
     for (w, h) in [(80u16, 24u16), (120, 40), (200, 60)] {
         let s = gpumon(&format!("alertchart{w}"), w, h, "");
-        keys(&s, &["a", "Down"]);
+        keys(&s, &["a", "g", "Down"]);
         let p = pane(&s);
         let lines: Vec<&str> = p.lines().collect();
         assert!(

@@ -76,6 +76,13 @@ fn fit(s: &str, width: usize, theme: &Theme) -> String {
     out
 }
 
+/// Cut to `width` between words (after folding for ASCII terminals): a summary's numbers
+/// (`+32.0M/ep`) are kept whole or left out, never cut in the middle.
+fn fit_words(s: &str, width: usize, theme: &Theme) -> String {
+    let s = fold(s, theme);
+    super::text::fit_words(Line::from(s), width, theme.ascii).to_string()
+}
+
 /// What the bar says about alerts that have ended: how many, and how many of the worst
 /// severity among them (`4 past (‼ 1)`), coloured while any of them is unacknowledged.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -160,10 +167,11 @@ pub fn render_alert_bar(
         }
         Some(top) => {
             let m = mark(top.severity, theme);
-            let more = if alerts.len() > 1 {
-                format!(" +{}", alerts.len() - 1)
-            } else {
-                String::new()
+            // `+2 more` (active alerts besides this one); `+2` when the pane is narrow.
+            let more = match alerts.len() {
+                0 | 1 => String::new(),
+                n if w >= 60 => format!(" +{} more", n - 1),
+                n => format!(" +{}", n - 1),
             };
             let fixed = m.chars().count() + 1 + more.chars().count();
             let summary_w = top.summary.chars().count();
@@ -184,7 +192,7 @@ pub fn render_alert_bar(
             let sev = style(top.severity, theme);
             Line::from(vec![
                 Span::styled(format!("{m} "), sev),
-                Span::styled(fit(&top.summary, room, theme), sev),
+                Span::styled(fit_words(&top.summary, room, theme), sev),
                 Span::styled(more, theme.dim()),
                 Span::styled(tail, past.style(theme)),
             ])
@@ -403,18 +411,20 @@ pub fn render_alerts_panel(
     buf: &mut Buffer,
     theme: &Theme,
 ) {
-    panel(engine, None, selected, 0, area, buf, theme);
+    let mut p = super::paint::Painter::new(buf);
+    panel(&mut p, engine, None, selected, 0, area, theme);
 }
 
-/// The panel as the app shows it: its selection, its scroll position, click targets.
-pub fn render_panel(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+/// The panel as the app shows it: its selection, its scroll position, click targets;
+/// each part a piece of its own, so nothing in it is drawn over another part.
+pub(crate) fn paint_panel(p: &mut super::paint::Painter, app: &App, area: Rect, theme: &Theme) {
     panel(
+        p,
         &app.pipe.alerts,
         Some(app),
         app.alert_row,
         app.alert_scroll,
         area,
-        buf,
         theme,
     );
 }
@@ -441,12 +451,12 @@ fn most_epochs(app: &App) -> u64 {
 }
 
 fn panel(
+    p: &mut super::paint::Painter,
     engine: &AlertEngine,
     app: Option<&App>,
     selected: usize,
     scroll: u16,
     area: Rect,
-    buf: &mut Buffer,
     theme: &Theme,
 ) {
     if area.height == 0 || area.width == 0 {
@@ -455,19 +465,47 @@ fn panel(
     let items = engine.listed();
     let active = engine.active().len();
     let w = usize::from(area.width);
-    let title = format!("Alerts {active} active, {} past", items.len() - active);
-    let keys = format!(" {0} Enter go to it {0} A ack {0} Esc back", theme.dot());
-    let title = if title.chars().count() + keys.chars().count() <= w {
-        format!("{title}{keys}")
+    let selected = selected.min(items.len().saturating_sub(1));
+    let rows_left = usize::from(area.height - 1);
+    // The list takes up to a third of the pane (at least 1 row), the evidence the rest.
+    let list_rows = items.len().min((rows_left / 3).max(1)).min(rows_left);
+    // Two rows or fewer: both for alerts, the hidden ones counted in the title.
+    let win = if list_rows < 3 {
+        super::scroll::plain(items.len(), selected, list_rows)
     } else {
-        title
+        super::scroll::window(items.len(), selected, list_rows)
     };
-    buf.set_line(
-        area.x,
-        area.y,
-        &Line::from(Span::styled(fit(&title, w, theme), theme.title())),
-        area.width,
-    );
+    let title = format!("Alerts {active} active, {} past", items.len() - active);
+    // Hidden alerts without a line of their own are counted in the title.
+    let mut hidden = Vec::new();
+    if win.above > 0 && !win.line_above {
+        hidden.push(format!("+{} above", win.above));
+    }
+    if win.below > 0 && !win.line_below {
+        hidden.push(format!("+{} below", win.below));
+    }
+    let hidden = if hidden.is_empty() {
+        String::new()
+    } else {
+        format!(" {} {}", theme.dot(), hidden.join(" "))
+    };
+    let keys = format!(" {0} Enter go to it {0} A ack {0} Esc back", theme.dot());
+    let title = [
+        format!("{title}{hidden}{keys}"),
+        format!("{title}{hidden}"),
+        title.clone(),
+    ]
+    .into_iter()
+    .find(|t| t.chars().count() <= w)
+    .unwrap_or(title);
+    p.paint("alerts title", |buf| {
+        buf.set_line(
+            area.x,
+            area.y,
+            &Line::from(Span::styled(fit(&title, w, theme), theme.title())),
+            area.width,
+        )
+    });
     if items.is_empty() {
         if area.height > 1 {
             let msg = match app.map(most_epochs).unwrap_or(0) {
@@ -478,26 +516,31 @@ fn panel(
                 _ => "Nothing yet. Growth alerts need 6 epochs after warm-up (or six 10-minute windows).".to_string(),
             };
             let r = Rect::new(area.x, area.y + 1, area.width, area.height - 1);
-            Paragraph::new(msg)
-                .style(theme.dim())
-                .wrap(Wrap { trim: true })
-                .render(r, buf);
+            p.paint("no alerts", |buf| {
+                Paragraph::new(msg)
+                    .style(theme.dim())
+                    .wrap(Wrap { trim: true })
+                    .render(r, buf)
+            });
         }
         return;
     }
-    let selected = selected.min(items.len() - 1);
-    let rows_left = usize::from(area.height - 1);
-    // The list takes up to a third of the pane (at least 1 row), the evidence the rest.
-    let list_rows = items.len().min((rows_left / 3).max(1)).min(rows_left);
-    let top = selected.saturating_sub(list_rows.saturating_sub(1));
+    let line_at = |y: u16| Rect::new(area.x, y, area.width, 1);
+    let first_y = area.y + 1 + u16::from(win.line_above);
+    let (above, below) = super::scroll::texts(&win);
+    if let Some(t) = above {
+        p.paint("alerts above", |buf| {
+            super::scroll::indicator(line_at(area.y + 1), &t, buf, theme)
+        });
+    }
     for (row, (i, a)) in items
         .iter()
         .enumerate()
-        .skip(top)
-        .take(list_rows)
+        .skip(win.first)
+        .take(win.shown)
         .enumerate()
     {
-        let y = area.y + 1 + row as u16;
+        let y = first_y + row as u16;
         let past = a.cleared_at.is_some();
         let m = if past {
             legend::PAST
@@ -524,17 +567,22 @@ fn panel(
         if text.chars().count() + spelled.len() <= w {
             text.push_str(&spelled);
         }
-        let mut line = Line::from(Span::styled(fit(&text, w, theme), st));
+        let mut line = Line::from(Span::styled(fit_words(&text, w, theme), st));
         if i == selected {
             line = line.patch_style(theme.selected());
         }
-        buf.set_line(area.x, y, &line, area.width);
+        p.paint("alert row", |buf| {
+            buf.set_line(area.x, y, &line, area.width)
+        });
         if let Some(app) = app {
-            app.hit(
-                Rect::new(area.x, y, area.width, 1),
-                Target::Alert(AlertId::of(a)),
-            );
+            app.hit(line_at(y), Target::Alert(AlertId::of(a)));
         }
+    }
+    if let Some(t) = below {
+        let y = first_y + win.shown as u16;
+        p.paint("alerts below", |buf| {
+            super::scroll::indicator(line_at(y), &t, buf, theme)
+        });
     }
     let detail_y = area.y + 1 + list_rows as u16;
     let detail_h = area.height.saturating_sub(1 + list_rows as u16);
@@ -543,8 +591,17 @@ fn panel(
     }
     let a = items[selected];
     let mut lines = vec![Line::from(Span::styled(subject(a), theme.title()))];
-    lines.extend(evidence_lines(a, w, theme));
-    lines.push(Line::from(a.message.clone()));
+    // Each label stays on the line of its value (`allocator 4.00GiB`).
+    lines.extend(
+        evidence_lines(a, w, theme)
+            .into_iter()
+            .flat_map(|l| super::text::wrap_pieces(l, w, theme.ascii)),
+    );
+    lines.extend(
+        super::wrap::words(&a.message, w)
+            .into_iter()
+            .map(Line::from),
+    );
     if theme.ascii {
         for l in &mut lines {
             for sp in &mut l.spans {
@@ -552,34 +609,22 @@ fn panel(
             }
         }
     }
-    // The whole message is readable at any size: wrapped, and scrolled with PgDn/the wheel;
-    // the last row says how much is left instead of cutting a sentence silently.
     // Rows the text leaves free below it hold the alert's chart (alert_chart.rs).
     let name = series_label(a.evidence.series.as_ref());
     let (lines, chart_h) = super::alert_chart::place(lines, a, app, name, area.width, detail_h);
-    let text = Paragraph::new(lines).wrap(Wrap { trim: true });
-    let total = text.line_count(area.width);
     if chart_h > 0 {
         let r = Rect::new(area.x, detail_y + detail_h - chart_h, area.width, chart_h);
-        super::alert_chart::render(buf, r, (a, name), app, theme);
+        p.paint("alert chart", |buf| {
+            super::alert_chart::render(buf, r, (a, name), app, theme)
+        });
     }
-    let detail_h = detail_h - chart_h;
-    let max_scroll = total.saturating_sub(usize::from(detail_h)) as u16;
-    let scroll = scroll.min(max_scroll);
-    let r = Rect::new(area.x, detail_y, area.width, detail_h);
-    text.scroll((scroll, 0)).render(r, buf);
-    let below = total.saturating_sub(usize::from(scroll) + usize::from(detail_h));
-    if below > 0 && detail_h >= 2 {
-        let more = format!(" {} more lines: PgDn ", below + 1);
-        let y = detail_y + detail_h - 1;
-        buf.set_stringn(area.x, y, " ".repeat(w), w, theme.normal());
-        let x = area.x + area.width.saturating_sub(more.len() as u16);
-        buf.set_stringn(x, y, more, w, theme.warn());
-    } else if scroll > 0 {
-        let up = " PgUp: back to the top ";
-        let x = area.x + area.width.saturating_sub(up.len() as u16);
-        buf.set_stringn(x, detail_y, up, w, theme.warn());
-    }
+    super::wrap::paint_scrolled(
+        p,
+        lines,
+        scroll,
+        Rect::new(area.x, detail_y, area.width, detail_h - chart_h),
+        theme,
+    );
 }
 
 /// The mark drawn in the first column of the process row of `pid` on GPU `gpu` (NVML

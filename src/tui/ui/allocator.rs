@@ -202,8 +202,8 @@ pub(crate) fn histogram_lines(
     }
     let max_bytes = hist.iter().map(|b| b.2).max().unwrap_or(1).max(1);
     let w = usize::from(width);
-    // "≥16 MiB  500  8.79 GiB " then the bar.
-    let label_w = 9 + 7 + 10;
+    // "≥16.0 MiB    500  8.79 GiB " then the bar.
+    let label_w = 10 + 7 + 10;
     let bar_w = w.saturating_sub(label_w);
     let mut rows: Vec<&(u32, u64, u64)> = hist.iter().collect();
     rows.sort_by_key(|b| std::cmp::Reverse(b.0));
@@ -219,7 +219,7 @@ pub(crate) fn histogram_lines(
         let bar: String = std::iter::repeat_n(theme.full(), n.min(bar_w)).collect();
         out.push(Line::from(vec![
             Span::raw(format!(
-                "{:>8} {:>6} {:>9} ",
+                "{:>9} {:>6} {:>9} ",
                 format!("≥{size}"),
                 count,
                 human(bytes)
@@ -233,7 +233,7 @@ pub(crate) fn histogram_lines(
             .fold((0u64, 0u64), |(n, b), r| (n + r.1, b + r.2));
         out.push(Line::from(Span::styled(
             format!(
-                "{:>8} {n:>6} {:>9} in {} smaller buckets",
+                "{:>9} {n:>6} {:>9} in {} smaller buckets",
                 "",
                 human(b),
                 rows.len() - shown
@@ -251,7 +251,7 @@ pub(crate) fn histogram_lines(
     out
 }
 
-fn oom_line(d: &DevAlloc, theme: &Theme) -> Option<Line<'static>> {
+pub(crate) fn oom_line(d: &DevAlloc, theme: &Theme) -> Option<Line<'static>> {
     let e = d.ooms().last()?;
     let opt = |x: Option<u64>| x.map_or_else(|| "?".into(), human);
     let n = d.ooms().count();
@@ -289,12 +289,9 @@ pub(crate) fn render_process_alloc(area: Rect, buf: &mut Buffer, v: &AllocView<'
     let lines = panel_lines(v, area.width, area.height, theme);
     for (i, line) in lines.into_iter().take(usize::from(area.height)).enumerate() {
         let y = area.y + i as u16;
+        // A line too long ends after its last whole value, with a mark saying so.
+        let line = super::text::fit_words(line, usize::from(area.width), theme.ascii);
         buf.set_line(area.x, y, &line, area.width);
-        // A cut line says so in its last cell instead of ending mid-word.
-        if line.width() > usize::from(area.width) && area.width > 0 {
-            let dots = if theme.ascii { '>' } else { '…' };
-            buf[(area.right() - 1, y)].set_char(dots);
-        }
     }
 }
 
@@ -328,16 +325,29 @@ pub(crate) fn panel_lines(
     theme: &Theme,
 ) -> Vec<Line<'static>> {
     let p = v.proc;
-    let mut out = vec![Line::from(vec![
-        Span::styled(
-            format!("{} ", super::policy::framework_label(p)),
-            theme.title(),
-        ),
-        Span::styled(
-            super::policy::policy(p).unwrap_or_else(|| "allocator policy unknown".into()),
-            theme.normal(),
-        ),
-    ])];
+    let label = super::policy::framework_label(p);
+    let policy = super::policy::policy(p).unwrap_or_else(|| "allocator policy unknown".into());
+    let mut out = if label.chars().count() + 1 + policy.chars().count() <= usize::from(width) {
+        vec![Line::from(vec![
+            Span::styled(format!("{label} "), theme.title()),
+            Span::styled(policy, theme.normal()),
+        ])]
+    } else {
+        // The policy is the answer to "why is memory held": wrapped, never cut.
+        let text = format!("{label} {policy}");
+        let lines = super::wrap::words(&text, usize::from(width));
+        lines
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| match l.strip_prefix(label.as_str()) {
+                Some(rest) if i == 0 => Line::from(vec![
+                    Span::styled(label.clone(), theme.title()),
+                    Span::styled(rest.to_string(), theme.normal()),
+                ]),
+                _ => Line::styled(l, theme.normal()),
+            })
+            .collect()
+    };
     if let Some(e) = v.exit {
         let st = match e.cause {
             crate::model::exit::ExitCause::Oom => theme.error(),
@@ -393,12 +403,19 @@ pub(crate) fn panel_lines(
             theme.dim(),
         )));
     }
-    out.push(frag_text(d.frag.as_ref(), v.risk, theme));
+    // F with L and T, and the OOM with what was asked and free: wrapped between whole
+    // values rather than cut before the decisive number.
+    let w = usize::from(width);
+    out.extend(super::text::wrap_pieces(
+        frag_text(d.frag.as_ref(), v.risk, theme),
+        w,
+        theme.ascii,
+    ));
     if let Some(l) = requests_line(d.frag.as_ref(), theme) {
         out.push(l);
     }
     if let Some(l) = oom_line(d, theme) {
-        out.push(l);
+        out.extend(super::text::wrap_pieces(l, w, theme.ascii));
     }
     let tail = link_line(p, theme);
     let room = usize::from(height)
@@ -553,7 +570,8 @@ mod tests {
             color: false,
             utc: true,
         };
-        let area = Rect::new(0, 0, 40, 9);
+        // F and the OOM take two rows each at 40 columns (wrapped between values).
+        let area = Rect::new(0, 0, 40, 11);
         let mut buf = Buffer::empty(area);
         render_process_alloc(area, &mut buf, &view(&c), &theme);
         let rows: Vec<String> = (0..area.height)

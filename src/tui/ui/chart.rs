@@ -254,7 +254,13 @@ impl Scale {
     pub(crate) fn label_in(&self, v: f64, w: usize) -> String {
         let l = self.label(v);
         if l.len() <= w {
-            l
+            return l;
+        }
+        // `140 GiB`, not `140.4GiB`: the unit keeps its space, the decimals go.
+        let x = v / self.unit;
+        let whole = format!("{x:.0} {}", self.unit_name);
+        if whole.len() <= w {
+            whole
         } else {
             l.replacen(' ', "", 1)
         }

@@ -26,6 +26,7 @@ struct Rows {
     legend: u16,
     epochs: u16,
     trend: u16,
+    brief: u16,
     table: u16,
     panel: u16,
     note: u16,
@@ -80,6 +81,33 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
         let w = usize::from(inner.width.max(1));
         (t.chars().count().div_ceil(w) + usize::from(t.chars().count() > w)).min(3) as u16
     });
+    let view = match (companion, sel) {
+        (Some(proc_alloc), Some((pr, pg))) => Some(AllocView {
+            nvml_used: pg.last_used,
+            nvml_peak: Some(pg.peak.value),
+            proc: proc_alloc,
+            dev,
+            exit: pr.exit,
+            risk: super::alerts::frag_risk(app, proc_alloc.pid, pg.gpu),
+            grab: Some(super::policy::Grab::of(
+                app,
+                proc_alloc.pid,
+                pg.gpu,
+                pg.last_used,
+                s.gpus
+                    .iter()
+                    .find(|g| g.info.index == pg.gpu)
+                    .map_or(0, |g| g.total()),
+            )),
+        }),
+        _ => None,
+    };
+    // Lines the allocator panel has to show (its free-block histogram included), and the
+    // short form for when it gets no place.
+    let panel_want = view.as_ref().map_or(0, |v| {
+        super::allocator::panel_lines(v, inner.width, 40, theme).len() as u16
+    });
+    let brief = companion.map(|pa| super::alloc_brief::lines(pa, dev, theme));
     let rows = plan_rows(
         inner.height - 1,
         procs.len() as u16,
@@ -87,14 +115,26 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
         any_companion,
         dev.is_some() && proc_chart.is_some(),
         dev.is_some(),
-        side,
+        side.then_some(panel_want),
+        brief.as_ref().map_or(0, |b| b.len() as u16),
     );
-    let [usage, legend, chart, epochs, trend, bottom, panel, note] = Layout::vertical([
+    let [
+        usage,
+        legend,
+        chart,
+        epochs,
+        trend,
+        brief_area,
+        bottom,
+        panel,
+        note,
+    ] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(rows.legend),
         Constraint::Min(3),
         Constraint::Length(rows.epochs),
         Constraint::Length(rows.trend),
+        Constraint::Length(rows.brief),
         Constraint::Length(rows.table),
         Constraint::Length(rows.panel),
         Constraint::Length(rows.note),
@@ -156,29 +196,11 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
                 .render(a, buf)
         });
     }
-    if let (Some(proc_alloc), Some((pr, pg))) = (companion, sel) {
-        let view = AllocView {
-            nvml_used: pg.last_used,
-            nvml_peak: Some(pg.peak.value),
-            proc: proc_alloc,
-            dev,
-            exit: pr.exit,
-            risk: super::alerts::frag_risk(app, proc_alloc.pid, pg.gpu),
-            grab: Some(super::policy::Grab::of(
-                app,
-                proc_alloc.pid,
-                pg.gpu,
-                pg.last_used,
-                s.gpus
-                    .iter()
-                    .find(|g| g.info.index == pg.gpu)
-                    .map_or(0, |g| g.total()),
-            )),
-        };
+    if let Some(view) = &view {
         let target = side_panel.or((panel.height > 0).then_some(panel));
         if let Some(a) = target {
             p.paint("allocator panel", |buf| {
-                render_process_alloc(a, buf, &view, theme)
+                render_process_alloc(a, buf, view, theme)
             });
         }
     } else if let (Some((pr, pg)), true) = (sel, side_panel.is_none() && panel.height > 0) {
@@ -187,6 +209,21 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
         p.paint("no companion", |buf| {
             super::procs::render_no_companion(pr, pg, panel, buf, theme)
         });
+    }
+    if let (Some(lines), true) = (brief, brief_area.height > 0) {
+        for (i, l) in lines
+            .into_iter()
+            .take(usize::from(brief_area.height))
+            .enumerate()
+        {
+            let l = super::text::fit_words(l, usize::from(brief_area.width), theme.ascii);
+            let r = Rect {
+                y: brief_area.y + i as u16,
+                height: 1,
+                ..brief_area
+            };
+            p.paint("allocator brief", |buf| l.render(r, buf));
+        }
     }
     if let (true, Some(text)) = (note.height > 0, note_text) {
         // Wrapped, never cut: the answer is at the end of the sentence.
@@ -250,6 +287,10 @@ fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'stati
 }
 
 /// Heights of what surrounds the chart in `avail` rows; the chart keeps at least half.
+/// `side`: the allocator panel sits beside the table and wants that many lines (its
+/// free-block histogram gets real height when the pane has it); `brief`: the lines of the
+/// allocator's short form, shown when the panel gets no place.
+#[allow(clippy::too_many_arguments)]
 fn plan_rows(
     avail: u16,
     procs: u16,
@@ -257,7 +298,8 @@ fn plan_rows(
     companion: bool,
     epochs: bool,
     dev: bool,
-    side: bool,
+    side: Option<u16>,
+    brief: u16,
 ) -> Rows {
     let mut r = Rows::default();
     let mut left = avail.saturating_sub((avail / 2).max(3));
@@ -267,7 +309,7 @@ fn plan_rows(
         got
     };
     // Beside a panel the table keeps rows for the panel's lines too.
-    let table_min = if side { 7 } else { 2 };
+    let table_min = if side.is_some() { 7 } else { 2 };
     r.table = take(&mut left, (procs + 1).clamp(2, 4).max(table_min));
     if avail >= 10 {
         r.legend = take(&mut left, 1);
@@ -275,14 +317,26 @@ fn plan_rows(
     if epochs && avail >= 10 {
         r.epochs = take(&mut left, 1);
     }
+    let panel_fits = companion && side.is_none() && avail >= 18;
     if avail >= 14 {
         r.note = take(&mut left, note_rows);
     }
     if dev && avail >= 14 {
         r.trend = take(&mut left, 1);
     }
-    if companion && !side && left >= 5 && avail >= 18 {
+    if panel_fits && left >= 5 {
         r.panel = take(&mut left, 8);
+    }
+    // Without a place for the panel, its OOM and policy lines, before the note.
+    if brief > 0 && side.is_none() && r.panel == 0 && avail >= 12 {
+        r.brief = take(&mut left, brief);
+        let short = (brief - r.brief).min(r.note);
+        r.note -= short;
+        r.brief += short;
+    }
+    // The panel beside the table: as many rows as its lines want, within what is left.
+    if let Some(want) = side {
+        r.table += take(&mut left, want.saturating_sub(r.table));
     }
     // Spare rows beyond the chart's half go to more process rows.
     r.table += take(&mut left, (procs + 1).saturating_sub(r.table));
@@ -402,7 +456,7 @@ fn process_chart(
 }
 
 /// Per slot, the floor (or peak) of the epoch the slot belongs to: a step line.
-fn epoch_steps(
+pub(crate) fn epoch_steps(
     d: &DevAlloc,
     g: &Grid,
     f: impl Fn(&crate::wire::EpochRecord) -> Option<u64>,

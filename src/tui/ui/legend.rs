@@ -29,9 +29,9 @@ macro_rules! term {
 
 term!(
     PEAK,
-    "pk",
-    "pk",
-    "peak: the most this process (or card) has used since gpumon saw it"
+    "PEAK",
+    "PEAK",
+    "(column) the most this process has used since gpumon saw it"
 );
 term!(
     USED,
@@ -181,7 +181,37 @@ term!(
     PER_EPOCH,
     "+12.0M/ep",
     "+12.0M/ep",
-    "growth per epoch (M = MiB); /win = per 10-minute window"
+    "growth per epoch (M = MiB); /10s or /win: per window of that length"
+);
+term!(
+    EVIDENCE,
+    "T L D R",
+    "T L D R",
+    "(alerts) T: free cached, L: largest hole, D: from card, R: largest request"
+);
+term!(
+    EV_WORDS,
+    "card, other",
+    "card, other",
+    "(alerts) card: free or total; other: other processes; allocator: its cap"
+);
+term!(
+    BAR,
+    "█▓▒░ |",
+    "#+=. |",
+    "(allocator bar) allocated, cached, outside allocator, unused; |: peak"
+);
+term!(
+    MORE,
+    "+2 more",
+    "+2 more",
+    "(alert bar) other active alerts (+2 when narrow); a lists them"
+);
+term!(
+    SCROLLED,
+    "+2 above",
+    "+2 above",
+    "rows of a list scrolled out of view above (k) or below (j) the ones shown"
 );
 term!(
     PER_MIN,
@@ -267,6 +297,6 @@ term!(
 pub const LEGEND: &[Term] = &[
     USED, PEAK, GONE, EXITED, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG,
     STRANDED, LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, FIT, ZOOM, REFS, TRACES, CHART_KEY,
-    HISTORY, GATES, SEV, MARK, CARD_MARK, PAST_MARK, PAST, ACK, SORT, REPLAY, REC, FROZEN, WINDOW,
-    INTERVAL,
+    HISTORY, GATES, EVIDENCE, EV_WORDS, BAR, SEV, MARK, CARD_MARK, PAST_MARK, PAST, ACK, MORE,
+    SCROLLED, SORT, REPLAY, REC, FROZEN, WINDOW, INTERVAL,
 ];

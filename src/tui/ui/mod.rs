@@ -3,9 +3,11 @@
 
 pub(crate) mod alert_chart;
 pub mod alerts;
+pub(crate) mod alloc_brief;
 pub(crate) mod allocator;
 pub(crate) mod cards;
 pub(crate) mod chart;
+pub(crate) mod companion_detail;
 pub(crate) mod detail;
 pub(crate) mod help;
 pub mod legend;
@@ -15,9 +17,11 @@ pub(crate) mod plot;
 pub(crate) mod policy;
 pub mod procs;
 pub(crate) mod series;
+pub(crate) mod scroll;
 pub(crate) mod status;
 pub(crate) mod text;
 pub mod theme;
+pub(crate) mod wrap;
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
@@ -88,10 +92,12 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
     }
     match app.view {
         View::Overview => overview::render_overview(p, app, body, theme),
+        // No NVML: what the companions report is all there is.
+        View::Detail if app.view_state().gpus.is_empty() => {
+            companion_detail::render(p, app, body, theme)
+        }
         View::Detail => detail::render_detail(p, app, body, theme),
-        View::Alerts => p.paint("alerts panel", |buf| {
-            alerts::render_panel(app, body, buf, theme)
-        }),
+        View::Alerts => alerts::paint_panel(p, app, body, theme),
     }
     let active = app.pipe.alerts.active();
     let silenced = active.iter().filter(|a| a.silenced).count();

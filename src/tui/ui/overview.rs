@@ -71,7 +71,7 @@ pub(crate) fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'stati
             theme.pressure(frac),
         ));
         let pk = format!(" peak {} GiB", gib1(g.peak.value));
-        if w >= 14 + pk.len() {
+        if w >= 14 + pk.len() && g.peak.value > 0 {
             spans.push(Span::styled(pk, theme.peak()));
         }
         let used_w: usize = spans.iter().map(|s| s.width()).sum();
@@ -84,7 +84,12 @@ pub(crate) fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'stati
         return Line::from(spans);
     }
     let head = format!("used {:>5} / {} GiB ", gib1(used), gib1(total));
-    let peak = format!(" peak {} ({peak_at})", human(g.peak.value));
+    // No peak yet (an idle card's first samples): nothing to say, rather than `peak 0 B`.
+    let peak = if g.peak.value > 0 {
+        format!(" peak {} ({peak_at})", human(g.peak.value))
+    } else {
+        String::new()
+    };
     let extra = format!("{util}{temp}{power}");
     let fixed = head.chars().count() + peak.chars().count();
     let bar_w = w.saturating_sub(fixed + extra.chars().count()).clamp(4, 40);
@@ -423,19 +428,25 @@ fn proc_rows(
             let risk = super::alerts::frag_risk(app, pa.pid, pg.gpu);
             let grab = super::policy::Grab::of(app, pa.pid, pg.gpu, pg.last_used, g.total());
             let now = app.view_state().now;
-            p.paint("allocator line", |buf| {
-                alloc_summary(pa, d, risk, Some(&grab), now, theme).render(row, buf)
-            });
+            let line = alloc_summary(pa, d, risk, Some(&grab), now, theme);
+            let line = super::text::fit_words(line, usize::from(row.width), theme.ascii);
+            p.paint("allocator line", |buf| line.render(row, buf));
             y += 1;
         }
     }
     let left = procs.len() - shown;
+    let below = left - first;
     let wide = area.width >= 50;
     if left > 0 && more_row {
-        let text = if wide {
-            format!("+{left} more processes: Enter for the detail view")
-        } else {
-            format!("+{left} more: Enter shows all")
+        let text = match (first, wide) {
+            (0, true) => format!("+{left} more processes: Enter for the detail view"),
+            (0, false) => format!("+{left} more: Enter shows all"),
+            (_, true) if below > 0 => {
+                format!("+{first} above, +{below} below: Enter for the detail view")
+            }
+            (_, true) => format!("+{first} above: Enter for the detail view"),
+            (_, false) if below > 0 => format!("+{first} above +{below} below"),
+            (_, false) => format!("+{first} above: Enter shows all"),
         };
         p.paint("more processes", |buf| {
             buf.set_stringn(area.x, y, text, usize::from(area.width), theme.dim())
@@ -445,7 +456,7 @@ fn proc_rows(
         let hist_w = history_width(area.width);
         // "+N more" without a row of its own goes into the command column's title: the
         // other titles stay where they are.
-        let more = (left > 0 && !more_row).then_some(left);
+        let more = (left > 0 && !more_row).then_some((first, below));
         let mut titles = proc_header(app, area.width - hist_w, theme.ascii, more);
         super::procs::hit_header(app, area.x, area.y, area.width, &titles, theme.ascii);
         if hist_w > 0 {
@@ -710,7 +721,8 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             if y >= area.y + area.height {
                 break;
             }
-            alloc_summary(pa, d, None, None, s.now, theme).render(
+            let line = alloc_summary(pa, d, None, None, s.now, theme);
+            super::text::fit_words(line, usize::from(area.width), theme.ascii).render(
                 Rect {
                     x: area.x,
                     y,

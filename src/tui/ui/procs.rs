@@ -112,7 +112,8 @@ fn proc_line_at(
     let peak = if let Some(rate) = growth {
         format!(" {:>12}", growth_label(rate, theme))
     } else {
-        format!(" {} {:>9}", legend::PEAK.sym, human(pg.peak.value))
+        // Under the PEAK title: the number alone (it was `pk 24.6 GiB`, a second label).
+        format!(" {:>12}", human(pg.peak.value))
     };
     let map = format!(" {:<8}", pg.mapping.label());
     let head = if w < 50 {
@@ -238,9 +239,9 @@ pub fn first_visible(
 /// Column titles over process rows of the same `width`, with the same column arithmetic
 /// as `proc_line_at` so each title sits over its numbers. The sorted column carries ▼/▲;
 /// the command column also says what an active filter shows and, with `more`, how many
-/// processes did not fit (the overview puts that here when it has no row to spare): in
-/// full when there is room, as `+N` otherwise, never cut.
-pub fn proc_header(app: &App, width: u16, ascii: bool, more: Option<usize>) -> String {
+/// processes did not fit, above and below the rows shown (the overview puts that here
+/// when it has no row to spare): in full when there is room, as `+N` otherwise, never cut.
+pub fn proc_header(app: &App, width: u16, ascii: bool, more: Option<(usize, usize)>) -> String {
     let w = usize::from(width);
     let sorted = |col: &str| {
         if app.sort.key.column() == col {
@@ -270,11 +271,21 @@ pub fn proc_header(app: &App, width: u16, ascii: bool, more: Option<usize>) -> S
     if !app.filter.is_empty() {
         cmd.push_str(&format!(" /{}", app.filter));
     }
-    if let Some(n) = more {
+    if let Some((above, below)) = more {
         let len = cmd.chars().count();
-        let note = [format!("  (+{n} more: Enter)"), format!(" +{n}")]
-            .into_iter()
-            .find(|t| len + t.chars().count() <= cmd_w);
+        let n = above + below;
+        let ends = match (above, below) {
+            (0, b) => format!("+{b} more"),
+            (a, 0) => format!("+{a} above"),
+            (a, b) => format!("+{a} above, +{b} below"),
+        };
+        let note = [
+            format!("  ({ends}: Enter)"),
+            format!(" {}", ends.replace(',', "")),
+            format!(" +{n}"),
+        ]
+        .into_iter()
+        .find(|t| len + t.chars().count() <= cmd_w);
         cmd.push_str(&note.unwrap_or_default());
     }
     let cmd: String = cmd.chars().take(cmd_w).collect();
@@ -356,12 +367,11 @@ pub fn render_table(
     }
     // The selection may outlive the process it pointed at: show the last row selected instead.
     let selected = app.proc_row.min(rows.len() - 1);
-    // The "+N below" indicator gets its own row rather than covering the last process.
-    let indicator = rows.len() > body && body >= 2;
-    let shown = if indicator { body - 1 } else { body };
-    let first = selected.saturating_sub(shown.saturating_sub(1));
-    for (i, (p, pg)) in rows.iter().enumerate().skip(first).take(shown) {
-        let y = area.y + 1 + (i - first) as u16;
+    // Rows hidden above or below get a line of their own rather than covering a process.
+    let win = super::scroll::window(rows.len(), selected, body);
+    let top = area.y + 1 + u16::from(win.line_above);
+    for (i, (p, pg)) in rows.iter().enumerate().skip(win.first).take(win.shown) {
+        let y = top + (i - win.first) as u16;
         let r = Rect {
             x: area.x,
             y,
@@ -373,19 +383,14 @@ pub fn render_table(
             buf.set_style(r, theme.selected());
         }
     }
-    let hidden = rows.len().saturating_sub(first + shown);
-    if hidden > 0 && indicator {
-        // A rule with the count at its end: reads as "the list goes on below".
-        let t = format!(" +{hidden} below (j) ");
-        let y = area.y + area.height - 1;
-        let rule = usize::from(area.width).saturating_sub(t.len());
-        buf.set_string(
-            area.x,
-            y,
-            theme.hline().to_string().repeat(rule),
-            theme.dim(),
-        );
-        buf.set_string(area.x + rule as u16, y, t, theme.warn());
+    let line = |y: u16| Rect::new(area.x, y, area.width, 1);
+    let (above, below) = super::scroll::texts(&win);
+    if let Some(t) = above {
+        super::scroll::indicator(line(area.y + 1), &t, buf, theme);
+    }
+    if let Some(t) = below {
+        let y = top + win.shown as u16;
+        super::scroll::indicator(line(y), &t, buf, theme);
     }
 }
 
