@@ -43,15 +43,15 @@ pub enum Outcome {
     Ended(String),
 }
 
-pub(crate) struct Conn<'a> {
+pub(crate) struct Conn<'a, E> {
     pub pid: u32,
     pub dir_owner: u32,
     pub own_uid: u32,
     pub cfg: &'a Config,
-    pub fwd: &'a Forwarder,
+    pub fwd: &'a Forwarder<E>,
 }
 
-impl Conn<'_> {
+impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
     async fn status(&self, level: Level, text: String) {
         self.fwd
             .status(Frame::status(

@@ -1,13 +1,13 @@
 //! Modes without a terminal: record, serve, headless replay and watch, snapshot.
 
-use crate::cli::{OutputArgs, RecordArgs, ReplayArgs, ServeArgs};
+use crate::cli::{OutputArgs, RecordArgs, ReplayArgs, ServeArgs, WatchArgs};
 use crate::model::frame::Frame;
 use crate::model::named::StatusSource;
 use crate::pipeline::Pipeline;
 use crate::record::validate;
+use crate::source::event::{Event, NoInput};
 use crate::source::replay::Speed;
 use crate::source::{nvml, replay};
-use crate::tui::event::Event;
 use anyhow::Result;
 use tokio::sync::mpsc::{self, Receiver};
 
@@ -15,7 +15,7 @@ use super::*;
 
 /// Evaluate a recording offline as fast as it can be read: `--alerts-jsonl -` prints
 /// the alerts it would have raised, with their time and epoch.
-pub(super) async fn replay_headless(r: ReplayArgs) -> Result<i32> {
+pub(super) async fn replay_headless(r: ReplayArgs, settings: &Settings) -> Result<i32> {
     if !r.follow {
         validate(&r.file)?;
     }
@@ -32,10 +32,32 @@ pub(super) async fn replay_headless(r: ReplayArgs) -> Result<i32> {
         },
         tx.clone(),
     )?;
-    let pipe = pipeline(&r.out, None, &r.filter).await?;
+    let pipe = pipeline(&r.out, None, &r.filter, settings).await?;
     spawn_signals(tx.clone())?;
     drop(tx);
     Ok(headless(rx, pipe, None, !r.follow).await)
+}
+
+/// `gpumon watch --headless`: the live sources into the outputs asked for, no terminal.
+pub(super) async fn watch_headless(w: WatchArgs, settings: &Settings) -> Result<i32> {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let (header, channel) = start_live(w.interval, w.socket_dir.clone(), &tx);
+    let header = header.unwrap_or_else(|e| {
+        crate::say!("gpumon: {e}; watching companions only");
+        header_without_gpus(w.interval)
+    });
+    check_live_filter(&w.filter, &header.gpus)?;
+    let recorder = match &w.record {
+        Some(p) => Some(start_recorder(Some(p), &header, w.record_format)?.0),
+        None => None,
+    };
+    let mut pipe = pipeline(&w.out, recorder, &w.filter, settings).await?;
+    pipe.apply(&Frame::Header(header));
+    spawn_signals(tx.clone())?;
+    drop(tx);
+    let code = headless(rx, pipe, None, false).await;
+    drop(channel);
+    Ok(code)
 }
 
 pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
@@ -80,7 +102,7 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
 
 /// Loop without a terminal. Returns the exit status: 3 when `--exit-on-alert` fired.
 pub(super) async fn headless(
-    mut rx: Receiver<Event>,
+    mut rx: Receiver<Event<NoInput>>,
     mut pipe: Pipeline,
     deadline: Option<tokio::time::Instant>,
     stop_at_replay_end: bool,
@@ -156,7 +178,7 @@ pub(super) async fn headless(
     }
 }
 
-pub(super) async fn record(r: RecordArgs) -> Result<i32> {
+pub(super) async fn record(r: RecordArgs, settings: &Settings) -> Result<i32> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let (header, channel) = start_live(r.interval, r.socket_dir.clone(), &tx);
     let header = header.unwrap_or_else(|e| {
@@ -190,8 +212,15 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     // The recording is closed (also after SIGINT/SIGTERM, which end the loop): tell it.
     if let Some(out) = r.report.clone() {
         let file = output.clone();
+        let settings = settings.clone();
         let done = tokio::task::spawn_blocking(move || {
-            super::report::write_report(&file, Some(&out), crate::report::Format::Html, None)
+            super::report::write_report(
+                &file,
+                Some(&out),
+                crate::report::Format::Html,
+                None,
+                &settings,
+            )
         })
         .await;
         match done {

@@ -34,8 +34,12 @@ pub(crate) enum NvmlUnavailable {
 }
 
 /// Start sampling; returns the header (GPUs, driver) once NVML is up.
-/// Frames go to `tx`; the thread ends when `tx` is closed.
-pub(crate) fn spawn(interval: Duration, tx: Sender<Frame>) -> Result<Header, NvmlUnavailable> {
+/// Frames go to `tx` (the loop's queue: its events are made from frames); the thread ends
+/// when `tx` is closed.
+pub(crate) fn spawn<E: From<Frame> + Send + 'static>(
+    interval: Duration,
+    tx: Sender<E>,
+) -> Result<Header, NvmlUnavailable> {
     let (ready_tx, ready_rx) = std_mpsc::channel();
     thread::Builder::new()
         .name("nvml-sampler".into())
@@ -155,7 +159,7 @@ const SLOW_REFRESH: Duration = Duration::from_millis(200);
 /// hand-over and a loop turn that the bare NVML poller does not pay).
 const BATCH: Duration = Duration::from_millis(250);
 
-fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
+fn run<E: From<Frame>>(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<E>) {
     let devices = handles(nvml, header);
     // pid -> start time, so a reused pid gets its /proc facts read again.
     let mut known: HashMap<u32, Option<u64>> = HashMap::new();
@@ -205,7 +209,7 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
         // the event loop wakes at most ~10 times a second for them.
         if last_flush.elapsed() >= BATCH {
             for f in pending.drain(..) {
-                if tx.blocking_send(f).is_err() {
+                if tx.blocking_send(f.into()).is_err() {
                     return;
                 }
             }

@@ -8,6 +8,7 @@
 
 mod commands;
 mod input;
+mod settings;
 
 use std::cell::RefCell;
 
@@ -19,7 +20,7 @@ use crate::model::state::{ProcGpu, ProcState, State};
 use crate::pipeline::Pipeline;
 use crate::source::replay::Control;
 use crate::source::replay::{ReplayStatus, Speed};
-use crate::tui::event::Event;
+use crate::tui::event::{Event, Input};
 use crate::tui::keys::{Action, action_for};
 use crate::tui::selection::{AlertId, Sort, locate};
 
@@ -336,8 +337,8 @@ impl App {
                 self.quit_reason = Some(reason);
                 Some(Effect::Quit)
             }
-            Event::Mouse(m) => self.mouse(m),
-            Event::Key(k) => {
+            Event::Input(Input::Mouse(m)) => self.mouse(m),
+            Event::Input(Input::Key(k)) => {
                 self.flash = None;
                 match self.prompt.take() {
                     Some(p) => self.prompt_key(p, k),

@@ -13,18 +13,21 @@ const BELOW: &[(&str, &[&str])] = &[
     ("wire", &[]),
     ("fmt", &[]),
     ("model", &["wire", "fmt"]),
+    // What the configuration file sets, as plain values: below every mode that reads them.
+    ("settings", &["model", "wire", "fmt"]),
     ("channel", &["model", "wire", "fmt"]),
     ("record", &["model", "wire", "fmt"]),
     // Replay reads recordings; no source knows the terminal.
     ("source", &["model", "wire", "fmt", "record"]),
     ("export", &["model", "wire", "fmt"]),
-    (
-        "pipeline",
-        &["model", "wire", "fmt", "record", "export", "source"],
-    ),
+    // The pipeline does no I/O of its own: no source (what /proc says reaches it as frames,
+    // or as a function the runner hands it).
+    ("pipeline", &["model", "wire", "fmt", "record", "export"]),
     (
         "tui",
-        &["model", "wire", "fmt", "source", "pipeline", "export"],
+        &[
+            "model", "settings", "wire", "fmt", "source", "pipeline", "export",
+        ],
     ),
     // A report is a replay through the pipeline, told in the screen's words (`tui::ui::policy`).
     (
@@ -44,13 +47,14 @@ const BELOW: &[(&str, &[&str])] = &[
     ),
     (
         "config",
-        &["wire", "fmt", "model", "export", "pipeline", "tui", "cli"],
+        // The screen's zoom steps only, to check `window` when the file is read.
+        &["wire", "fmt", "model", "settings", "tui", "cli"],
     ),
     (
         "runner",
         &[
-            "wire", "fmt", "model", "channel", "record", "source", "export", "pipeline", "tui",
-            "report", "embed", "launch", "cli", "config",
+            "wire", "fmt", "model", "settings", "channel", "record", "source", "export",
+            "pipeline", "tui", "report", "embed", "launch", "cli", "config",
         ],
     ),
 ];
