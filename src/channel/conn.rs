@@ -241,7 +241,9 @@ impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
                 match item {
                     Ok(Decoded::Msg(m)) => {
                         budget.spend_msg();
-                        if important(&m) && !budget.take_important(Instant::now()) {
+                        if m.rule().class == wire::Class::Important
+                            && !budget.take_important(Instant::now())
+                        {
                             reader.stats.over_budget += 1;
                             self.say_over_budget(&mut said_over).await;
                             continue;
@@ -331,19 +333,6 @@ impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
             self.emit(Message::Link(now.clone())).await;
         }
     }
-}
-
-/// Messages that are never coalesced on the way to the model and the recorder.
-fn important(m: &Message) -> bool {
-    matches!(
-        m,
-        Message::Hello(_)
-            | Message::Epoch(_)
-            | Message::Marker(_)
-            | Message::Event(_)
-            | Message::History(_)
-            | Message::Error(_)
-    )
 }
 
 fn hello_summary(h: &wire::Hello) -> String {

@@ -126,14 +126,10 @@ impl<E: From<Frame> + Send + 'static> Forwarder<E> {
     }
 }
 
+/// Periodic messages are coalesced per (pid, device, type); the rest wait (`wire::Class`).
 fn coalesce_key(cf: &CompanionFrame) -> Option<Key> {
-    use crate::wire::Message as M;
-    match &cf.msg {
-        M::Sample(_) | M::Frag(_) | M::Alloc(_) | M::Link(_) => {
-            Some((cf.pid, cf.msg.dev().unwrap_or(0), cf.msg.type_name()))
-        }
-        _ => None,
-    }
+    (cf.msg.rule().class == crate::wire::Class::Periodic)
+        .then(|| (cf.pid, cf.msg.dev().unwrap_or(0), cf.msg.type_name()))
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@ use crate::model::named::StatusSource;
 use crate::model::state::State;
 use crate::model::time::{Ts, rfc3339};
 use crate::record::Recorder;
-use crate::wire::Message;
 
 /// Alerts are re-evaluated at most this often (data time), and at every epoch or event.
 const EVAL_EVERY_MS: i64 = 1_000;
@@ -155,12 +154,7 @@ impl Pipeline {
             }
         }
         let event_like = match f {
-            Frame::Companion(c) => {
-                matches!(
-                    c.msg,
-                    Message::Epoch(_) | Message::Event(_) | Message::Frag(_) | Message::History(_)
-                )
-            }
+            Frame::Companion(c) => c.msg.rule().evaluate_now,
             _ => false,
         };
         let due =

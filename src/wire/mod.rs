@@ -7,6 +7,7 @@
 //!   (which `include!`s the file) and checked against the Python companion
 //!   (`cross_language`, a test)
 //! - `messages`: the message enum and structs
+//! - `handling`: each type's rule in gpumon (periodic / important / control, evaluate now)
 //! - `number`: lenient numbers, the one `Deserialize` behind every number field
 //! - `decode`: line splitting, decoding, and the reasons a line is refused
 //!
@@ -15,6 +16,7 @@
 #[macro_use]
 mod protocol;
 mod decode;
+mod handling;
 mod messages;
 mod number;
 
@@ -22,6 +24,7 @@ mod number;
 mod cross_language;
 
 pub use decode::{Decoded, Line, LineSplitter, Reject, decode_line, monitor_hello};
+pub use handling::{Class, Rule};
 pub use messages::{
     AllocBatch, Bye, DeviceInfo, Disconnected, EpochRecord, ErrorMsg, Frag, FrameworkEvent, Hello,
     HistBucket, History, LinkStats, Marker, Message, Sample,
