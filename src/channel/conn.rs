@@ -336,7 +336,10 @@ impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
 }
 
 fn hello_summary(h: &wire::Hello) -> String {
-    let fw = h.framework.as_deref().unwrap_or("no framework yet");
+    let fw = h
+        .framework
+        .as_ref()
+        .map_or("no framework yet", |f| f.as_str());
     match &h.framework_version {
         Some(v) => format!("{} {fw} {v}", h.role),
         None => format!("{} {fw}", h.role),

@@ -94,8 +94,8 @@ pub fn hello_strings(h: &Hello) -> usize {
         started: _,
         na,
     } = h;
-    role.len()
-        + opt_len(framework)
+    role.as_str().len()
+        + framework.as_ref().map_or(0, |f| f.as_str().len())
         + opt_len(framework_version)
         + opt_len(allocator)
         + map_len(settings)
@@ -146,7 +146,7 @@ pub fn event_strings(e: &FrameworkEvent) -> usize {
         largest_free: _,
         detail,
     } = e;
-    kind.len() + opt_len(detail)
+    kind.as_str().len() + opt_len(detail)
 }
 
 pub fn sample_strings(s: &Sample) -> usize {

@@ -6,6 +6,7 @@
 //! - `protocol`: the constants and the message type table shared with the interposer
 //!   (which `include!`s the file) and checked against the Python companion
 //!   (`cross_language`, a test)
+//! - `named`: the protocol's vocabularies (framework, event kind, role), typed, and `named!`
 //! - `messages`: the message enum and structs
 //! - `handling`: each type's rule in gpumon (periodic / important / control, evaluate now)
 //! - `number`: lenient numbers, the one `Deserialize` behind every number field
@@ -18,6 +19,7 @@ mod protocol;
 mod decode;
 mod handling;
 mod messages;
+mod named;
 mod number;
 
 #[cfg(test)]
@@ -29,4 +31,6 @@ pub use messages::{
     AllocBatch, Bye, DeviceInfo, Disconnected, EpochRecord, ErrorMsg, Frag, FrameworkEvent, Hello,
     HistBucket, History, LinkStats, Marker, Message, Sample,
 };
+pub(crate) use named::named;
+pub use named::{EventKind, Framework, Role};
 pub use protocol::{LOCAL_TYPES, MAX_BUCKET, MAX_MESSAGE_LINE, PEER_TYPES, VERSION};
