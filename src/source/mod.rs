@@ -4,3 +4,4 @@ pub mod event;
 pub(crate) mod nvml;
 pub mod procfs;
 pub mod replay;
+pub mod speed;
