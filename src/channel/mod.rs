@@ -96,7 +96,7 @@ impl ChannelHandle {
 }
 
 /// Start watching for companions on the current tokio runtime. `dir` overrides
-/// the default socket directories (`gpumon --companion-dir`, tests).
+/// the default socket directories (`--socket-dir`, tests).
 pub fn spawn<E: From<Frame> + Send + 'static>(
     dir: Option<PathBuf>,
     tx: Sender<E>,

@@ -414,6 +414,32 @@ fn the_lib_map_lists_every_room_in_the_checks_order() {
     }
 }
 
+/// The map's own words, checked for every pair of rooms the code connects: no file imports
+/// a room that lib.rs lists after its own (whatever the table above allows).
+#[test]
+fn no_import_runs_up_the_maps_order() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
+    let map: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! - `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let at = |r: &str| map.iter().position(|m| *m == r);
+    let mut up = BTreeSet::new();
+    for (m, deps) in graph(&src()) {
+        for d in deps {
+            let (from, to) = (room(&m), room(&d));
+            match (at(from), at(to)) {
+                (Some(a), Some(b)) if b <= a || from == to => {}
+                _ => {
+                    up.insert(format!("{from} -> {to} ({m} -> {d})"));
+                }
+            }
+        }
+    }
+    assert!(up.is_empty(), "imports up lib.rs's order: {up:#?}");
+}
+
 /// The checks catch what they are for: a made-up tree with a cycle and an upward import.
 #[test]
 fn the_checks_fail_on_a_bad_tree() {
