@@ -14,8 +14,9 @@ use serde::Deserialize;
 
 use crate::cli::{Cli, Command, DisplayArgs};
 use crate::model::alerts::config::AlertConfig;
-use crate::tui::app::{App, View, ZOOMS};
-use crate::tui::selection::{Sort, SortKey};
+use crate::settings::{Settings, StartSort, StartView};
+// The zoom steps' names, to refuse a window the TUI has no step for when the file is read.
+use crate::tui::app::ZOOMS;
 
 /// Every key the file may hold. All optional: an empty file is valid.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -47,29 +48,14 @@ pub struct Config {
     pub alerts: Option<AlertConfig>,
 }
 
-/// Values checked once at load, so a bad value is reported with its key before anything starts.
+/// Values checked once at load, so a bad value is reported with its key before anything
+/// starts. `apply` fills the flags from it; `settings` is handed to the modes (main.rs).
 #[derive(Debug, Clone, Default)]
 pub struct Resolved {
     pub file: Config,
     pub interval: Option<Duration>,
-    pub view: Option<View>,
-    pub zoom: Option<usize>,
-    pub sort: Option<SortKey>,
     pub listen: Option<std::net::SocketAddr>,
-    /// `keep_exited`: `Some(None)` is "run"; `None` leaves each mode its default.
-    pub keep_exited: Option<Option<i64>>,
-}
-
-static CURRENT: std::sync::OnceLock<Resolved> = std::sync::OnceLock::new();
-
-/// Set once at start (main.rs), before any mode runs.
-pub fn set_current(cfg: Resolved) {
-    let _ = CURRENT.set(cfg);
-}
-
-/// The configuration in use: what `set_current` stored, else empty (tests, library use).
-pub fn current() -> &'static Resolved {
-    CURRENT.get_or_init(Resolved::default)
+    pub settings: Settings,
 }
 
 /// `gpumon config`: print the default file, the path, or check the file in use.
@@ -145,15 +131,15 @@ pub fn parse(text: &str) -> Result<Resolved> {
         .map_err(|e| anyhow::anyhow!("interval: {e}"))?;
     let view = match file.view.as_deref() {
         None => None,
-        Some("overview") => Some(View::Overview),
-        Some("detail") => Some(View::Detail),
-        Some("alerts") => Some(View::Alerts),
-        Some(v) => bail!(
-            "view: '{v}' is not a view{}; use overview, detail or alerts",
-            closest(v, &["overview", "detail", "alerts"])
-                .map(|c| format!(" (did you mean '{c}'?)"))
-                .unwrap_or_default()
-        ),
+        Some(v) => match StartView::NAMES.iter().find(|(n, _)| *n == v) {
+            Some((_, view)) => Some(*view),
+            None => bail!(
+                "view: '{v}' is not a view{}; use overview, detail or alerts",
+                closest(v, &StartView::NAMES.map(|(n, _)| n))
+                    .map(|c| format!(" (did you mean '{c}'?)"))
+                    .unwrap_or_default()
+            ),
+        },
     };
     let zoom = match file.window.as_deref() {
         None => None,
@@ -165,20 +151,13 @@ pub fn parse(text: &str) -> Result<Resolved> {
             )
         })?),
     };
-    const SORTS: [(&str, SortKey); 5] = [
-        ("used", SortKey::Used),
-        ("peak", SortKey::Peak),
-        ("growth", SortKey::Growth),
-        ("pid", SortKey::Pid),
-        ("name", SortKey::Name),
-    ];
     let sort = match file.sort.as_deref() {
         None => None,
-        Some(v) => match SORTS.iter().find(|(n, _)| *n == v) {
+        Some(v) => match StartSort::NAMES.iter().find(|(n, _)| *n == v) {
             Some((_, k)) => Some(*k),
             None => bail!(
                 "sort: '{v}' is not a sort column{}; use used, peak, growth, pid or name",
-                closest(v, &SORTS.map(|(n, _)| n))
+                closest(v, &StartSort::NAMES.map(|(n, _)| n))
                     .map(|c| format!(" (did you mean '{c}'?)"))
                     .unwrap_or_default()
             ),
@@ -201,14 +180,19 @@ pub fn parse(text: &str) -> Result<Resolved> {
                 .as_millis() as i64,
         )),
     };
-    Ok(Resolved {
-        file,
-        interval,
+    let settings = Settings {
         view,
         zoom,
         sort,
-        listen,
         keep_exited,
+        utc: file.utc,
+        alerts: file.alerts.clone(),
+    };
+    Ok(Resolved {
+        file,
+        interval,
+        listen,
+        settings,
     })
 }
 
@@ -290,38 +274,6 @@ fn fill_watch(
 ) {
     w.interval = interval.unwrap_or(w.interval);
     w.socket_dir = w.socket_dir.take().or(socket_dir);
-}
-
-/// The alert thresholds to use when `--alerts-config` is not given.
-pub fn alerts(cfg: &Resolved) -> Option<AlertConfig> {
-    cfg.file.alerts.clone()
-}
-
-/// Starting view and window, and the clock setting, for a TUI; how long exited processes
-/// stay (a replay keeps them to its end unless the file says otherwise).
-pub fn apply_to_app(cfg: &Resolved, app: &mut App) {
-    let replay_keeps = app.is_replay().then_some(None);
-    if let Some(keep) = cfg.keep_exited.or(replay_keeps) {
-        app.pipe.state.keep_exited_ms = keep;
-    }
-    if let Some(v) = cfg.view {
-        app.view = v;
-    }
-    if let Some(z) = cfg.zoom {
-        app.zoom = z;
-    }
-    if let Some(key) = cfg.sort {
-        app.sort = Sort {
-            key,
-            desc: key.default_desc(),
-        };
-    }
-}
-
-pub fn apply_to_theme(cfg: &Resolved, theme: &mut crate::tui::ui::theme::Theme) {
-    if let Some(utc) = cfg.file.utc {
-        theme.utc = utc;
-    }
 }
 
 /// serde reports an unknown key as "unknown field `x`, expected one of `a`, `b`"; add the
@@ -411,13 +363,15 @@ mod tests {
         let r = parse(&default_text()).expect("default parses");
         assert_eq!(r.file.alerts, Some(AlertConfig::default()));
         assert_eq!(r.interval, Some(Duration::from_secs(1)));
-        assert_eq!(r.view, Some(View::Overview));
+        assert_eq!(r.settings.view, Some(StartView::Overview));
         // Unset, as keep_exited: the span depends on the mode (the_default_window_is_the_apps).
-        assert_eq!(r.zoom, None);
+        assert_eq!(r.settings.zoom, None);
         assert_eq!(
-            ZOOMS[parse("window = \"5m\"").expect("5m").zoom.expect("set")].1,
+            ZOOMS[parse("window = \"5m\"").expect("5m").settings.zoom.expect("set")].1,
             "5m"
         );
+        assert_eq!(r.settings.sort, Some(StartSort::Used));
+        assert_eq!(r.settings.alerts, r.file.alerts);
         assert_eq!(
             r.listen.map(|a| a.to_string()).as_deref(),
             Some(crate::export::DEFAULT_LISTEN)
@@ -426,40 +380,14 @@ mod tests {
     }
 
     #[test]
-    fn the_default_window_is_the_apps() {
-        let app = App::new(
-            crate::tui::app::SourceKind::Live { interval_ms: 1000 },
-            crate::pipeline::Pipeline::default(),
-        );
-        assert_eq!(ZOOMS[app.zoom].1, "5m");
-        let replay = App::new(
-            crate::tui::app::SourceKind::Replay {
-                file: "x".into(),
-                demo: false,
-            },
-            crate::pipeline::Pipeline::default(),
-        );
-        assert_eq!(ZOOMS[replay.zoom].1, "all");
-    }
-
-    #[test]
-    fn the_sort_key_sets_the_app_sort_with_its_natural_direction() {
-        let mut app = App::new(
-            crate::tui::app::SourceKind::Live { interval_ms: 1000 },
-            crate::pipeline::Pipeline::default(),
-        );
-        assert_eq!(app.sort, Sort::default());
-        apply_to_app(&parse("sort = \"pid\"").expect("valid"), &mut app);
-        assert_eq!(
-            app.sort,
-            Sort {
-                key: SortKey::Pid,
-                desc: false
-            }
-        );
-        apply_to_app(&parse("sort = \"growth\"").expect("valid"), &mut app);
-        assert_eq!(app.sort.key, SortKey::Growth);
-        assert!(app.sort.desc);
+    fn view_and_sort_are_read_by_their_names() {
+        let r = parse("view = \"alerts\"\nsort = \"pid\"").expect("valid");
+        assert_eq!(r.settings.view, Some(StartView::Alerts));
+        assert_eq!(r.settings.sort, Some(StartSort::Pid));
+        let r = parse("sort = \"growth\"\nutc = true").expect("valid");
+        assert_eq!(r.settings.sort, Some(StartSort::Growth));
+        assert_eq!(r.settings.utc, Some(true));
+        assert_eq!(r.settings.view, None);
     }
 
     /// Issue 25, N11: `alpha = nan` was "valid" and silenced growth alerts.
@@ -484,25 +412,11 @@ mod tests {
     }
 
     #[test]
-    fn exited_processes_stay_10_min_live_the_whole_replay_or_as_the_file_says() {
-        use crate::model::state::KEEP_EXITED_LIVE_MS;
-        let app = |replay: bool, text: &str| {
-            let source = if replay {
-                crate::tui::app::SourceKind::Replay {
-                    file: "f".into(),
-                    demo: false,
-                }
-            } else {
-                crate::tui::app::SourceKind::Live { interval_ms: 1000 }
-            };
-            let mut app = App::new(source, crate::pipeline::Pipeline::default());
-            apply_to_app(&parse(text).expect("valid"), &mut app);
-            app.pipe.state.keep_exited_ms
-        };
-        assert_eq!(app(false, ""), Some(KEEP_EXITED_LIVE_MS));
-        assert_eq!(app(true, ""), None);
-        assert_eq!(app(false, "keep_exited = \"run\""), None);
-        assert_eq!(app(true, "keep_exited = \"30s\""), Some(30_000));
+    fn keep_exited_is_a_span_or_the_whole_run() {
+        let keep = |text: &str| parse(text).expect("valid").settings.keep_exited;
+        assert_eq!(keep(""), None);
+        assert_eq!(keep("keep_exited = \"run\""), Some(None));
+        assert_eq!(keep("keep_exited = \"30s\""), Some(Some(30_000)));
     }
 
     #[test]

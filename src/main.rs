@@ -24,21 +24,22 @@ fn main() {
     } else {
         Ok(Default::default())
     };
-    match load {
+    let settings = match load {
         Ok(cfg) => {
             gpumon::config::apply(&cfg, &mut cli, &matches);
-            gpumon::config::set_current(cfg);
+            cfg.settings
         }
         Err(e) if matches!(cli.command, Some(Command::Config(ref c)) if c.print_default || c.path) =>
         {
             gpumon::say!("gpumon: {e:#}");
+            Default::default()
         }
         Err(e) => {
             gpumon::say!("gpumon: {e:#}");
             std::process::exit(exit::USAGE);
         }
-    }
-    match gpumon::runner::main_entry(cli) {
+    };
+    match gpumon::runner::main_entry(cli, &settings) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             gpumon::say!("gpumon: {e:#}");

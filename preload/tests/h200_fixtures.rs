@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use gpumon::wire::{Decoded, Message, decode_line};
+use gpumon::wire::{Decoded, Framework, Message, Role, decode_line};
 use serde_json::Value;
 
 const WORKLOADS: [&str; 6] = [
@@ -50,8 +50,8 @@ fn gpumon_decodes_every_interposer_message() {
         let Message::Hello(h) = *m else {
             panic!("{w}: not a hello")
         };
-        assert_eq!(h.role, "interposer");
-        assert_eq!(h.framework.as_deref(), Some("cuda-driver"));
+        assert_eq!(h.role, Role::Interposer);
+        assert_eq!(h.framework, Some(Framework::CudaDriver));
         assert_eq!(h.allocator.as_deref(), Some("driver"));
         assert_eq!(
             h.devices.first().and_then(|d| d.name.as_deref()),

@@ -43,15 +43,15 @@ pub enum Outcome {
     Ended(String),
 }
 
-pub(crate) struct Conn<'a> {
+pub(crate) struct Conn<'a, E> {
     pub pid: u32,
     pub dir_owner: u32,
     pub own_uid: u32,
     pub cfg: &'a Config,
-    pub fwd: &'a Forwarder,
+    pub fwd: &'a Forwarder<E>,
 }
 
-impl Conn<'_> {
+impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
     async fn status(&self, level: Level, text: String) {
         self.fwd
             .status(Frame::status(
@@ -241,7 +241,9 @@ impl Conn<'_> {
                 match item {
                     Ok(Decoded::Msg(m)) => {
                         budget.spend_msg();
-                        if important(&m) && !budget.take_important(Instant::now()) {
+                        if m.rule().class == wire::Class::Important
+                            && !budget.take_important(Instant::now())
+                        {
                             reader.stats.over_budget += 1;
                             self.say_over_budget(&mut said_over).await;
                             continue;
@@ -333,21 +335,11 @@ impl Conn<'_> {
     }
 }
 
-/// Messages that are never coalesced on the way to the model and the recorder.
-fn important(m: &Message) -> bool {
-    matches!(
-        m,
-        Message::Hello(_)
-            | Message::Epoch(_)
-            | Message::Marker(_)
-            | Message::Event(_)
-            | Message::History(_)
-            | Message::Error(_)
-    )
-}
-
 fn hello_summary(h: &wire::Hello) -> String {
-    let fw = h.framework.as_deref().unwrap_or("no framework yet");
+    let fw = h
+        .framework
+        .as_ref()
+        .map_or("no framework yet", |f| f.as_str());
     match &h.framework_version {
         Some(v) => format!("{} {fw} {v}", h.role),
         None => format!("{} {fw}", h.role),

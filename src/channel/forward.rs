@@ -20,18 +20,30 @@ use crate::model::frame::CompanionFrame;
 
 type Key = (u32, u32, &'static str);
 
-#[derive(Clone)]
-pub(crate) struct Forwarder {
-    tx: Sender<Frame>,
+/// Sends into the loop's own queue, whose event type `E` wraps frames (`From<Frame>`).
+pub(crate) struct Forwarder<E> {
+    tx: Sender<E>,
     parked: Arc<Mutex<BTreeMap<Key, Frame>>>,
     wake: Arc<Notify>,
     pub(crate) dropped: Arc<AtomicU64>,
     important_wait: Duration,
 }
 
-impl Forwarder {
+impl<E> Clone for Forwarder<E> {
+    fn clone(&self) -> Self {
+        Forwarder {
+            tx: self.tx.clone(),
+            parked: Arc::clone(&self.parked),
+            wake: Arc::clone(&self.wake),
+            dropped: Arc::clone(&self.dropped),
+            important_wait: self.important_wait,
+        }
+    }
+}
+
+impl<E: From<Frame> + Send + 'static> Forwarder<E> {
     /// Spawns the task that delivers parked frames as the queue frees up.
-    pub(crate) fn new(tx: Sender<Frame>, important_wait: Duration) -> Self {
+    pub(crate) fn new(tx: Sender<E>, important_wait: Duration) -> Self {
         let f = Forwarder {
             tx,
             parked: Arc::default(),
@@ -53,10 +65,13 @@ impl Forwarder {
         }
         let frame = Frame::Companion(cf);
         match key {
-            Some(key) => match self.tx.try_send(frame) {
-                Ok(()) => 0,
-                Err(TrySendError::Closed(_)) => 0,
-                Err(TrySendError::Full(frame)) => {
+            Some(key) => match self.tx.try_reserve() {
+                Ok(permit) => {
+                    permit.send(E::from(frame));
+                    0
+                }
+                Err(TrySendError::Closed(())) => 0,
+                Err(TrySendError::Full(())) => {
                     let replaced = self.lock().insert(key, frame).is_some();
                     self.wake.notify_one();
                     if replaced {
@@ -67,19 +82,21 @@ impl Forwarder {
                     }
                 }
             },
-            None => match tokio::time::timeout(self.important_wait, self.tx.send(frame)).await {
-                Ok(_) => 0,
-                Err(_) => {
-                    self.dropped.fetch_add(1, Ordering::Relaxed);
-                    1
+            None => {
+                match tokio::time::timeout(self.important_wait, self.tx.send(frame.into())).await {
+                    Ok(_) => 0,
+                    Err(_) => {
+                        self.dropped.fetch_add(1, Ordering::Relaxed);
+                        1
+                    }
                 }
-            },
+            }
         }
     }
 
     /// Status lines take the same bounded wait as important frames.
     pub(crate) async fn status(&self, frame: Frame) {
-        if tokio::time::timeout(self.important_wait, self.tx.send(frame))
+        if tokio::time::timeout(self.important_wait, self.tx.send(frame.into()))
             .await
             .is_err()
         {
@@ -101,7 +118,7 @@ impl Forwarder {
                 };
                 let next = self.lock().pop_first();
                 match next {
-                    Some((_, frame)) => permit.send(frame),
+                    Some((_, frame)) => permit.send(E::from(frame)),
                     None => break,
                 }
             }
@@ -109,14 +126,10 @@ impl Forwarder {
     }
 }
 
+/// Periodic messages are coalesced per (pid, device, type); the rest wait (`wire::Class`).
 fn coalesce_key(cf: &CompanionFrame) -> Option<Key> {
-    use crate::wire::Message as M;
-    match &cf.msg {
-        M::Sample(_) | M::Frag(_) | M::Alloc(_) | M::Link(_) => {
-            Some((cf.pid, cf.msg.dev().unwrap_or(0), cf.msg.type_name()))
-        }
-        _ => None,
-    }
+    (cf.msg.rule().class == crate::wire::Class::Periodic)
+        .then(|| (cf.pid, cf.msg.dev().unwrap_or(0), cf.msg.type_name()))
 }
 
 #[cfg(test)]

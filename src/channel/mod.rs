@@ -96,8 +96,11 @@ impl ChannelHandle {
 }
 
 /// Start watching for companions on the current tokio runtime. `dir` overrides
-/// the default socket directories (`gpumon --companion-dir`, tests).
-pub fn spawn(dir: Option<PathBuf>, tx: Sender<Frame>) -> ChannelHandle {
+/// the default socket directories (`--socket-dir`, tests).
+pub fn spawn<E: From<Frame> + Send + 'static>(
+    dir: Option<PathBuf>,
+    tx: Sender<E>,
+) -> ChannelHandle {
     spawn_with(
         Config {
             dirs: dir.map(|d| vec![d]),
@@ -111,8 +114,9 @@ pub fn spawn(dir: Option<PathBuf>, tx: Sender<Frame>) -> ChannelHandle {
 /// companion traffic then never competes with the main loop (screen, model,
 /// recorder) for its thread, and a flood costs the channel's thread, where each
 /// connection is held to its budget (`budget`). Frames reach the main loop
-/// through `tx`, which works across runtimes.
-pub fn spawn_with(cfg: Config, tx: Sender<Frame>) -> ChannelHandle {
+/// through `tx` (the loop's own queue: its events are made from frames), which works
+/// across runtimes.
+pub fn spawn_with<E: From<Frame> + Send + 'static>(cfg: Config, tx: Sender<E>) -> ChannelHandle {
     let connected = Arc::new(AtomicUsize::new(0));
     let remembered = Arc::new(AtomicUsize::new(0));
     let c = connected.clone();
@@ -145,9 +149,9 @@ pub fn spawn_with(cfg: Config, tx: Sender<Frame>) -> ChannelHandle {
     }
 }
 
-struct Scanner {
+struct Scanner<E> {
     cfg: Config,
-    fwd: forward::Forwarder,
+    fwd: forward::Forwarder<E>,
     own_uid: u32,
     slots: slots::Slots,
     dir_errors: HashMap<PathBuf, String>,
@@ -160,10 +164,10 @@ struct Scanner {
     uids: dirs::LiveUids,
 }
 
-impl Scanner {
+impl<E: From<Frame> + Send + 'static> Scanner<E> {
     fn new(
         cfg: Config,
-        tx: Sender<Frame>,
+        tx: Sender<E>,
         connected: Arc<AtomicUsize>,
         remembered: Arc<AtomicUsize>,
     ) -> Self {

@@ -6,7 +6,8 @@ use super::snapshot::{AllocRow, Snapshot};
 
 type Field = fn(&AllocRow) -> Option<u64>;
 
-const BYTE_GAUGES: [(&str, &str, Field); 9] = [
+// Slices, not arrays: a new row is one entry, with no length to bump.
+const BYTE_GAUGES: &[(&str, &str, Field)] = &[
     (
         "gpumon_allocator_allocated_bytes",
         "Bytes the framework allocator has handed out.",
@@ -59,7 +60,7 @@ pub(super) fn render(e: &mut Encoder, s: &Snapshot, gpu_labels: &[GpuLabels<'_>]
         return;
     }
     let rows = &s.allocs;
-    for (name, help, field) in BYTE_GAUGES {
+    for &(name, help, field) in BYTE_GAUGES {
         proc_gauge(e, s, gpu_labels, rows, name, help, field);
     }
     proc_gauge(
@@ -88,7 +89,7 @@ pub(super) fn render(e: &mut Encoder, s: &Snapshot, gpu_labels: &[GpuLabels<'_>]
             }
         },
     );
-    let counts: [(&'static str, Kind, &'static str, Field); 5] = [
+    let counts: &[(&'static str, Kind, &'static str, Field)] = &[
         (
             "gpumon_allocator_free_blocks",
             Kind::Gauge,
@@ -120,7 +121,7 @@ pub(super) fn render(e: &mut Encoder, s: &Snapshot, gpu_labels: &[GpuLabels<'_>]
             |r| r.alloc_retries,
         ),
     ];
-    for (name, kind, help, field) in counts {
+    for &(name, kind, help, field) in counts {
         proc_family(
             e,
             s,
@@ -136,7 +137,7 @@ pub(super) fn render(e: &mut Encoder, s: &Snapshot, gpu_labels: &[GpuLabels<'_>]
     }
     // Bucketed gauges rather than a Prometheus histogram: this is a picture of
     // the pool now, not a count of events, and gauges mean the same in both formats.
-    let hist_families: [(&'static str, Option<&'static str>, &'static str, bool); 2] = [
+    let hist_families: &[(&'static str, Option<&'static str>, &'static str, bool)] = &[
         (
             "gpumon_allocator_free_block_class_blocks",
             None,
@@ -150,7 +151,7 @@ pub(super) fn render(e: &mut Encoder, s: &Snapshot, gpu_labels: &[GpuLabels<'_>]
             true,
         ),
     ];
-    for (name, unit, help, bytes) in hist_families {
+    for &(name, unit, help, bytes) in hist_families {
         proc_family(
             e,
             s,

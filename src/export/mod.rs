@@ -1,6 +1,7 @@
 //! Export to tools people already run: a Prometheus/OpenMetrics endpoint and
 //! flat CSV/JSONL logs. Everything here reads the model; nothing samples.
 
+pub mod alert_line;
 pub(crate) mod alerts;
 pub(crate) mod allocator;
 pub(crate) mod encode;

@@ -189,9 +189,7 @@ impl DevAlloc {
     }
 
     pub fn ooms(&self) -> impl Iterator<Item = &FrameworkEvent> {
-        self.events
-            .iter()
-            .filter(|e| EventKind::from(e.kind.as_str()) == EventKind::Oom)
+        self.events.iter().filter(|e| e.kind == EventKind::Oom)
     }
 
     fn sample(&mut self, t: Ts, s: &Sample) {
@@ -282,7 +280,7 @@ impl DevAlloc {
         if self.events.iter().rev().take(8).any(|x| x == e) {
             return;
         }
-        if EventKind::from(e.kind.as_str()) == EventKind::Oom {
+        if e.kind == EventKind::Oom {
             self.largest_alloc = self.largest_alloc.max(e.requested);
         }
         push_bounded(&mut self.events, e.clone(), MAX_EVENTS);

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 use crate::model::series::DEFAULT_SERIES_BYTES;
 use crate::wire::{
-    DeviceInfo, EpochRecord, Frag, FrameworkEvent, HistBucket, MAX_BUCKET, Marker, Message, Sample,
+    DeviceInfo, EpochRecord, Frag, FrameworkEvent, Hello, HistBucket, MAX_BUCKET, Marker, Message,
+    Sample,
 };
 
 /// Devices one companion may report. A process that drives more CUDA devices
@@ -54,28 +55,144 @@ fn map_len(m: &BTreeMap<String, String>) -> usize {
     m.iter().map(|(k, v)| k.len() + v.len()).sum()
 }
 
+// Each count below names every field of its message (no `..`): a field added to the wire
+// type does not compile until it is counted here or marked as no string (`_`), so the cap
+// cannot silently stop covering it.
+
 fn dev_info_len(d: &DeviceInfo) -> usize {
-    opt_len(&d.uuid) + opt_len(&d.pci_bus_id) + opt_len(&d.name)
+    let DeviceInfo {
+        dev: _,
+        uuid,
+        pci_bus_id,
+        name,
+        total: _,
+    } = d;
+    opt_len(uuid) + opt_len(pci_bus_id) + opt_len(name)
+}
+
+/// String bytes of a hello (checked against `MAX_HELLO_STRING_BYTES`).
+pub fn hello_strings(h: &Hello) -> usize {
+    let Hello {
+        role,
+        pid: _,
+        ns_pid: _,
+        framework,
+        framework_version,
+        allocator,
+        settings,
+        policy,
+        devices,
+        cuda_visible_devices,
+        cuda_device_order,
+        rank: _,
+        local_rank: _,
+        world_size: _,
+        cmdline,
+        capabilities,
+        sample_hz: _,
+        snapshot_s: _,
+        started: _,
+        na,
+    } = h;
+    role.as_str().len()
+        + framework.as_ref().map_or(0, |f| f.as_str().len())
+        + opt_len(framework_version)
+        + opt_len(allocator)
+        + map_len(settings)
+        + opt_len(policy)
+        + devices.iter().map(dev_info_len).sum::<usize>()
+        + opt_len(cuda_visible_devices)
+        + opt_len(cuda_device_order)
+        + opt_len(cmdline)
+        + capabilities.iter().map(String::len).sum::<usize>()
+        + map_len(na)
 }
 
 pub fn epoch_strings(e: &EpochRecord) -> usize {
-    map_len(&e.na)
+    let EpochRecord {
+        t: _,
+        epoch: _,
+        dev: _,
+        floor: _,
+        peak: _,
+        reserved: _,
+        start_t: _,
+        steps: _,
+        na,
+    } = e;
+    map_len(na)
 }
 
 pub fn marker_strings(m: &Marker) -> usize {
-    m.kind.len() + opt_len(&m.label)
+    let Marker {
+        t: _,
+        kind,
+        label,
+        epoch: _,
+        step: _,
+    } = m;
+    kind.len() + opt_len(label)
 }
 
 pub fn event_strings(e: &FrameworkEvent) -> usize {
-    e.kind.len() + opt_len(&e.detail)
+    let FrameworkEvent {
+        t: _,
+        kind,
+        dev: _,
+        requested: _,
+        limit: _,
+        device_free: _,
+        free_total: _,
+        largest_free: _,
+        detail,
+    } = e;
+    kind.as_str().len() + opt_len(detail)
 }
 
 pub fn sample_strings(s: &Sample) -> usize {
-    map_len(&s.na)
+    let Sample {
+        t: _,
+        dev: _,
+        allocated: _,
+        reserved: _,
+        active: _,
+        requested: _,
+        inactive_split: _,
+        peak_allocated: _,
+        peak_reserved: _,
+        limit: _,
+        largest_free: _,
+        largest_alloc: _,
+        num_alloc_retries: _,
+        num_ooms: _,
+        epoch: _,
+        cost_us: _,
+        dropped: _,
+        na,
+    } = s;
+    map_len(na)
 }
 
 pub fn frag_strings(f: &Frag) -> usize {
-    opt_len(&f.source) + map_len(&f.na)
+    let Frag {
+        t: _,
+        dev: _,
+        free_total: _,
+        largest_free: _,
+        n_free_blocks: _,
+        n_segments: _,
+        largest_block: _,
+        hist: _,
+        free_top: _,
+        live_top: _,
+        allocated: _,
+        reserved: _,
+        requests: _,
+        source,
+        cost_us: _,
+        na,
+    } = f;
+    opt_len(source) + map_len(na)
 }
 
 /// Why a device number is refused, if it is.
@@ -89,18 +206,7 @@ pub fn refuse(msg: &Message) -> Option<&'static str> {
     let long = "strings over the per-item budget";
     match msg {
         Message::Hello(h) => {
-            let strings = opt_len(&h.framework)
-                + opt_len(&h.framework_version)
-                + opt_len(&h.allocator)
-                + opt_len(&h.policy)
-                + opt_len(&h.cmdline)
-                + opt_len(&h.cuda_visible_devices)
-                + opt_len(&h.cuda_device_order)
-                + h.role.len()
-                + map_len(&h.settings)
-                + map_len(&h.na)
-                + h.capabilities.iter().map(String::len).sum::<usize>()
-                + h.devices.iter().map(dev_info_len).sum::<usize>();
+            let strings = hello_strings(h);
             if strings > MAX_HELLO_STRING_BYTES {
                 Some("hello over its size budget")
             } else if h.devices.len() > MAX_DEVICES_PER_COMPANION {
@@ -124,7 +230,13 @@ pub fn refuse(msg: &Message) -> Option<&'static str> {
             .and_then(bad_dev)
             .or((event_strings(e) > MAX_ITEM_STRING_BYTES).then_some(long)),
         Message::Alloc(a) => bad_dev(a.dev),
-        _ => None,
+        // A history is checked item by item where it is applied; the rest are not kept
+        // (bye, error: said once) or are gpumon's own (disconnected, link).
+        Message::History(_)
+        | Message::Bye(_)
+        | Message::Error(_)
+        | Message::Disconnected(_)
+        | Message::Link(_) => None,
     }
 }
 

@@ -48,7 +48,14 @@ pub const QUIET_MS: i64 = 60_000;
 
 impl Filter {
     /// From `--gpu` ids (indices or UUID prefixes), `--user` names or uids and `--pid`s.
-    pub fn new(gpu: &[String], user: &[String], pid: &[u32]) -> Result<Filter> {
+    /// `user_name` turns a numeric uid into the name processes carry (the runner passes
+    /// `source::procfs::user_name`: the pipeline itself reads no files).
+    pub fn new(
+        gpu: &[String],
+        user: &[String],
+        pid: &[u32],
+        user_name: impl Fn(u32) -> Option<String>,
+    ) -> Result<Filter> {
         let mut gpus = Vec::new();
         for g in gpu {
             let g = g.trim();
@@ -64,7 +71,7 @@ impl Filter {
         let users = user
             .iter()
             .map(|u| match u.trim().parse::<u32>() {
-                Ok(uid) => crate::source::procfs::user_name(uid).unwrap_or_else(|| uid.to_string()),
+                Ok(uid) => user_name(uid).unwrap_or_else(|| uid.to_string()),
                 Err(_) => u.trim().to_string(),
             })
             .collect();
@@ -315,7 +322,8 @@ mod tests {
 
     fn filter(gpu: &[&str], user: &[&str], pid: &[u32]) -> Filter {
         let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        Filter::new(&strings(gpu), &strings(user), pid).expect("valid filter")
+        let name = |uid: u32| (uid == 1000).then(|| "alice".to_string());
+        Filter::new(&strings(gpu), &strings(user), pid, name).expect("valid filter")
     }
 
     fn apply(f: &mut Filter, frames: &[Frame]) -> State {
@@ -368,6 +376,12 @@ mod tests {
             panic!("alice kept");
         };
         assert_eq!(kept.len(), 1);
+        let by_uid = filter(&[], &["1000"], &[]);
+        assert!(
+            by_uid.keep_process(10, Some("alice")),
+            "uid 1000 is alice here"
+        );
+        assert!(!by_uid.keep_process(12, Some("bob")));
         let Some(Cow::Owned(Frame::Tick(t))) = f.frame(&tick()) else {
             panic!("tick kept");
         };
@@ -467,7 +481,7 @@ mod tests {
 
     #[test]
     fn nonsense_gpu_ids_are_refused() {
-        assert!(Filter::new(&["x".into()], &[], &[]).is_err());
+        assert!(Filter::new(&["x".into()], &[], &[], |_| None).is_err());
         assert!(filter(&[], &[], &[]).is_empty());
     }
 }

@@ -8,15 +8,15 @@ use std::sync::Arc;
 
 use crate::export::Exporter;
 use crate::export::LineFile;
+use crate::export::alert_line::AlertLine;
 use crate::export::flat::FlatLog;
 use crate::model::alerts::{Alert, Severity};
 use crate::model::alerts::{AlertChange, AlertEngine, ChangeKind};
 use crate::model::frame::{Frame, Level};
 use crate::model::named::StatusSource;
 use crate::model::state::State;
-use crate::model::time::{Ts, rfc3339};
+use crate::model::time::Ts;
 use crate::record::Recorder;
-use crate::wire::Message;
 
 /// Alerts are re-evaluated at most this often (data time), and at every epoch or event.
 const EVAL_EVERY_MS: i64 = 1_000;
@@ -163,12 +163,7 @@ impl Pipeline {
             }
         }
         let event_like = match f {
-            Frame::Companion(c) => {
-                matches!(
-                    c.msg,
-                    Message::Epoch(_) | Message::Event(_) | Message::Frag(_) | Message::History(_)
-                )
-            }
+            Frame::Companion(c) => c.msg.rule().evaluate_now,
             _ => false,
         };
         let due =
@@ -199,19 +194,8 @@ impl Pipeline {
         }
         let replayed = c.at <= self.rebuild_until;
         if let (Some(out), false) = (&mut self.sinks.alerts_out, replayed) {
-            let line = serde_json::json!({
-                "time": rfc3339(c.at),
-                "change": c.change,
-                "epoch": c.alert.raised_epoch,
-                "kind": c.alert.kind,
-                "severity": c.alert.severity,
-                "pid": c.alert.pid,
-                "gpu": c.alert.gpu,
-                "summary": c.alert.summary,
-                "message": c.alert.message,
-                "evidence": c.alert.evidence,
-            });
-            if let Err(e) = out.write_lines(format!("{line}\n").as_bytes()) {
+            let line = AlertLine::of(&c).to_line();
+            if let Err(e) = out.write_lines(line.as_bytes()) {
                 self.sinks.alerts_out = None;
                 self.output_failed(e);
             }

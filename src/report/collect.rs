@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::model::frame::{Frame, Header, Level};
+use crate::model::named::EventKind;
 use crate::model::sample::GpuInfo;
 use crate::model::state::State;
 use crate::model::time::Ts;
@@ -320,7 +321,7 @@ impl Collector {
                     d.worst_frag = Some(d.moment(t, None));
                 }
             }
-            Message::Event(e) if e.kind == "oom" && d.ooms.len() < MAX_OOMS => {
+            Message::Event(e) if e.kind == EventKind::Oom && d.ooms.len() < MAX_OOMS => {
                 let oom = OomEvent {
                     requested: e.requested,
                     device_free: e.device_free,

@@ -7,6 +7,7 @@ use std::fmt::Write;
 
 use crate::fmt::human;
 use crate::model::allocator::frag_index;
+use crate::model::named::Framework;
 use crate::model::time::rfc3339;
 use crate::report::alerts::AlertLine;
 use crate::report::charts::{self, Drawn};
@@ -181,9 +182,9 @@ fn proc_title(run: &Run, p: &ProcRun) -> String {
     });
     if let Some(h) = run.companions.get(&p.pid).and_then(|c| c.hello.as_ref()) {
         let fw = match (&h.framework, &h.framework_version) {
-            (Some(f), Some(v)) if f != "none" => format!("{f} {v}"),
-            (Some(f), None) if f != "none" => f.clone(),
-            _ => h.role.clone(),
+            (Some(f), Some(v)) if *f != Framework::None => format!("{f} {v}"),
+            (Some(f), None) if *f != Framework::None => f.to_string(),
+            _ => h.role.to_string(),
         };
         parts.push(fw);
     }

@@ -1,13 +1,13 @@
 //! Modes without a terminal: record, serve, headless replay and watch, snapshot.
 
-use crate::cli::{OutputArgs, RecordArgs, ReplayArgs, ServeArgs};
+use crate::cli::{OutputArgs, RecordArgs, ReplayArgs, ServeArgs, WatchArgs};
 use crate::model::frame::Frame;
 use crate::model::named::StatusSource;
 use crate::pipeline::Pipeline;
 use crate::record::validate;
+use crate::source::event::{Event, NoInput};
 use crate::source::replay::Speed;
 use crate::source::{nvml, replay};
-use crate::tui::event::Event;
 use anyhow::Result;
 use tokio::sync::mpsc::{self, Receiver};
 
@@ -17,7 +17,7 @@ use super::*;
 /// (honoured: at 1 it plays in real time, e.g. to feed `--serve` like a live job):
 /// `--alerts-jsonl -` prints the alerts it would have raised, with their time and epoch.
 /// Asked for no output, it ends with one line saying what it played and found.
-pub(super) async fn replay_headless(r: ReplayArgs) -> Result<i32> {
+pub(super) async fn replay_headless(r: ReplayArgs, settings: &Settings) -> Result<i32> {
     if !r.follow {
         validate(&r.file, r.strict)?;
     }
@@ -34,7 +34,7 @@ pub(super) async fn replay_headless(r: ReplayArgs) -> Result<i32> {
         },
         tx.clone(),
     )?;
-    let pipe = pipeline(&r.out, None, &r.filter).await?;
+    let pipe = pipeline(&r.out, None, &r.filter, settings).await?;
     spawn_signals(tx.clone())?;
     drop(tx);
     let o = &r.out;
@@ -101,6 +101,28 @@ impl Seen {
     }
 }
 
+/// `gpumon watch --headless`: the live sources into the outputs asked for, no terminal.
+pub(super) async fn watch_headless(w: WatchArgs, settings: &Settings) -> Result<i32> {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let (header, channel) = start_live(w.interval, w.socket_dir.clone(), &tx);
+    let header = header.unwrap_or_else(|e| {
+        crate::say!("gpumon: {e}; watching companions only");
+        header_without_gpus(w.interval)
+    });
+    check_live_filter(&w.filter, &header.gpus)?;
+    let recorder = match &w.record {
+        Some(p) => Some(start_recorder(Some(p), &header, w.record_format)?.0),
+        None => None,
+    };
+    let mut pipe = pipeline(&w.out, recorder, &w.filter, settings).await?;
+    pipe.apply(&Frame::Header(header));
+    spawn_signals(tx.clone())?;
+    drop(tx);
+    let code = headless(rx, pipe, None, false, None).await;
+    drop(channel);
+    Ok(code)
+}
+
 pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
     let out = OutputArgs {
         serve: Some(s.listen),
@@ -153,7 +175,7 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
 
 /// Loop without a terminal. Returns the exit status: 3 when `--exit-on-alert` fired.
 pub(super) async fn headless(
-    mut rx: Receiver<Event>,
+    mut rx: Receiver<Event<NoInput>>,
     mut pipe: Pipeline,
     deadline: Option<tokio::time::Instant>,
     stop_at_replay_end: bool,
@@ -239,7 +261,7 @@ pub(super) async fn headless(
     }
 }
 
-pub(super) async fn record(r: RecordArgs) -> Result<i32> {
+pub(super) async fn record(r: RecordArgs, settings: &Settings) -> Result<i32> {
     // A path that cannot be written is found before the driver is asked (and before it
     // says anything): the job fails on what the user typed, not on what NVML answered.
     if let Some(p) = &r.output {
@@ -281,8 +303,15 @@ pub(super) async fn record(r: RecordArgs) -> Result<i32> {
     // The recording is closed (also after SIGINT/SIGTERM, which end the loop): tell it.
     if let Some(out) = r.report.clone() {
         let file = output.clone();
+        let settings = settings.clone();
         let done = tokio::task::spawn_blocking(move || {
-            super::report::write_report(&file, Some(&out), crate::report::Format::Html, None)
+            super::report::write_report(
+                &file,
+                Some(&out),
+                crate::report::Format::Html,
+                None,
+                &settings,
+            )
         })
         .await;
         match done {

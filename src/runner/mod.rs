@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tokio::sync::mpsc::{self, Receiver, Sender};
+use tokio::sync::mpsc::Sender;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,13 +18,13 @@ use crate::export::web_config::WebConfig;
 use crate::export::{Exporter, LineFile};
 use crate::model::alerts::config::AlertConfig;
 use crate::model::alerts::engine::AlertEngine;
-use crate::model::frame::Frame;
 use crate::model::time::now_ms;
 use crate::pipeline::{Pipeline, Sinks};
 use crate::record::Recorder;
+use crate::settings::Settings;
+use crate::source::event::Event;
 use crate::source::nvml;
 use crate::source::replay::Speed;
-use crate::tui::event::Event;
 use crate::tui::ui::theme::Theme;
 
 /// Events queued between sources and the loop; sources wait (NVML, replay) when it is full.
@@ -58,8 +58,9 @@ pub fn demo_path() -> Option<PathBuf> {
     demos::find(None).ok().map(|(_, p)| p)
 }
 
-pub fn main_entry(cli: Cli) -> Result<i32> {
-    match run_command(cli) {
+/// Runs the command; `settings` are the configuration file's (main.rs loads them).
+pub fn main_entry(cli: Cli, settings: &Settings) -> Result<i32> {
+    match run_command(cli, settings) {
         // The reader of stdout went away before gpumon was done (`| head -1`): it has what
         // it wanted, and gpumon ends quietly, as other Unix tools do.
         Err(e) if e.is::<StdoutClosed>() => Ok(0),
@@ -72,7 +73,7 @@ pub fn main_entry(cli: Cli) -> Result<i32> {
 #[error("stdout closed by its reader")]
 struct StdoutClosed;
 
-fn run_command(cli: Cli) -> Result<i32> {
+fn run_command(cli: Cli, settings: &Settings) -> Result<i32> {
     match &cli.command {
         Some(Command::Run { cmd }) => return crate::launch::run(cmd),
         Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
@@ -94,7 +95,7 @@ fn run_command(cli: Cli) -> Result<i32> {
     }
     // The report waits on its replay thread: it runs before (outside) the async runtime.
     if let Some(Command::Report(r)) = &cli.command {
-        return report::report(r);
+        return report::report(r, settings);
     }
     // One thread runs the loop and the channel/HTTP tasks; samplers have their own threads.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -103,10 +104,10 @@ fn run_command(cli: Cli) -> Result<i32> {
         .context("cannot start the async runtime")?;
     rt.block_on(async move {
         match cli.command {
-            None => watch(cli.watch).await,
-            Some(Command::Watch(w)) => watch(w).await,
-            Some(Command::Replay(r)) if r.out.headless => replay_headless(r).await,
-            Some(Command::Replay(r)) => replay_tui(r, false, None).await,
+            None => watch(cli.watch, settings).await,
+            Some(Command::Watch(w)) => watch(w, settings).await,
+            Some(Command::Replay(r)) if r.out.headless => replay_headless(r, settings).await,
+            Some(Command::Replay(r)) => replay_tui(r, false, None, settings).await,
             Some(Command::Demo(d)) if d.name.as_deref() == Some("list") => {
                 crate::fmt::print_stdout(demos::list().as_bytes())?;
                 Ok(0)
@@ -130,9 +131,9 @@ fn run_command(cli: Cli) -> Result<i32> {
                     "demo '{}': a recorded H200 run, replayed in a loop (gpumon demo list)",
                     demo.name
                 );
-                replay_tui(args, true, Some(note)).await
+                replay_tui(args, true, Some(note), settings).await
             }
-            Some(Command::Record(r)) => record(r).await,
+            Some(Command::Record(r)) => record(r, settings).await,
             Some(Command::Serve(s)) => serve(s).await,
             Some(Command::Snapshot(_))
             | Some(Command::Report(_))
@@ -151,9 +152,11 @@ fn print_all(text: &[u8]) -> Result<i32> {
     Ok(0)
 }
 
-pub(super) fn theme(d: &DisplayArgs) -> Theme {
+pub(super) fn theme(d: &DisplayArgs, settings: &Settings) -> Theme {
     let mut t = Theme::detect(d.ascii, d.no_color);
-    crate::config::apply_to_theme(crate::config::current(), &mut t);
+    if let Some(utc) = settings.utc {
+        t.utc = utc;
+    }
     t
 }
 
@@ -163,9 +166,10 @@ pub(super) async fn pipeline(
     out: &OutputArgs,
     recorder: Option<Recorder>,
     filter: &crate::cli::FilterArgs,
+    settings: &Settings,
 ) -> Result<Pipeline> {
     let mut pipe = Pipeline::new(sinks(out, recorder).await?);
-    configure(&mut pipe, out)?;
+    configure(&mut pipe, out, settings)?;
     set_filter(&mut pipe, filter)?;
     Ok(pipe)
 }
@@ -190,7 +194,7 @@ pub(super) fn check_live_filter(
     gpus: &[crate::model::sample::GpuInfo],
 ) -> Result<()> {
     let usage = |m: String| anyhow::Error::new(crate::cli::UsageError(m));
-    let filter = crate::pipeline::filter::Filter::new(&f.gpu, &f.user, &f.pid)?;
+    let filter = new_filter(f)?;
     filter.check_gpus(gpus).map_err(usage)?;
     for u in &f.user {
         let u = u.trim();
@@ -207,8 +211,13 @@ pub(super) fn check_live_filter(
 }
 
 pub(super) fn set_filter(pipe: &mut Pipeline, f: &crate::cli::FilterArgs) -> Result<()> {
-    pipe.filter = crate::pipeline::filter::Filter::new(&f.gpu, &f.user, &f.pid)?;
+    pipe.filter = new_filter(f)?;
     Ok(())
+}
+
+/// `--user 1000` matches the name /proc gives that uid here.
+fn new_filter(f: &crate::cli::FilterArgs) -> Result<crate::pipeline::filter::Filter> {
+    crate::pipeline::filter::Filter::new(&f.gpu, &f.user, &f.pid, crate::source::procfs::user_name)
 }
 
 /// Build the outputs named on the command line. The HTTP listener is bound here so a
@@ -256,7 +265,7 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
 
 /// Alert thresholds (`--alerts-config FILE`, JSON, missing fields keep their defaults,
 /// unknown ones are an error; else the config file's `[alerts]`) and `--exit-on-alert`.
-pub(super) fn configure(pipe: &mut Pipeline, out: &OutputArgs) -> Result<()> {
+pub(super) fn configure(pipe: &mut Pipeline, out: &OutputArgs, settings: &Settings) -> Result<()> {
     pipe.exit_on = out.exit_on_alert;
     if let Some(p) = &out.alerts_config {
         let text = std::fs::read_to_string(p)
@@ -272,8 +281,8 @@ pub(super) fn configure(pipe: &mut Pipeline, out: &OutputArgs) -> Result<()> {
             crate::cli::UsageError(format!("invalid alert configuration {}: {e}", p.display()))
         })?;
         pipe.alerts = AlertEngine::new(cfg);
-    } else if let Some(cfg) = crate::config::alerts(crate::config::current()) {
-        pipe.alerts = AlertEngine::new(cfg);
+    } else if let Some(cfg) = &settings.alerts {
+        pipe.alerts = AlertEngine::new(cfg.clone());
     }
     Ok(())
 }
@@ -320,18 +329,17 @@ pub(super) async fn start_exporter(
 
 /// Live sources: NVML (when there is a driver) and the companion channel (always).
 /// Returns the header, or why NVML is unavailable, plus the channel handle to keep alive.
-pub(super) fn start_live(
+/// Both send into the loop's one queue `tx`.
+pub(super) fn start_live<I: Send + 'static>(
     interval: Duration,
     socket_dir: Option<PathBuf>,
-    tx: &Sender<Event>,
+    tx: &Sender<Event<I>>,
 ) -> (
     Result<crate::model::frame::Header, nvml::NvmlUnavailable>,
     ChannelHandle,
 ) {
-    let (ftx, frx) = mpsc::channel::<Frame>(QUEUE);
-    let header = nvml::spawn(interval, ftx.clone());
-    let channel = crate::channel::spawn(socket_dir, ftx);
-    forward(frx, tx.clone());
+    let header = nvml::spawn(interval, tx.clone());
+    let channel = crate::channel::spawn(socket_dir, tx.clone());
     (header, channel)
 }
 
@@ -410,15 +418,4 @@ pub(super) fn companions_waiting(dir: Option<&Path>) -> bool {
         .flat_map(|rd| rd.take(crate::channel::scan_share()))
         .flatten()
         .any(|e| crate::channel::dirs::sock_pid(&e.file_name()).is_some())
-}
-
-/// NVML and channel frames are plain frames; wrap them into loop events.
-pub(super) fn forward(mut frx: Receiver<Frame>, tx: Sender<Event>) {
-    tokio::spawn(async move {
-        while let Some(f) = frx.recv().await {
-            if tx.send(Event::Frame(f)).await.is_err() {
-                break;
-            }
-        }
-    });
 }

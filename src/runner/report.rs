@@ -8,8 +8,9 @@ use anyhow::{Context, Result};
 use crate::cli::{OutputArgs, ReportArgs};
 use crate::pipeline::Pipeline;
 use crate::report::{Format, default_output, render};
+use crate::settings::Settings;
 
-pub(super) fn report(r: &ReportArgs) -> Result<i32> {
+pub(super) fn report(r: &ReportArgs, settings: &Settings) -> Result<i32> {
     let out = match (&r.output, r.format) {
         (Some(p), _) if p.as_os_str() == "-" => None,
         (Some(p), _) => Some(p.clone()),
@@ -18,7 +19,13 @@ pub(super) fn report(r: &ReportArgs) -> Result<i32> {
         (None, Format::Html) => Some(default_output(&r.file, Format::Html)),
         (None, Format::Md) => None,
     };
-    write_report(&r.file, out.as_deref(), r.format, r.alerts_config.clone())?;
+    write_report(
+        &r.file,
+        out.as_deref(),
+        r.format,
+        r.alerts_config.clone(),
+        settings,
+    )?;
     Ok(0)
 }
 
@@ -29,6 +36,7 @@ pub(super) fn write_report(
     out: Option<&Path>,
     format: Format,
     alerts_config: Option<std::path::PathBuf>,
+    settings: &Settings,
 ) -> Result<()> {
     let mut pipe = Pipeline::default();
     super::configure(
@@ -37,6 +45,7 @@ pub(super) fn write_report(
             alerts_config,
             ..OutputArgs::default()
         },
+        settings,
     )?;
     let text = render(recording, pipe, format)?;
     let Some(out) = out else {

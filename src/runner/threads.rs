@@ -1,6 +1,6 @@
 //! Threads that turn terminal input and signals into loop events.
 
-use crate::tui::event::Event;
+use crate::source::event::Event;
 use anyhow::{Context, Result};
 use std::time::Duration;
 use tokio::sync::mpsc::Sender;
@@ -8,7 +8,7 @@ use tokio::sync::mpsc::Sender;
 /// Longest the input thread waits for a key before it looks whether its loop still runs.
 const INPUT_LINGER: Duration = Duration::from_secs(30);
 
-pub(super) fn spawn_input(tx: Sender<Event>) {
+pub(super) fn spawn_input(tx: Sender<crate::tui::event::Event>) {
     std::thread::Builder::new()
         .name("input".into())
         .spawn(move || {
@@ -30,9 +30,9 @@ pub(super) fn spawn_input(tx: Sender<Event>) {
                     }
                 }
                 let ev = match event::read() {
-                    Ok(CEvent::Key(k)) if k.kind != KeyEventKind::Release => Event::Key(k),
+                    Ok(CEvent::Key(k)) if k.kind != KeyEventKind::Release => Event::from(k),
                     Ok(CEvent::Resize(..)) => Event::Resize,
-                    Ok(CEvent::Mouse(m)) => Event::Mouse(m),
+                    Ok(CEvent::Mouse(m)) => Event::from(m),
                     Ok(_) => continue,
                     Err(e) => Event::Quit(format!("terminal input failed: {e}")),
                 };
@@ -45,7 +45,7 @@ pub(super) fn spawn_input(tx: Sender<Event>) {
         .ok();
 }
 
-pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
+pub(super) fn spawn_signals<I: Send + 'static>(tx: Sender<Event<I>>) -> Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
     // SIGQUIT and SIGTSTP cannot come from the keyboard in raw mode, but `kill`
     // sends them: without handling, they left the alternate screen on (issue 14).
@@ -90,7 +90,7 @@ pub(super) fn spawn_signals(tx: Sender<Event>) -> Result<()> {
 
 /// SIGTSTP from outside. The TUI's loop suspends (`term::suspend`) as for Ctrl-Z, between
 /// two frames (from here only when the loop cannot take the event); headless just stops.
-fn suspend(tx: &Sender<Event>) {
+fn suspend<I>(tx: &Sender<Event<I>>) {
     if !crossterm::terminal::is_raw_mode_enabled().unwrap_or(false) {
         // SAFETY: raising a signal at ourselves; SIGSTOP cannot be caught.
         unsafe {

@@ -18,19 +18,18 @@ use tokio::sync::mpsc::{self, Receiver, Sender};
 
 use super::*;
 
-pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
+pub(super) async fn watch(w: WatchArgs, settings: &Settings) -> Result<i32> {
     for p in [&w.record, &w.out.csv, &w.out.jsonl].into_iter().flatten() {
         check_writable(p, "output")?;
+    }
+    if w.out.headless {
+        return watch_headless(w, settings).await;
     }
     let (tx, rx) = mpsc::channel(QUEUE);
     let (header, channel) = start_live(w.interval, w.socket_dir.clone(), &tx);
     let mut notice = None;
     let header = match header {
         Ok(h) => h,
-        Err(e) if w.out.headless => {
-            crate::say!("gpumon: {e}; watching companions only");
-            header_without_gpus(w.interval)
-        }
         Err(e) if companions_waiting(w.socket_dir.as_deref()) => {
             // No driver here, but instrumented processes are: show them rather than the demo.
             crate::say!("gpumon: {e}; showing the companions that are running");
@@ -61,7 +60,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
                 out: w.out,
                 display: w.display,
             };
-            return replay_tui(args, true, Some(notice)).await;
+            return replay_tui(args, true, Some(notice), settings).await;
         }
     };
     check_live_filter(&w.filter, &header.gpus)?;
@@ -69,15 +68,7 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
         Some(p) => Some(start_recorder(Some(p), &header, w.record_format)?.0),
         None => None,
     };
-    let mut pipe = pipeline(&w.out, recorder, &w.filter).await?;
-    if w.out.headless {
-        pipe.apply(&Frame::Header(header));
-        spawn_signals(tx.clone())?;
-        drop(tx);
-        let code = headless(rx, pipe, None, false, None).await;
-        drop(channel);
-        return Ok(code);
-    }
+    let pipe = pipeline(&w.out, recorder, &w.filter, settings).await?;
     let mut app = App::new(
         SourceKind::Live {
             interval_ms: w.interval.as_millis() as u64,
@@ -88,7 +79,8 @@ pub(super) async fn watch(w: WatchArgs) -> Result<i32> {
     app.notice = notice;
     app.recording = w.record.as_ref().map(|p| p.display().to_string());
     app.apply(&Frame::Header(header));
-    let code = run_tui(app, tx, rx, theme(&w.display), None).await;
+    app.apply_settings(settings);
+    let code = run_tui(app, tx, rx, theme(&w.display, settings), None).await;
     drop(channel);
     code
 }
@@ -114,7 +106,12 @@ fn demo_loop(app: &App, looped_from: &mut Option<i64>) -> Option<replay::Control
     Some(replay::Control::Seek(r.start + DEMO_SKIP_MS - r.pos))
 }
 
-pub(super) async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>) -> Result<i32> {
+pub(super) async fn replay_tui(
+    r: ReplayArgs,
+    demo: bool,
+    notice: Option<String>,
+    settings: &Settings,
+) -> Result<i32> {
     if !r.follow {
         validate(&r.file, r.strict)?;
     }
@@ -136,11 +133,12 @@ pub(super) async fn replay_tui(r: ReplayArgs, demo: bool, notice: Option<String>
             file: r.file.display().to_string(),
             demo,
         },
-        pipeline(&r.out, None, &r.filter).await?,
+        pipeline(&r.out, None, &r.filter, settings).await?,
     );
     app.bell = r.out.bell;
     app.notice = notice;
-    run_tui(app, tx, rx, theme(&r.display), Some(handle)).await
+    app.apply_settings(settings);
+    run_tui(app, tx, rx, theme(&r.display, settings), Some(handle)).await
 }
 
 pub(super) async fn run_tui(
@@ -156,7 +154,6 @@ pub(super) async fn run_tui(
              --headless` with --serve, --csv, --jsonl or --alerts-jsonl"
         );
     }
-    crate::config::apply_to_app(crate::config::current(), &mut app);
     let guard = TerminalGuard::enter().context("cannot set up the terminal")?;
     spawn_input(tx.clone());
     spawn_signals(tx.clone())?;
@@ -250,7 +247,7 @@ where
         let batch = Instant::now();
         while let Some(ev) = next {
             let cap = match ev {
-                Event::Key(_) | Event::Mouse(_) | Event::Resize => INPUT_FRAME,
+                Event::Input(_) | Event::Resize => INPUT_FRAME,
                 _ => data_frame,
             };
             dirty = Some(dirty.map_or(cap, |d| d.min(cap)));

@@ -1,5 +1,7 @@
 //! Sampling side: produces frames, never imports ratatui.
 
+pub mod event;
 pub(crate) mod nvml;
 pub mod procfs;
 pub mod replay;
+pub mod speed;

@@ -34,8 +34,12 @@ pub(crate) enum NvmlUnavailable {
 }
 
 /// Start sampling; returns the header (GPUs, driver) once NVML is up.
-/// Frames go to `tx`; the thread ends when `tx` is closed.
-pub(crate) fn spawn(interval: Duration, tx: Sender<Frame>) -> Result<Header, NvmlUnavailable> {
+/// Frames go to `tx` (the loop's queue: its events are made from frames); the thread ends
+/// when `tx` is closed.
+pub(crate) fn spawn<E: From<Frame> + Send + 'static>(
+    interval: Duration,
+    tx: Sender<E>,
+) -> Result<Header, NvmlUnavailable> {
     let (ready_tx, ready_rx) = std_mpsc::channel();
     thread::Builder::new()
         .name("nvml-sampler".into())
@@ -160,7 +164,7 @@ const BATCH: Duration = Duration::from_millis(500);
 /// A new pid is read at once.
 const REUSE_CHECK: Duration = Duration::from_secs(1);
 
-fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
+fn run<E: From<Frame>>(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<E>) {
     let devices = handles(nvml, header);
     // pid -> start time, so a reused pid gets its /proc facts read again.
     let mut known: HashMap<u32, Option<u64>> = HashMap::new();
@@ -220,7 +224,7 @@ fn run(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<Frame>) {
         // due on this tick is not put off to the next by jitter.
         if last_flush.elapsed() >= BATCH.saturating_sub(interval / 2) {
             for f in pending.drain(..) {
-                if tx.blocking_send(f).is_err() {
+                if tx.blocking_send(f.into()).is_err() {
                     return;
                 }
             }

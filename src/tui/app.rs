@@ -11,6 +11,7 @@ mod input;
 mod zoom;
 
 pub use zoom::Solo;
+mod settings;
 
 use std::cell::RefCell;
 
@@ -22,7 +23,7 @@ use crate::model::state::{ProcGpu, ProcState, State};
 use crate::pipeline::Pipeline;
 use crate::source::replay::Control;
 use crate::source::replay::{ReplayStatus, Speed};
-use crate::tui::event::Event;
+use crate::tui::event::{Event, Input};
 use crate::tui::keys::{Action, action_for};
 use crate::tui::selection::{AlertId, Sort, locate};
 
@@ -351,7 +352,7 @@ impl App {
 
     /// Apply one event; afterwards the selection is found again in the new lists.
     pub fn update(&mut self, ev: Event) -> Option<Effect> {
-        let keyed = matches!(ev, Event::Key(_));
+        let keyed = matches!(ev, Event::Input(Input::Key(_)));
         let effect = match ev {
             Event::Frame(f) => self.apply(&f),
             Event::Reset => {
@@ -373,8 +374,8 @@ impl App {
                 self.quit_reason = Some(reason);
                 Some(Effect::Quit)
             }
-            Event::Mouse(m) => self.mouse(m),
-            Event::Key(k) => {
+            Event::Input(Input::Mouse(m)) => self.mouse(m),
+            Event::Input(Input::Key(k)) => {
                 self.flash = None;
                 match self.prompt.take() {
                     Some(p) => self.prompt_key(p, k),

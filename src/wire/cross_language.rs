@@ -258,3 +258,249 @@ fn wire_uses_nothing_else_from_the_crate() {
         "src/wire must stay the bottom layer: {uses:?}"
     );
 }
+
+/// The fields serde reads for `T`, asked of its derived `Deserialize` (the names as they
+/// are on the wire, renames included).
+fn wire_fields<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+    struct Ask(Option<&'static [&'static str]>);
+    impl<'de> serde::Deserializer<'de> for &mut Ask {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(
+            self,
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            Err(serde::de::Error::custom("only the field list is asked for"))
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = Some(fields);
+            Err(serde::de::Error::custom("only the field list is asked for"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut ask = Ask(None);
+    let _ = T::deserialize(&mut ask);
+    ask.0.expect("a struct with named fields")
+}
+
+/// The monitor's field names of the message `type`.
+fn fields_of(kind: &str) -> &'static [&'static str] {
+    use super::*;
+    match kind {
+        "hello" => wire_fields::<Hello>(),
+        "sample" => wire_fields::<Sample>(),
+        "frag" => wire_fields::<Frag>(),
+        "epoch" => wire_fields::<EpochRecord>(),
+        "marker" => wire_fields::<Marker>(),
+        "event" => wire_fields::<FrameworkEvent>(),
+        "history" => wire_fields::<History>(),
+        "alloc" => wire_fields::<AllocBatch>(),
+        "bye" => wire_fields::<Bye>(),
+        "error" => wire_fields::<ErrorMsg>(),
+        other => panic!("no field list for type {other:?}: add it here"),
+    }
+}
+
+/// A message built in a source: its `type`, the keys it is given (in its literal, and
+/// assigned to the name it is bound to afterwards: `s["t"] = ..`), and where.
+#[derive(Debug)]
+struct Built {
+    kind: String,
+    keys: Vec<String>,
+    at: String,
+}
+
+/// The top-level `"key":` names of the `{ .. }` literal at the start of `s`, and its length
+/// (`rust`: `//` comments and no `'` strings, which would be lifetimes; else Python's).
+fn literal_keys(s: &str, rust: bool) -> (Vec<String>, usize) {
+    let b = s.as_bytes();
+    let (mut depth, mut i, mut keys) = (0usize, 0usize, Vec::new());
+    let mut expect_key = false;
+    while i < b.len() {
+        match b[i] {
+            b'{' | b'[' | b'(' => {
+                depth += 1;
+                expect_key = depth == 1 && b[i] == b'{';
+            }
+            b'}' | b']' | b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return (keys, i + 1);
+                }
+            }
+            b',' if depth == 1 => expect_key = true,
+            b'#' if !rust => i += s[i..].find('\n').unwrap_or(s.len() - i),
+            b'/' if rust && b.get(i + 1) == Some(&b'/') => {
+                i += s[i..].find('\n').unwrap_or(s.len() - i);
+            }
+            q @ (b'"' | b'\'') if q == b'"' || !rust => {
+                let end = i + 1 + s[i + 1..].find(q as char).unwrap_or(s.len() - i - 1);
+                let after = s[end + 1..].trim_start();
+                if expect_key && depth == 1 && after.starts_with(':') {
+                    keys.push(s[i + 1..end].to_string());
+                }
+                expect_key = false;
+                i = end;
+            }
+            c if !c.is_ascii_whitespace() => expect_key = false,
+            _ => {}
+        }
+        i += 1;
+    }
+    (keys, s.len())
+}
+
+fn built(files: &[(String, String)], rust: bool) -> Vec<Built> {
+    let mut out = Vec::new();
+    for (path, text) in files {
+        let text = if rust { without_tests(text) } else { text };
+        for (open, _) in text.match_indices('{') {
+            let (keys, len) = literal_keys(&text[open..], rust);
+            let Some(ti) = text[open..open + len].find("\"type\"") else {
+                continue;
+            };
+            if !keys.iter().any(|k| k == "type") {
+                continue;
+            }
+            let kind = text[open + ti + 6..]
+                .trim_start()
+                .strip_prefix(':')
+                .and_then(|v| v.trim_start().strip_prefix('"'))
+                .and_then(|v| v.split_once('"'))
+                .map(|(k, _)| k.to_string());
+            let Some(kind) = kind else { continue };
+            let line_start = text[..open].rfind('\n').map_or(0, |n| n + 1);
+            let head = text[line_start..open].trim();
+            let head = head.strip_suffix("json!(").unwrap_or(head).trim_end();
+            let name = head
+                .strip_suffix('=')
+                .map(|h| {
+                    h.trim()
+                        .trim_start_matches("let ")
+                        .trim_start_matches("mut ")
+                })
+                .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'));
+            let mut keys = keys;
+            if let Some(name) = name.filter(|n| !n.is_empty()) {
+                let set = format!("{name}[\"");
+                for line in text[open + len..].lines() {
+                    let l = line.trim_start();
+                    if l.starts_with("def ") || l.starts_with("fn ") || l.starts_with("pub fn ") {
+                        break;
+                    }
+                    if l.starts_with(&format!("{name} =")) {
+                        break;
+                    }
+                    if let Some(rest) = l.strip_prefix(&set)
+                        && let Some((key, tail)) = rest.split_once("\"]")
+                        && tail.trim_start().starts_with('=')
+                        && !tail.trim_start().starts_with("==")
+                    {
+                        keys.push(key.to_string());
+                    }
+                }
+            }
+            let line = text[..open].lines().count();
+            out.push(Built {
+                kind,
+                keys,
+                at: format!("{path}:{line}"),
+            });
+        }
+    }
+    out
+}
+
+/// Field names cross the boundary too: a key a companion sends under a name the monitor's
+/// struct does not have is dropped without a word (unknown fields are ignored, for newer
+/// peers), so a misspelt or renamed field would read as "not reported". Every key Python
+/// and the interposer put into a message is a field of its `wire` type, or listed below
+/// with the reason the monitor does not read it.
+#[test]
+fn every_field_a_peer_sends_is_one_the_monitor_reads() {
+    // The envelope, read by the decoder before the message's own fields.
+    const ENVELOPE: &[&str] = &["type", "v"];
+    // Sent for people reading a trace or a recording by hand; the monitor keeps no use for
+    // them (yet): listed so that adding one to a sender is a decision here.
+    const NOT_READ: &[(&str, &str)] = &[
+        ("history", "done"),
+        ("alloc", "snapshot"),
+        ("sample", "live_count"),
+        ("sample", "pool_reserved"),
+        ("sample", "pool_reserved_high"),
+        ("sample", "host_pinned"),
+        ("sample", "host_pinned_peak"),
+        ("sample", "host_pinned_count"),
+    ];
+    let mut all = built(&python(), false);
+    all.extend(built(&interposer(), true));
+    let kinds: BTreeSet<&str> = all.iter().map(|b| b.kind.as_str()).collect();
+    assert!(
+        kinds.len() >= 8,
+        "the scan finds the senders' messages: {kinds:?}"
+    );
+    let mut unknown = Vec::new();
+    for b in &all {
+        if !PEER_TYPES.contains(&b.kind.as_str()) {
+            continue; // the monitor's hello, answered by the other check
+        }
+        let fields = fields_of(&b.kind);
+        for k in &b.keys {
+            let known = ENVELOPE.contains(&k.as_str())
+                || fields.contains(&k.as_str())
+                || NOT_READ.contains(&(b.kind.as_str(), k.as_str()));
+            if !known {
+                unknown.push(format!("{}: {} field {k:?}", b.at, b.kind));
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "fields the monitor's wire types do not have (src/wire/messages.rs): {unknown:#?}"
+    );
+    let stale: Vec<_> = NOT_READ
+        .iter()
+        .filter(|(kind, key)| {
+            !all.iter()
+                .any(|b| b.kind == *kind && b.keys.iter().any(|k| k == key))
+        })
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "no sender sends these any more: {stale:?}"
+    );
+}
+
+/// The scan sees keys in a literal and keys assigned to its name later, and a misspelt one
+/// is caught.
+#[test]
+fn the_field_scan_reads_literals_and_later_keys() {
+    let py = r#"
+def f():
+    s = {"type": "sample", "dev": 0,
+         "allocated": a["current"], "na": {"x": "y"}}
+    if s:
+        s["t"] = 5
+        s["reserve"] = 1
+    other = {"k": 1}
+def g():
+    s["peak"] = 1
+"#;
+    let b = built(&[("x.py".into(), py.into())], false);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0].kind, "sample");
+    assert_eq!(
+        b[0].keys,
+        ["type", "dev", "allocated", "na", "t", "reserve"]
+    );
+    let fields = fields_of("sample");
+    assert!(fields.contains(&"allocated") && !fields.contains(&"reserve"));
+}

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::named::{EventKind, Framework, Role};
 use super::number::{opt, or_zero, size_counts, sizes};
 
 /// Free-block histogram bucket: `(k, count, bytes)` for blocks of `2^k ..< 2^(k+1)` bytes.
@@ -78,13 +79,13 @@ pub struct DeviceInfo {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Hello {
-    pub role: String,
+    pub role: Role,
     #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
     pub ns_pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub framework: Option<String>,
+    pub framework: Option<Framework>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub framework_version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -255,7 +256,7 @@ pub struct FrameworkEvent {
     /// Unix milliseconds.
     #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
     pub t: Option<i64>,
-    pub kind: String,
+    pub kind: EventKind,
     #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
     pub dev: Option<u32>,
     #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]

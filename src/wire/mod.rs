@@ -6,7 +6,9 @@
 //! - `protocol`: the constants and the message type table shared with the interposer
 //!   (which `include!`s the file) and checked against the Python companion
 //!   (`cross_language`, a test)
+//! - `named`: the protocol's vocabularies (framework, event kind, role), typed, and `named!`
 //! - `messages`: the message enum and structs
+//! - `handling`: each type's rule in gpumon (periodic / important / control, evaluate now)
 //! - `number`: lenient numbers, the one `Deserialize` behind every number field
 //! - `decode`: line splitting, decoding, and the reasons a line is refused
 //!
@@ -15,15 +17,20 @@
 #[macro_use]
 mod protocol;
 mod decode;
+mod handling;
 mod messages;
+mod named;
 mod number;
 
 #[cfg(test)]
 mod cross_language;
 
 pub use decode::{Decoded, Line, LineSplitter, Reject, decode_line, monitor_hello};
+pub use handling::{Class, Rule};
 pub use messages::{
     AllocBatch, Bye, DeviceInfo, Disconnected, EpochRecord, ErrorMsg, Frag, FrameworkEvent, Hello,
     HistBucket, History, LinkStats, Marker, Message, Sample,
 };
+pub(crate) use named::named;
+pub use named::{EventKind, Framework, Role};
 pub use protocol::{LOCAL_TYPES, MAX_BUCKET, MAX_MESSAGE_LINE, PEER_TYPES, VERSION};

@@ -203,3 +203,131 @@ fn the_validator_rejects_what_the_schema_forbids() {
         );
     }
 }
+
+/// Every alert change recorded in the bundled recordings and corpora, as the recorder wrote it.
+fn recorded_changes() -> Vec<gpumon::model::alerts::AlertChange> {
+    use gpumon::model::frame::Frame;
+    use gpumon::record::{Next, Reader};
+    let mut files = Vec::new();
+    for dir in ["assets", "tests/corpus", "tests/corpus2", "tests/corpus3"] {
+        let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = p.to_string_lossy().into_owned();
+            if name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for p in files {
+        let Ok(mut r) = Reader::open(&p) else {
+            continue; // not a recording (labels, truth tables)
+        };
+        while let Ok(Next::Frame(f)) = r.next() {
+            if let Frame::Alert(c) = f {
+                out.push(*c);
+            }
+        }
+    }
+    out
+}
+
+/// The line is serialised from `AlertLine` (src/export/alert_line.rs), byte for byte what
+/// the hand-built `json!` object it replaced wrote, over every recorded alert change.
+#[test]
+fn the_line_is_what_it_was_byte_for_byte() {
+    use gpumon::export::alert_line::AlertLine;
+    let changes = recorded_changes();
+    assert!(changes.len() > 50, "recorded changes: {}", changes.len());
+    for c in &changes {
+        let before = serde_json::json!({
+            "time": gpumon::model::time::rfc3339(c.at),
+            "change": c.change,
+            "epoch": c.alert.raised_epoch,
+            "kind": c.alert.kind,
+            "severity": c.alert.severity,
+            "pid": c.alert.pid,
+            "gpu": c.alert.gpu,
+            "summary": c.alert.summary,
+            "message": c.alert.message,
+            "evidence": c.alert.evidence,
+        });
+        assert_eq!(AlertLine::of(c).to_line(), format!("{before}\n"));
+    }
+}
+
+/// The schema's fields are the line's: docs/alerts.schema.json names every field
+/// `AlertLine` writes, requires all of them, and allows no other.
+#[test]
+fn the_schema_has_the_lines_fields() {
+    use gpumon::export::alert_line::AlertLine;
+    let changes = recorded_changes();
+    let line: Value = serde_json::from_str(&AlertLine::of(&changes[0]).to_line()).expect("JSON");
+    let fields: std::collections::BTreeSet<&str> = line
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let s = schema();
+    let props: std::collections::BTreeSet<&str> = s["properties"]
+        .as_object()
+        .expect("properties")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let required: std::collections::BTreeSet<&str> = s["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(props, fields, "docs/alerts.schema.json properties");
+    assert_eq!(required, fields, "docs/alerts.schema.json required");
+    assert_eq!(s["additionalProperties"], Value::Bool(false));
+}
+
+/// The schema's `kind` list is every alert kind gpumon has, by its recorded name. The match
+/// is exhaustive: a new `AlertKind` does not compile here until it is listed, and then this
+/// test fails until docs/alerts.schema.json lists it too.
+#[test]
+fn the_schema_lists_every_alert_kind() {
+    use gpumon::model::alerts::AlertKind;
+    fn listed(k: AlertKind) -> AlertKind {
+        match k {
+            AlertKind::Growth
+            | AlertKind::CacheGrowth
+            | AlertKind::FragmentationRisk
+            | AlertKind::FragmentationOom
+            | AlertKind::Oom
+            | AlertKind::GrabAll
+            | AlertKind::Headroom => k,
+        }
+    }
+    let all = [
+        AlertKind::Growth,
+        AlertKind::CacheGrowth,
+        AlertKind::FragmentationRisk,
+        AlertKind::FragmentationOom,
+        AlertKind::Oom,
+        AlertKind::GrabAll,
+        AlertKind::Headroom,
+    ]
+    .map(listed);
+    let names: std::collections::BTreeSet<String> = all
+        .iter()
+        .map(|k| serde_json::to_value(k).expect("a name"))
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    let schema: std::collections::BTreeSet<String> = schema()["properties"]["kind"]["enum"]
+        .as_array()
+        .expect("kind enum")
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    assert_eq!(schema, names, "docs/alerts.schema.json kind enum");
+}

@@ -13,18 +13,21 @@ const BELOW: &[(&str, &[&str])] = &[
     ("wire", &[]),
     ("fmt", &[]),
     ("model", &["wire", "fmt"]),
+    // What the configuration file sets, as plain values: below every mode that reads them.
+    ("settings", &["model", "wire", "fmt"]),
     ("channel", &["model", "wire", "fmt"]),
     ("record", &["model", "wire", "fmt"]),
     // Replay reads recordings; no source knows the terminal.
     ("source", &["model", "wire", "fmt", "record"]),
     ("export", &["model", "wire", "fmt"]),
-    (
-        "pipeline",
-        &["model", "wire", "fmt", "record", "export", "source"],
-    ),
+    // The pipeline does no I/O of its own: no source (what /proc says reaches it as frames,
+    // or as a function the runner hands it).
+    ("pipeline", &["model", "wire", "fmt", "record", "export"]),
     (
         "tui",
-        &["model", "wire", "fmt", "source", "pipeline", "export"],
+        &[
+            "model", "settings", "wire", "fmt", "source", "pipeline", "export",
+        ],
     ),
     // A report is a replay through the pipeline, told in the screen's words (`tui::ui::policy`).
     (
@@ -44,13 +47,14 @@ const BELOW: &[(&str, &[&str])] = &[
     ),
     (
         "config",
-        &["wire", "fmt", "model", "export", "pipeline", "tui", "cli"],
+        // The screen's zoom steps only, to check `window` when the file is read.
+        &["wire", "fmt", "model", "settings", "tui", "cli"],
     ),
     (
         "runner",
         &[
-            "wire", "fmt", "model", "channel", "record", "source", "export", "pipeline", "tui",
-            "report", "embed", "launch", "cli", "config",
+            "wire", "fmt", "model", "settings", "channel", "record", "source", "export",
+            "pipeline", "tui", "report", "embed", "launch", "cli", "config",
         ],
     ),
 ];
@@ -408,6 +412,32 @@ fn the_lib_map_lists_every_room_in_the_checks_order() {
             );
         }
     }
+}
+
+/// The map's own words, checked for every pair of rooms the code connects: no file imports
+/// a room that lib.rs lists after its own (whatever the table above allows).
+#[test]
+fn no_import_runs_up_the_maps_order() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
+    let map: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! - `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let at = |r: &str| map.iter().position(|m| *m == r);
+    let mut up = BTreeSet::new();
+    for (m, deps) in graph(&src()) {
+        for d in deps {
+            let (from, to) = (room(&m), room(&d));
+            match (at(from), at(to)) {
+                (Some(a), Some(b)) if b <= a || from == to => {}
+                _ => {
+                    up.insert(format!("{from} -> {to} ({m} -> {d})"));
+                }
+            }
+        }
+    }
+    assert!(up.is_empty(), "imports up lib.rs's order: {up:#?}");
 }
 
 /// The checks catch what they are for: a made-up tree with a cycle and an upward import.

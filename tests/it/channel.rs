@@ -88,7 +88,7 @@ async fn handshake_and_stream() {
     .await;
     let (p, m) = companion_msg(&f).expect("companion frame");
     assert_eq!(p, pid);
-    assert!(matches!(m, Message::Hello(h) if h.framework.as_deref() == Some("torch")));
+    assert!(matches!(m, Message::Hello(h) if h.framework == Some(gpumon::wire::Framework::Torch)));
     next_matching(
         &mut rx,
         Duration::from_secs(5),
@@ -377,7 +377,7 @@ async fn python_companion_end_to_end_two_monitors_history_and_death() {
             // A torch hello (the panel words it `torch VERSION`).
             p.hello
                 .as_ref()
-                .is_some_and(|h| h.framework.as_deref() == Some("torch"))
+                .is_some_and(|h| h.framework == Some(gpumon::wire::Framework::Torch))
                 && p.devices.get(&0).is_some_and(|d| {
                     d.allocated_now().is_some() && d.frag.as_ref().is_some_and(|f| f.hist.is_some())
                 })

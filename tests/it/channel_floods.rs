@@ -99,7 +99,7 @@ async fn fifteen_thousand_empty_directories_do_not_delay_discovery() {
 async fn socket_name_churn_keeps_what_is_remembered_bounded() {
     let _f = flood();
     let dir = private_dir();
-    let (tx, _rx) = mpsc::channel(1024);
+    let (tx, _rx) = mpsc::channel::<Frame>(1024);
     let h = spawn_with(config_any_peer(dir.path()), tx);
     let live = 300;
     let mut peak = 0;
@@ -150,7 +150,7 @@ async fn connections_per_user_are_capped() {
                 .expect("bind"),
         );
     }
-    let (tx, _rx) = mpsc::channel(1024);
+    let (tx, _rx) = mpsc::channel::<Frame>(1024);
     let cfg = Config {
         hello_timeout: Duration::from_secs(3),
         ..config_any_peer(dir.path())

@@ -13,7 +13,7 @@ const GROW: &str = "h200_torch_grow_shrink.jsonl";
 const LEAK: &str = "../corpus/corpus_leak.jsonl";
 
 fn key(app: &mut App, c: KeyCode) -> Option<Effect> {
-    app.update(Event::Key(KeyEvent::new(c, KeyModifiers::NONE)))
+    app.update(Event::from(KeyEvent::new(c, KeyModifiers::NONE)))
 }
 
 /// How one header state differs from plain playback.
@@ -67,7 +67,7 @@ fn header_in_every_state() {
     for (what, w) in [("live", 80), ("live 40", 40)] {
         out.push_str(&format!("{what:>22}: {}\n", first_line(&live, w, false)));
     }
-    live.update(Event::Key(KeyEvent::new(
+    live.update(Event::from(KeyEvent::new(
         KeyCode::Char('p'),
         KeyModifiers::NONE,
     )));
@@ -354,10 +354,10 @@ fn click_selects_a_process_and_wheel_moves_the_selection() {
         row,
         modifiers: KeyModifiers::NONE,
     };
-    app.update(Event::Mouse(click(y)));
+    app.update(Event::from(click(y)));
     assert_eq!(app.sel_pid, Some(462));
     let before = app.proc_row;
-    app.update(Event::Mouse(MouseEvent {
+    app.update(Event::from(MouseEvent {
         kind: MouseEventKind::ScrollUp,
         ..click(0)
     }));
@@ -759,7 +759,8 @@ fn the_empty_panel_says_whether_the_rules_have_had_their_epochs() {
         let all = frames(&path);
         let start = all.first().map(|f| f.time()).unwrap_or(0);
         let mut pipe = gpumon::pipeline::Pipeline::default();
-        pipe.filter = gpumon::pipeline::filter::Filter::new(&[], &[], &[782]).expect("filter");
+        pipe.filter =
+            gpumon::pipeline::filter::Filter::new(&[], &[], &[782], |_| None).expect("filter");
         let mut app = App::new(
             SourceKind::Replay {
                 file: path.display().to_string(),

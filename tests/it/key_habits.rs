@@ -14,11 +14,11 @@ const GROW: &str = "h200_torch_grow_shrink.jsonl";
 const LEAK: &str = "../corpus/corpus_leak.jsonl";
 
 fn key(app: &mut App, c: KeyCode) -> Option<Effect> {
-    app.update(Event::Key(KeyEvent::new(c, KeyModifiers::NONE)))
+    app.update(Event::from(KeyEvent::new(c, KeyModifiers::NONE)))
 }
 
 fn click(app: &mut App, column: u16, row: u16) {
-    app.update(Event::Mouse(MouseEvent {
+    app.update(Event::from(MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
         column,
         row,
@@ -149,7 +149,7 @@ fn any_key_but_scrolling_closes_help_and_only_ctrl_c_quits_from_it() {
         assert_eq!(app.sort, sort, "{k:?} only closed help");
     }
     key(&mut app, KeyCode::Char('?'));
-    let ctrl_c = app.update(Event::Key(KeyEvent::new(
+    let ctrl_c = app.update(Event::from(KeyEvent::new(
         KeyCode::Char('c'),
         KeyModifiers::CONTROL,
     )));
@@ -177,7 +177,7 @@ fn end_lands_on_the_last_line_of_help_and_k_climbs_from_there() {
 #[test]
 fn ctrl_z_asks_the_loop_to_suspend_even_in_help() {
     let mut app = app_from(GROW, Some(35_000));
-    let ctrl_z = || Event::Key(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL));
+    let ctrl_z = || Event::from(KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL));
     let key_z = Some(Effect::Suspend { sent: false });
     assert_eq!(app.update(ctrl_z()), key_z);
     key(&mut app, KeyCode::Char('?'));

@@ -10,7 +10,7 @@ use gpumon::tui::event::Event;
 use gpumon::tui::ui::legend::{self, LEGEND, Term};
 
 fn key(app: &mut App, c: KeyCode) {
-    app.update(Event::Key(KeyEvent::new(c, KeyModifiers::NONE)));
+    app.update(Event::from(KeyEvent::new(c, KeyModifiers::NONE)));
 }
 
 /// The two-GPU recording made odd in the ways the bundled runs never were: the second

@@ -309,7 +309,7 @@ fn clicks_hit_compact_rows_and_process_rows_of_the_layout() {
     let mut app = app_from(path.to_str().expect("path"), None);
     app.sync();
     let click = |column, row| {
-        Event::Mouse(MouseEvent {
+        Event::from(MouseEvent {
             kind: MouseEventKind::Down(MouseButton::Left),
             column,
             row,

@@ -6,7 +6,6 @@ use crate::model::named::EventKind;
 use std::collections::BTreeSet;
 
 use crate::model::allocator::{DevAlloc, ProcAlloc};
-use crate::model::named::Framework;
 use crate::model::series::Series;
 
 use crate::model::state::State;
@@ -55,7 +54,7 @@ pub fn fixed_windows(
 fn runtime(p: &ProcAlloc) -> Runtime {
     let h = p.hello.as_ref();
     Runtime {
-        framework: Framework::from(h.and_then(|h| h.framework.as_deref()).unwrap_or("")),
+        framework: h.and_then(|h| h.framework.clone()).unwrap_or_default(),
         allocator: h.and_then(|h| h.allocator.clone()),
     }
 }
@@ -79,7 +78,7 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
     let baseline_from = d
         .events
         .iter()
-        .filter(|e| EventKind::from(e.kind.as_str()) == EventKind::ConfigChange)
+        .filter(|e| e.kind == EventKind::ConfigChange)
         .filter_map(|e| e.t)
         .max();
     let current_epoch = d

@@ -14,11 +14,10 @@ pub(crate) fn framework_label(p: &ProcAlloc) -> String {
     let Some(h) = &p.hello else {
         return "companion".into();
     };
-    let framework = h.framework.as_deref().map(Framework::from);
-    match (framework, &h.framework_version) {
-        (Some(f), Some(v)) if f != Framework::None => format!("{f} {v}"),
-        (Some(f), None) if f != Framework::None => f.to_string(),
-        _ => h.role.clone(),
+    match (&h.framework, &h.framework_version) {
+        (Some(f), Some(v)) if *f != Framework::None => format!("{f} {v}"),
+        (Some(f), None) if *f != Framework::None => f.to_string(),
+        _ => h.role.to_string(),
     }
 }
 
@@ -37,7 +36,7 @@ pub(crate) fn policy_words(h: &Hello) -> Option<String> {
         .settings
         .get("PYTORCH_CUDA_ALLOC_CONF")
         .or_else(|| h.settings.get("PYTORCH_ALLOC_CONF"));
-    let fw = Framework::from(h.framework.as_deref().unwrap_or(""));
+    let fw = h.framework.clone().unwrap_or_default();
     let alloc = h.allocator.as_deref().unwrap_or("");
     let text = match (fw, alloc) {
         (Framework::Torch, "cudaMallocAsync") => {
@@ -168,7 +167,7 @@ pub(crate) fn idle_pool(
     if idle < MIN_IDLE || idle.saturating_mul(2) < reserved {
         return None;
     }
-    let policy = match Framework::from(h.framework.as_deref().unwrap_or("")) {
+    let policy = match h.framework.clone().unwrap_or_default() {
         Framework::Jax if h.allocator.as_deref() == Some("platform") => return None,
         Framework::Jax => match h
             .settings

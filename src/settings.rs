@@ -1,0 +1,60 @@
+//! What the configuration file sets, as plain values the modes are handed: `config` reads
+//! and checks the file into a `Settings`, the runner passes it down, `tui` turns the screen's
+//! part into its own state. No file, no global, no screen type here: the names a person
+//! writes ("detail", "growth") are matched once, in `config`, into these enums.
+
+use crate::model::alerts::config::AlertConfig;
+
+/// The view a TUI opens with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartView {
+    Overview,
+    Detail,
+    Alerts,
+}
+
+impl StartView {
+    /// Every view with the name the file uses for it.
+    pub const NAMES: [(&'static str, StartView); 3] = [
+        ("overview", StartView::Overview),
+        ("detail", StartView::Detail),
+        ("alerts", StartView::Alerts),
+    ];
+}
+
+/// The column the process lists open sorted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartSort {
+    Used,
+    Peak,
+    Growth,
+    Pid,
+    Name,
+}
+
+impl StartSort {
+    /// Every sort column with the name the file uses for it.
+    pub const NAMES: [(&'static str, StartSort); 5] = [
+        ("used", StartSort::Used),
+        ("peak", StartSort::Peak),
+        ("growth", StartSort::Growth),
+        ("pid", StartSort::Pid),
+        ("name", StartSort::Name),
+    ];
+}
+
+/// The file's settings that reach past the command line (the rest it fills into the flags).
+/// `None` everywhere leaves each mode its own default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    pub view: Option<StartView>,
+    /// The chart window, as a position in the TUI's zoom steps (checked by `config`).
+    pub zoom: Option<usize>,
+    pub sort: Option<StartSort>,
+    /// `keep_exited`: `Some(None)` is "run" (until gpumon stops), `Some(Some(ms))` a span.
+    pub keep_exited: Option<Option<i64>>,
+    /// Clock times in UTC.
+    pub utc: Option<bool>,
+    /// Alert thresholds when `--alerts-config` is not given.
+    pub alerts: Option<AlertConfig>,
+}
