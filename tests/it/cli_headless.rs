@@ -134,7 +134,7 @@ fn follow_says_why_replay_keys_do_nothing() {
     }));
     for c in ['[', ']', '<', '>', '{', '}'] {
         app.flash = None;
-        let effect = app.update(Event::Key(KeyEvent::new(
+        let effect = app.update(Event::from(KeyEvent::new(
             KeyCode::Char(c),
             KeyModifiers::NONE,
         )));

@@ -11,7 +11,7 @@ use gpumon::tui::ui::legend::LEGEND;
 const SIZES: [(u16, u16); 4] = [(40, 12), (80, 24), (120, 40), (200, 60)];
 
 fn key(app: &mut App, c: KeyCode) {
-    app.update(Event::Key(KeyEvent::new(c, KeyModifiers::NONE)));
+    app.update(Event::from(KeyEvent::new(c, KeyModifiers::NONE)));
 }
 
 /// Characters that end a piece of text on screen: a border, or the pane's edge.

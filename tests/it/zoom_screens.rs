@@ -12,14 +12,14 @@ use ratatui::layout::Rect;
 const LEAK: &str = "../corpus/corpus_leak.jsonl";
 
 fn key(app: &mut App, c: char) {
-    app.update(gpumon::tui::event::Event::Key(KeyEvent::new(
+    app.update(gpumon::tui::event::Event::from(KeyEvent::new(
         KeyCode::Char(c),
         KeyModifiers::NONE,
     )));
 }
 
 fn down(app: &mut App) {
-    app.update(gpumon::tui::event::Event::Key(KeyEvent::new(
+    app.update(gpumon::tui::event::Event::from(KeyEvent::new(
         KeyCode::Down,
         KeyModifiers::NONE,
     )));
@@ -76,7 +76,7 @@ fn the_alerts_panel_charts_the_leak_with_its_forecast() {
 #[test]
 fn v_draws_the_floor_alone_on_its_own_scale() {
     let mut app = leak_panel();
-    app.update(gpumon::tui::event::Event::Key(KeyEvent::new(
+    app.update(gpumon::tui::event::Event::from(KeyEvent::new(
         KeyCode::Enter,
         KeyModifiers::NONE,
     )));
@@ -131,7 +131,7 @@ fn floor_ends(text: &str) -> Option<(usize, usize)> {
 #[test]
 fn at_80x24_the_floor_of_a_leak_is_legible_without_colour() {
     let mut app = leak_panel();
-    app.update(gpumon::tui::event::Event::Key(KeyEvent::new(
+    app.update(gpumon::tui::event::Event::from(KeyEvent::new(
         KeyCode::Enter,
         KeyModifiers::NONE,
     )));
