@@ -49,6 +49,7 @@ mod interact;
 mod key_habits;
 mod keys_tmux;
 mod legend;
+mod live_frag;
 mod man_pages;
 mod model_bounds;
 mod msrv;

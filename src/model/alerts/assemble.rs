@@ -295,8 +295,12 @@ impl<'a> Subject<'a> {
             .filter(|o| o.gpu == p.gpu && o.pid != p.pid)
             .filter_map(|o| Some((o.pid, o.nvml_used?)))
             .collect();
+        let risk = self
+            .active(AlertKind::FragmentationRisk)
+            .map(|a| a.raised_epoch);
         OomContext {
             leak,
+            risk,
             others_held: (!others.is_empty()).then(|| others.iter().map(|o| o.1).sum()),
             largest_other: others.iter().copied().max_by_key(|o| o.1),
             card_total: self.gpu.map(|g| g.total).filter(|t| *t > 0),

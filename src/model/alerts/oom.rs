@@ -23,6 +23,9 @@ pub struct LeakNote {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OomContext {
     pub leak: Option<LeakNote>,
+    /// A fragmentation-risk alert active on the process when its OOM arrived: the epoch it
+    /// was raised in (`None` when the rule ran without epochs).
+    pub risk: Option<Option<u64>>,
     /// NVML usage of the other processes on the card, and the largest of them (pid, bytes).
     pub others_held: Option<u64>,
     pub largest_other: Option<(u32, u64)>,
@@ -39,6 +42,7 @@ impl Default for OomContext {
     fn default() -> Self {
         OomContext {
             leak: None,
+            risk: None,
             others_held: None,
             largest_other: None,
             card_total: None,
@@ -55,6 +59,9 @@ pub enum OomCause {
     Leak,
     /// The allocator held several times the request free, in pieces.
     Fragmentation,
+    /// Foreseen by the fragmentation-risk rule: the ceiling left no room for the request,
+    /// so only a cached hole could serve it, and none fitted any more (split or pinned).
+    CacheFit,
     /// The allocator limit left less than the request.
     Limit,
     /// The card had less free than the request while the limit had room.
@@ -99,12 +106,22 @@ pub fn oom_cause(ev: &OomEvent, ctx: &OomContext) -> OomCause {
         (Some(t), Some(r)) if t >= r && t as f64 >= ctx.free_multiple * r as f64
             && ev.largest_free.is_none_or(|l| l < r) && share_ok(t)
     );
+    let ceiling = ceiling_met(ev);
+    // The mechanism the risk rule watches (issue 20): a request that only a cached hole could
+    // serve, and the hole gone. The free total may be below the request (an 8 MiB tensor
+    // split a 640 MiB hole) or a minor share of the cache, so the rule above misses it.
+    let hole_gone = matches!((ev.largest_free, ev.requested), (Some(l), Some(r)) if l < r);
     if fragmented {
         OomCause::Fragmentation
     } else if ctx.leak.is_some() {
         OomCause::Leak
+    } else if ctx.risk.is_some()
+        && hole_gone
+        && matches!(ceiling, OomCause::Limit | OomCause::CardFull)
+    {
+        OomCause::CacheFit
     } else {
-        ceiling_met(ev)
+        ceiling
     }
 }
 
@@ -149,6 +166,18 @@ fn ceiling_words(ev: &OomEvent, ctx: &OomContext) -> String {
             )
         }
         _ => "it ran out of memory".into(),
+    }
+}
+
+/// Why new memory could not serve the request: what the limit or the card left.
+fn room_words(ev: &OomEvent, ctx: &OomContext) -> String {
+    match (ceiling_met(ev), ev.limit, ev.reserved) {
+        (OomCause::Limit, Some(l), Some(res)) => format!(
+            "its allocator limit of {} left {} above what it had reserved",
+            compact(l),
+            compact(l.saturating_sub(res))
+        ),
+        _ => ceiling_words(ev, ctx),
     }
 }
 
@@ -208,6 +237,18 @@ pub fn oom(
                 ctx.free_multiple
             )
         }
+        (Some(t), Some(_))
+            if t > 0
+                && ev
+                    .reserved
+                    .is_some_and(|res| (t as f64) >= ctx.min_free_share * res as f64) =>
+        {
+            format!(
+                " Its allocator held {} free{hole}, {:.0} % of what it had reserved, but no hole fitted the request.",
+                compact(t),
+                100.0 * t as f64 / ev.reserved.unwrap_or(t).max(1) as f64
+            )
+        }
         (Some(t), Some(_)) if t > 0 => format!(
             " Its allocator held {} free in pieces{hole}, a small share of what it had reserved: the slack left when the growth reached the ceiling.",
             compact(t)
@@ -238,6 +279,28 @@ pub fn oom(
                 compact(ev.free_total.unwrap_or(0))
             ),
         ),
+        OomCause::CacheFit => {
+            let r = req.unwrap_or(0);
+            let l = ev.largest_free.unwrap_or(0);
+            let foreseen = match ctx.risk {
+                Some(Some(e)) => format!(", as the fragmentation risk raised in epoch {e} foresaw"),
+                _ => ", as the fragmentation risk foresaw".to_string(),
+            };
+            let held = ev.free_total.map_or_else(String::new, |t| {
+                format!(" The allocator held {} free in all.", compact(t))
+            });
+            (
+                AlertKind::FragmentationOom,
+                format!(
+                    "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}{foreseen}: {}, so only a cached hole could serve it, and none fitted any more: the largest, {}, was {} short (a smaller allocation split or pinned the hole the request used to take).{held} A fragmentation OOM, not a leak: the memory was there, in the wrong pieces. {}",
+                    room_words(ev, ctx),
+                    compact(l),
+                    compact(r.saturating_sub(l)),
+                    advice(rt)
+                ),
+                format!("{who_s} frag OOM: hole {} short", compact(r.saturating_sub(l))),
+            )
+        }
         OomCause::Leak => {
             let (since, rate) = leak_words(ctx);
             (
@@ -449,5 +512,57 @@ mod tests {
             "{}",
             f.message
         );
+    }
+
+    /// corpus3's frag_ownhole (PID 779): a 640 MiB request under a cap that left 320 MiB,
+    /// its hole split by an 8 MiB tensor. With the risk alert active it is a fragmentation
+    /// OOM that says so; without it, the limit it met, and not "a small share ... growth".
+    #[test]
+    fn a_foreseen_hole_that_no_longer_fits_is_a_fragmentation_oom() {
+        let ev = OomEvent {
+            requested: Some(640 * MIB_U64),
+            free_total: Some(632 * MIB_U64),
+            largest_free: Some(632 * MIB_U64),
+            reserved: Some(1410 * MIB_U64),
+            limit: Some(1730 * MIB_U64),
+            device_free: Some(115 * GIB_U64),
+            ..OomEvent::default()
+        };
+        let plain = OomContext::default();
+        assert_eq!(oom_cause(&ev, &plain), OomCause::Limit);
+        let f = oom(779, 0, &ev, &Runtime::torch_native(), 1, &plain);
+        assert!(!f.message.contains("small share"), "{}", f.message);
+        assert!(f.message.contains("45 % of what it had reserved"), "{}", f.message);
+        let foreseen = OomContext {
+            risk: Some(Some(4)),
+            ..OomContext::default()
+        };
+        assert_eq!(oom_cause(&ev, &foreseen), OomCause::CacheFit);
+        let f = oom(779, 0, &ev, &Runtime::torch_native(), 1, &foreseen);
+        assert_eq!(f.key.kind, AlertKind::FragmentationOom);
+        for words in [
+            "raised in epoch 4",
+            "left 320MiB above what it had reserved",
+            "632MiB, was 8.00MiB short",
+            "expandable_segments:True",
+        ] {
+            assert!(f.message.contains(words), "{words}: {}", f.message);
+        }
+        assert_eq!(f.summary, "779@0 frag OOM: hole 8.00MiB short");
+        // A hole that still fits is not this mechanism, nor is an active leak's OOM.
+        let fits = OomEvent {
+            largest_free: Some(700 * MIB_U64),
+            ..ev
+        };
+        assert_eq!(oom_cause(&fits, &foreseen), OomCause::Limit);
+        let leaking = OomContext {
+            leak: Some(LeakNote {
+                since_epoch: Some(3),
+                rate: 8.0 * MIB_U64 as f64,
+                unit: StepUnit::Epoch,
+            }),
+            ..foreseen
+        };
+        assert_eq!(oom_cause(&ev, &leaking), OomCause::Leak);
     }
 }

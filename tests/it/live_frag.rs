@@ -1,0 +1,46 @@
+//! A live H200 session recorded on 2026-12-01 by scripts/gpu/live_screens.sh (four
+//! `gpumon watch` panes beside `gpumon record`): corpus3's frag_ownhole (PID 524), two leaks
+//! (525 from epoch 0, 526 at 4 MiB per epoch), and two clean runs (527 clean_sched, 528
+//! frag_ownhole's shape with expandable segments). Labels from the scenarios' own output,
+//! not from gpumon's.
+
+use serde_json::Value;
+
+use crate::support::gpumon;
+
+const FILE: &str = "tests/fixtures/h200_live_frag_leak.jsonl";
+
+fn raised() -> Vec<Value> {
+    let out = gpumon()
+        .args(["replay", "--headless", FILE, "--alerts-jsonl", "-"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|v| v["change"] == "raised")
+        .collect()
+}
+
+#[test]
+fn the_fragmentation_oom_is_foreseen_then_told_by_its_mechanism_and_clean_runs_stay_silent() {
+    let r = raised();
+    let of = |pid: u64| -> Vec<&Value> { r.iter().filter(|v| v["pid"] == pid).collect() };
+    let frag = of(524);
+    let kinds: Vec<&str> = frag.iter().filter_map(|v| v["kind"].as_str()).collect();
+    assert_eq!(kinds, ["fragmentation_risk", "fragmentation_oom"], "{frag:?}");
+    let (risk_at, oom_at) = (frag[0]["epoch"].as_u64(), frag[1]["epoch"].as_u64());
+    assert!(risk_at < oom_at, "foreseen before the OOM: {risk_at:?} {oom_at:?}");
+    let msg = frag[1]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("8.00MiB short"), "{msg}");
+    assert!(msg.contains("expandable_segments:True"), "{msg}");
+    assert!(!msg.contains("smaller peak"), "{msg}");
+    for leak in [525, 526] {
+        let kinds: Vec<&str> = of(leak).iter().filter_map(|v| v["kind"].as_str()).collect();
+        assert_eq!(kinds, ["growth"], "PID {leak}");
+    }
+    for clean in [527, 528] {
+        assert!(of(clean).is_empty(), "PID {clean}: {:?}", of(clean));
+    }
+}
