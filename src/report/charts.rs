@@ -156,8 +156,13 @@ pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
         ymax = ymax.max(*v as f64);
     }
     let data_max = ymax;
+    // A ceiling far above the data (a slow leak forecast against a whole card) would flatten
+    // the leak into the axis: the chart keeps the data's scale and names the ceiling above it.
+    let on_scale = |v: u64| (v as f64) <= data_max * 3.0;
     for a in &shown {
-        if let Some(f) = &a.evidence.forecast {
+        if let Some(f) = &a.evidence.forecast
+            && on_scale(f.ceiling)
+        {
             ymax = ymax.max(f.ceiling as f64);
         }
     }
@@ -208,7 +213,7 @@ pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
     }
     let mut forecasts = vec![];
     for a in &shown {
-        draw_growth(&mut c, a);
+        draw_growth(&mut c, a, ymax);
         forecasts.push(forecast_words(run, a));
     }
     if !shown.is_empty() {
@@ -237,7 +242,9 @@ pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
 
 /// The points a growth alert was judged on, its Theil–Sen line through them, and its
 /// forecast from the last point to the ceiling at the time it gave.
-fn draw_growth(c: &mut Chart, a: &AlertLine) {
+/// A ceiling above `top` (the chart's scale) is named at the top, the forecast drawn to
+/// where it leaves the chart.
+fn draw_growth(c: &mut Chart, a: &AlertLine, top: f64) {
     let e = &a.evidence;
     let pts: Vec<(Ts, u64)> = e.points.iter().map(|p| (p.t, p.bytes)).collect();
     c.points(&pts, "evpt");
@@ -259,17 +266,23 @@ fn draw_growth(c: &mut Chart, a: &AlertLine) {
         && let Some(ms) = f.ms
     {
         let end = a.at + ms;
-        c.segment((last.t, fit(last.x)), (end, f.ceiling as f64), "forecast");
-        c.hline(
-            f.ceiling,
-            "ceiling",
-            &format!("ceiling {} ({})", human(f.ceiling), f.ceiling_source),
-            false,
-        );
+        let (y0, ceil) = (fit(last.x), f.ceiling as f64);
         let what = match f.at_epoch {
             Some(ep) => format!("forecast OOM, epoch {ep:.0}"),
             None => "forecast OOM".into(),
         };
+        let ceiling = format!("ceiling {} ({})", human(f.ceiling), f.ceiling_source);
+        if ceil > top && ceil > y0 {
+            // Where the forecast line crosses the top of the chart.
+            let share = ((top - y0) / (ceil - y0)).clamp(0.0, 1.0);
+            let out = last.t + ((end - last.t) as f64 * share) as i64;
+            c.segment((last.t, y0), (out, top), "forecast");
+            c.label_at(top, "ceiling", &format!("↑ {ceiling}, above this scale"));
+            c.label_at(top, "forecast", &format!("{what} →"));
+            return;
+        }
+        c.segment((last.t, y0), (end, ceil), "forecast");
+        c.hline(f.ceiling, "ceiling", &ceiling, false);
         if c.contains(end) {
             c.vline(end, "forecast", &what);
         } else {

@@ -44,3 +44,28 @@ fn the_fragmentation_oom_is_foreseen_then_told_by_its_mechanism_and_clean_runs_s
         assert!(of(clean).is_empty(), "PID {clean}: {:?}", of(clean));
     }
 }
+
+/// A slow leak forecast against the whole card (133 GiB over a 2 GiB process) keeps the
+/// process chart on the data's scale: the ceiling is named above it, not drawn at the top
+/// of a 150 GiB axis that flattens the leak into the baseline.
+#[test]
+fn the_report_keeps_a_leak_on_its_own_scale_when_its_ceiling_is_far() {
+    let out = gpumon()
+        .args(["report", FILE, "-o", "-"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = String::from_utf8_lossy(&out.stdout);
+    let chart = |pid: u32| -> String {
+        let at = page
+            .find(&format!("PID {pid} on GPU 0: memory over time"))
+            .unwrap_or_else(|| panic!("no chart for PID {pid}"));
+        let end = page[at..].find("</svg>").map_or(page.len(), |e| at + e);
+        page[at..end].to_string()
+    };
+    for pid in [525, 526] {
+        let c = chart(pid);
+        assert!(c.contains("above this scale"), "PID {pid}: the far ceiling is named");
+        assert!(!c.contains(">150 GiB<"), "PID {pid}: the axis stays on the data");
+    }
+}
