@@ -367,7 +367,12 @@ mod tests {
         // Unset, as keep_exited: the span depends on the mode (the_default_window_is_the_apps).
         assert_eq!(r.settings.zoom, None);
         assert_eq!(
-            ZOOMS[parse("window = \"5m\"").expect("5m").settings.zoom.expect("set")].1,
+            ZOOMS[parse("window = \"5m\"")
+                .expect("5m")
+                .settings
+                .zoom
+                .expect("set")]
+            .1,
             "5m"
         );
         assert_eq!(r.settings.sort, Some(StartSort::Used));

@@ -1,13 +1,14 @@
 //! `Frame`: the unit every source emits, the recorder writes and replay reads.
 //! One frame is one JSON line in a recording (see docs/recording-format.md).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::model::alerts::AlertChange;
 use crate::model::named::StatusSource;
 use crate::model::sample::{GpuInfo, ProcInfo, Tick};
 use crate::model::time::Ts;
 use crate::wire::Message;
+use crate::wire::tagged::{self, Tagged};
 
 /// Recording format version; bumped only for incompatible changes.
 pub const FORMAT_VERSION: u32 = 1;
@@ -40,7 +41,7 @@ pub enum Level {
     Error,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Frame {
     Header(Header),
@@ -61,6 +62,51 @@ pub enum Frame {
     },
     /// An alert raised, worsened, eased or cleared (written so a recording tells its own story).
     Alert(Box<AlertChange>),
+}
+
+// Read by `wire::tagged` rather than derived: a recording is one frame per line, most of
+// them holding a companion message (see there).
+impl Tagged for Frame {
+    const EXPECTING: &'static str = "a recording frame";
+    const VARIANTS: &'static [&'static str] =
+        &["header", "tick", "procs", "companion", "status", "alert"];
+    fn variant<'de, D: Deserializer<'de>>(tag: &str, d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Procs {
+            t: Ts,
+            procs: Vec<ProcInfo>,
+        }
+        #[derive(Deserialize)]
+        struct Status {
+            t: Ts,
+            source: StatusSource,
+            level: Level,
+            text: String,
+        }
+        match tag {
+            "header" => Header::deserialize(d).map(Frame::Header),
+            "tick" => Tick::deserialize(d).map(Frame::Tick),
+            "procs" => Procs::deserialize(d).map(|p| Frame::Procs {
+                t: p.t,
+                procs: p.procs,
+            }),
+            "companion" => CompanionFrame::deserialize(d).map(Frame::Companion),
+            "status" => Status::deserialize(d).map(|s| Frame::Status {
+                t: s.t,
+                source: s.source,
+                level: s.level,
+                text: s.text,
+            }),
+            "alert" => Box::<AlertChange>::deserialize(d).map(Frame::Alert),
+            _ => Err(tagged::unknown::<D::Error, Frame>(tag)),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Frame {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged::deserialize(d)
+    }
 }
 
 /// One message from one companion as gpumon received it; `t` is gpumon's

@@ -24,11 +24,31 @@ macro_rules! message_enum {
         /// Every message gpumon understands. `Disconnected` and `Link` are produced by
         /// gpumon's own channel (so that recordings replay connection state too) and
         /// are refused when a peer sends them.
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Serialize)]
         #[serde(tag = "type")]
         pub enum Message {
             $(#[serde(rename = $pn)] $pv($pp),)*
             $(#[serde(rename = $ln)] $lv($lp),)*
+        }
+
+        // Read by `tagged` rather than derived: one per line of a recording, nested in a
+        // frame (see there).
+        impl super::tagged::Tagged for Message {
+            const EXPECTING: &'static str = "a companion message";
+            const VARIANTS: &'static [&'static str] = &[$($pn,)* $($ln,)*];
+            fn variant<'de, D: Deserializer<'de>>(tag: &str, d: D) -> Result<Self, D::Error> {
+                match tag {
+                    $($pn => $pp::deserialize(d).map(Message::$pv),)*
+                    $($ln => $lp::deserialize(d).map(Message::$lv),)*
+                    _ => Err(super::tagged::unknown::<D::Error, Message>(tag)),
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for Message {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                super::tagged::deserialize(d)
+            }
         }
 
         impl Message {

@@ -10,6 +10,7 @@
 //! - `messages`: the message enum and structs
 //! - `handling`: each type's rule in gpumon (periodic / important / control, evaluate now)
 //! - `number`: lenient numbers, the one `Deserialize` behind every number field
+//! - `tagged`: internally tagged enums read without buffering when the tag comes first
 //! - `decode`: line splitting, decoding, and the reasons a line is refused
 //!
 //! This module is the bottom layer: it uses nothing from the rest of gpumon.
@@ -21,6 +22,7 @@ mod handling;
 mod messages;
 mod named;
 mod number;
+pub mod tagged;
 
 #[cfg(test)]
 mod cross_language;

@@ -15,7 +15,11 @@ fn raised() -> Vec<Value> {
         .args(["replay", "--headless", FILE, "--alerts-jsonl", "-"])
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
@@ -29,9 +33,16 @@ fn the_fragmentation_oom_is_foreseen_then_told_by_its_mechanism_and_clean_runs_s
     let of = |pid: u64| -> Vec<&Value> { r.iter().filter(|v| v["pid"] == pid).collect() };
     let frag = of(524);
     let kinds: Vec<&str> = frag.iter().filter_map(|v| v["kind"].as_str()).collect();
-    assert_eq!(kinds, ["fragmentation_risk", "fragmentation_oom"], "{frag:?}");
+    assert_eq!(
+        kinds,
+        ["fragmentation_risk", "fragmentation_oom"],
+        "{frag:?}"
+    );
     let (risk_at, oom_at) = (frag[0]["epoch"].as_u64(), frag[1]["epoch"].as_u64());
-    assert!(risk_at < oom_at, "foreseen before the OOM: {risk_at:?} {oom_at:?}");
+    assert!(
+        risk_at < oom_at,
+        "foreseen before the OOM: {risk_at:?} {oom_at:?}"
+    );
     let msg = frag[1]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("8.00MiB short"), "{msg}");
     assert!(msg.contains("expandable_segments:True"), "{msg}");
@@ -54,7 +65,11 @@ fn the_report_keeps_a_leak_on_its_own_scale_when_its_ceiling_is_far() {
         .args(["report", FILE, "-o", "-"])
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let page = String::from_utf8_lossy(&out.stdout);
     let chart = |pid: u32| -> String {
         let at = page
@@ -65,7 +80,13 @@ fn the_report_keeps_a_leak_on_its_own_scale_when_its_ceiling_is_far() {
     };
     for pid in [525, 526] {
         let c = chart(pid);
-        assert!(c.contains("above this scale"), "PID {pid}: the far ceiling is named");
-        assert!(!c.contains(">150 GiB<"), "PID {pid}: the axis stays on the data");
+        assert!(
+            c.contains("above this scale"),
+            "PID {pid}: the far ceiling is named"
+        );
+        assert!(
+            !c.contains(">150 GiB<"),
+            "PID {pid}: the axis stays on the data"
+        );
     }
 }

@@ -188,14 +188,20 @@ impl<'a> Subject<'a> {
         {
             return Some(standing(a));
         }
-        let input = GrabInput {
+        let mut input = GrabInput {
             held,
             total: self.total(),
             allocator_used: c.and_then(|c| c.allocated),
             card_free: self.free(),
-            policy: c.and_then(|c| c.policy.clone()),
-            settings: c.map(|c| c.settings.clone()).unwrap_or_default(),
+            policy: None,
+            settings: Vec::new(),
         };
+        // The words' inputs are copied only for a finding (every process, every evaluation).
+        if !grab_all::fires(&input, cfg) {
+            return None;
+        }
+        input.policy = c.and_then(|c| c.policy.clone());
+        input.settings = c.map(|c| c.settings.clone()).unwrap_or_default();
         let unnamed = Runtime::default();
         let rt = c.map_or(&unnamed, |c| &c.runtime);
         grab_all::check(p.pid, p.gpu, &input, rt, cfg)

@@ -12,6 +12,7 @@ use crate::model::state::State;
 use crate::model::time::Ts;
 
 use super::config::AlertConfig;
+use super::grab_all;
 use super::inputs::{
     CompanionView, EpochPoint, FragView, GpuView, OomEvent, ProcView, Runtime, Snapshot,
     WindowPoint,
@@ -241,8 +242,18 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
             let pg = ps.and_then(|p| p.gpus.get(&gpu));
             let first_seen = ps.map_or(now, |p| p.first_seen);
             let persist = cfg.grab_all.persist_ms;
+            // Not read below the rule's lowest gate: the lowest reading is no higher than
+            // the last, so it cannot pass a gate the last does not (and the rule's words
+            // do not show it then). A two-minute scan of every process every second.
+            let total = state
+                .gpus
+                .iter()
+                .find(|gs| gs.info.index == gpu)
+                .map_or(0, |gs| gs.total());
+            let below_gate =
+                |used: u64| (used as f64) < grab_all::lowest_gate(&cfg.grab_all) * total as f64;
             let nvml_used_min_recent = pg.and_then(|pg| {
-                (first_seen <= now - persist)
+                (first_seen <= now - persist && !pg.last_used.is_some_and(below_gate))
                     .then(|| pg.used.range(now - persist, now))
                     .flatten()
                     .map(|(lo, _)| lo.max(0.0) as u64)

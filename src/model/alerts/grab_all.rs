@@ -151,6 +151,33 @@ pub fn verdict(held: u64, total: u64, used: u64, cfg: &GrabAllConfig) -> Option<
     })
 }
 
+/// Whether `check` finds a grab-all in `input`, decided on the numbers alone (the policy
+/// and settings only word it): the rule runs for every process at every evaluation, and
+/// the wording cost more than the rest of it.
+pub fn fires(input: &GrabInput, cfg: &GrabAllConfig) -> bool {
+    match input.allocator_used {
+        Some(used) => matches!(
+            verdict(input.held, input.total, used, cfg),
+            Some(Verdict::Grab { .. })
+        ),
+        None => {
+            cfg.nvml_only
+                && input.total > 0
+                && input.held as f64 / input.total as f64 >= cfg.nvml_held_frac
+        }
+    }
+}
+
+/// The lowest share of the card (NVML) at which the rule can fire, with a companion or
+/// without: below it NVML's lowest reading over the period is not needed.
+pub fn lowest_gate(cfg: &GrabAllConfig) -> f64 {
+    if cfg.nvml_only {
+        cfg.held_frac.min(cfg.nvml_held_frac)
+    } else {
+        cfg.held_frac
+    }
+}
+
 /// The instantaneous condition; the engine requires it for `cfg.persist_ms`.
 pub fn check(
     pid: u32,
@@ -159,7 +186,7 @@ pub fn check(
     rt: &Runtime,
     cfg: &GrabAllConfig,
 ) -> Option<Finding> {
-    if input.total == 0 {
+    if input.total == 0 || !fires(input, cfg) {
         return None;
     }
     let share = input.held as f64 / input.total as f64;

@@ -298,7 +298,10 @@ pub fn oom(
                     compact(r.saturating_sub(l)),
                     advice(rt)
                 ),
-                format!("{who_s} frag OOM: hole {} short", compact(r.saturating_sub(l))),
+                format!(
+                    "{who_s} frag OOM: hole {} short",
+                    compact(r.saturating_sub(l))
+                ),
             )
         }
         OomCause::Leak => {
@@ -532,7 +535,11 @@ mod tests {
         assert_eq!(oom_cause(&ev, &plain), OomCause::Limit);
         let f = oom(779, 0, &ev, &Runtime::torch_native(), 1, &plain);
         assert!(!f.message.contains("small share"), "{}", f.message);
-        assert!(f.message.contains("45 % of what it had reserved"), "{}", f.message);
+        assert!(
+            f.message.contains("45 % of what it had reserved"),
+            "{}",
+            f.message
+        );
         let foreseen = OomContext {
             risk: Some(Some(4)),
             ..OomContext::default()
