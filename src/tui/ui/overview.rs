@@ -457,8 +457,9 @@ fn proc_rows(
         // "+N more" without a row of its own goes into the command column's title: the
         // other titles stay where they are.
         let more = (left > 0 && !more_row).then_some((first, below));
-        let mut titles = proc_header(app, area.width - hist_w, theme.ascii, more);
-        super::procs::hit_header(app, area.x, area.y, area.width, &titles, theme.ascii);
+        let table_w = area.width - hist_w;
+        let mut titles = proc_header(app, table_w, theme.ascii, more);
+        super::procs::hit_header(app, area.x, area.y, area.width, table_w, theme.ascii);
         if hist_w > 0 {
             titles.push_str(&format!(
                 " {:<w$}",
