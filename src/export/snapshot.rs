@@ -150,11 +150,9 @@ impl Snapshot {
     }
 }
 
-/// Companion devices matched to physical GPUs (UUID, PCI bus id, else the
-/// process's `CUDA_VISIBLE_DEVICES`); a device that matches none is left out,
-/// since without a GPU its series could not be told apart across processes.
+/// Companion devices matched to physical GPUs (`State::alloc_on`); a device that matches
+/// none is left out, since without a GPU its series could not be told apart across processes.
 pub(super) fn alloc_rows(state: &State) -> Vec<AllocRow> {
-    let infos = state.gpu_infos();
     let mut rows = Vec::new();
     for &pid in state.companions.by_pid.keys() {
         let info = state.procs.get(&pid).map(|p| &p.info);
@@ -170,12 +168,9 @@ pub(super) fn alloc_rows(state: &State) -> Vec<AllocRow> {
             info.and_then(|i| i.name.as_deref()),
         )
         .unwrap_or_default();
-        for g in infos {
-            let Some(d) = state.companions.for_gpu_in(pid, g, infos) else {
-                continue;
-            };
+        for (gpu, d) in state.live_allocs_of(pid) {
             rows.push(alloc_row(
-                g.index,
+                gpu,
                 pid,
                 placement(state, pid),
                 info.and_then(|i| i.user.clone()).unwrap_or_default(),
