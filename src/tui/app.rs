@@ -18,6 +18,7 @@ use std::cell::RefCell;
 use ratatui::layout::Rect;
 
 use crate::model::alerts::Alert;
+use crate::model::alerts::engine::AlertEngine;
 use crate::model::frame::Frame;
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::pipeline::Pipeline;
@@ -126,11 +127,18 @@ pub enum Target {
     AlertBar,
 }
 
+/// What a freeze (`p`) keeps: the model and its alerts at one moment, so every reader of a
+/// frozen screen sees the same moment (the alert engine runs on, unseen, until thawed).
+pub struct Frozen {
+    pub state: State,
+    pub alerts: AlertEngine,
+}
+
 pub struct App {
     /// The model, the alert engine and the outputs: what every mode shares.
     pub pipe: Pipeline,
     /// Set while the view is frozen: rendering reads this copy, sampling goes on.
-    pub frozen: Option<Box<State>>,
+    pub frozen: Option<Box<Frozen>>,
     pub source: SourceKind,
     pub replay: Option<ReplayStatus>,
     pub view: View,
@@ -256,7 +264,16 @@ impl App {
 
     /// The state views render: the frozen copy while frozen.
     pub fn view_state(&self) -> &State {
-        self.frozen.as_deref().unwrap_or(&self.pipe.state)
+        self.frozen
+            .as_deref()
+            .map_or(&self.pipe.state, |f| &f.state)
+    }
+
+    /// The alerts views render: the frozen copy while frozen.
+    pub fn view_alerts(&self) -> &AlertEngine {
+        self.frozen
+            .as_deref()
+            .map_or(&self.pipe.alerts, |f| &f.alerts)
     }
 
     /// What the charts' time axes span.
@@ -309,8 +326,7 @@ impl App {
 
     /// The alerts panel's list, as identities.
     pub fn alert_ids(&self) -> Vec<AlertId> {
-        self.pipe
-            .alerts
+        self.view_alerts()
             .listed()
             .into_iter()
             .map(AlertId::of)
@@ -319,15 +335,14 @@ impl App {
 
     /// Active alerts not yet acknowledged (what `A` outside the panel would silence).
     pub fn unacknowledged(&self) -> usize {
-        let active = self.pipe.alerts.active();
+        let active = self.view_alerts().active();
         active.iter().filter(|a| !a.silenced).count()
     }
 
     /// Past alerts whose mark still shows on their card and row (not acknowledged), newest
     /// first.
     pub fn past_marked(&self) -> Vec<&Alert> {
-        self.pipe
-            .alerts
+        self.view_alerts()
             .history()
             .filter(|a| !self.acked_past.contains(&AlertId::of(a)))
             .collect()
@@ -336,7 +351,7 @@ impl App {
     /// The alert the bar shows, which the panel opens on: the most severe active one not
     /// acknowledged, else any active one, else the most severe past one (newest first).
     pub fn headline_alert(&self) -> Option<AlertId> {
-        let e = &self.pipe.alerts;
+        let e = self.view_alerts();
         let active = e.active();
         if let Some(a) = active.iter().find(|a| !a.silenced).or(active.first()) {
             return Some(AlertId::of(a));
@@ -553,7 +568,10 @@ impl App {
                 }
                 self.frozen = match self.frozen.take() {
                     Some(_) => None,
-                    None => Some(Box::new(self.pipe.state.clone())),
+                    None => Some(Box::new(Frozen {
+                        state: self.pipe.state.clone(),
+                        alerts: self.pipe.alerts.clone(),
+                    })),
                 };
             }
             Action::FullScale => self.full_scale = !self.full_scale,
