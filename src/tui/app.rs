@@ -28,22 +28,7 @@ use crate::tui::event::{Event, Input};
 use crate::tui::keys::{Action, action_for};
 use crate::tui::selection::{AlertId, Sort, locate};
 
-/// Zoom steps of the memory charts: `all` (the whole history, fitted to the chart) first,
-/// then fixed spans shortest first. A span is what the time axis shows, whatever the history
-/// (data scrolls in from the right); the label is the span, so `zoom 5m` spans 5 minutes.
-pub const ZOOMS: [(i64, &str); 11] = [
-    (0, "all"),
-    (10_000, "10s"),
-    (30_000, "30s"),
-    (60_000, "1m"),
-    (300_000, "5m"),
-    (900_000, "15m"),
-    (3_600_000, "1h"),
-    (6 * 3_600_000, "6h"),
-    (24 * 3_600_000, "24h"),
-    (72 * 3_600_000, "72h"),
-    (7 * 24 * 3_600_000, "7d"),
-];
+pub use crate::settings::ZOOMS;
 
 /// `ZOOMS` position of the fitted `all` mode.
 pub const ZOOM_ALL: usize = 0;
