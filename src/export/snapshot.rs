@@ -65,6 +65,9 @@ pub struct AllocRow {
     pub epoch_peak: Option<u64>,
     pub ooms: Option<u64>,
     pub alloc_retries: Option<u64>,
+    /// The companion's last sample as it was sent: a field it carries as it is needs no
+    /// copy here, only its row in `allocator::BYTE_GAUGES`.
+    pub sample: Option<crate::wire::Sample>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -231,5 +234,6 @@ fn alloc_row(
         epoch_peak: last_epoch.and_then(|e| e.peak),
         ooms: last.and_then(|s| s.num_ooms),
         alloc_retries: last.and_then(|s| s.num_alloc_retries),
+        sample: last.cloned(),
     }
 }
