@@ -248,9 +248,9 @@ pub fn row(ctx: &RowCtx, width: u16, sort: Option<SortKey>) -> Line<'static> {
     Line::from(spans)
 }
 
-/// The title row's text over rows of the same `width` and `sort`: `title(col, spec)` words
-/// each column's title (the sorted one carries its arrow); `note` goes after the `Rest`
-/// column's title where it fits whole (`more` notes: the first that fits).
+/// The title row's text over rows of the same `width` and `sort`: `title(spec)` words each
+/// column's title (the sorted one carries its arrow); `rest_title(title, width)` may add to
+/// the `Rest` column's (a filter, `+N more`), and what it returns is cut to the column.
 pub fn header(
     width: u16,
     sort: Option<SortKey>,
