@@ -14,9 +14,8 @@ use serde::Deserialize;
 
 use crate::cli::{Cli, Command, DisplayArgs};
 use crate::model::alerts::config::AlertConfig;
-use crate::settings::{Settings, StartSort, StartView};
+use crate::settings::{Settings, StartSort, StartView, ZOOMS};
 // The zoom steps' names, to refuse a window the TUI has no step for when the file is read.
-use crate::tui::app::ZOOMS;
 
 /// Every key the file may hold. All optional: an empty file is valid.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

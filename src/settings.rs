@@ -5,6 +5,25 @@
 
 use crate::model::alerts::config::AlertConfig;
 
+/// Zoom steps of the memory charts: `all` (the whole history, fitted to the chart) first,
+/// then fixed spans shortest first. A span is what the time axis shows, whatever the history
+/// (data scrolls in from the right); the label is the span, so `zoom 5m` spans 5 minutes.
+/// Here, below `config` and `tui`: the file's `window` names one, the screen steps through
+/// them, and neither has to know the other.
+pub const ZOOMS: [(i64, &str); 11] = [
+    (0, "all"),
+    (10_000, "10s"),
+    (30_000, "30s"),
+    (60_000, "1m"),
+    (300_000, "5m"),
+    (900_000, "15m"),
+    (3_600_000, "1h"),
+    (6 * 3_600_000, "6h"),
+    (24 * 3_600_000, "24h"),
+    (72 * 3_600_000, "72h"),
+    (7 * 24 * 3_600_000, "7d"),
+];
+
 /// The view a TUI opens with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartView {
@@ -48,7 +67,7 @@ impl StartSort {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Settings {
     pub view: Option<StartView>,
-    /// The chart window, as a position in the TUI's zoom steps (checked by `config`).
+    /// The chart window, as a position in `ZOOMS` (checked by `config`).
     pub zoom: Option<usize>,
     pub sort: Option<StartSort>,
     /// `keep_exited`: `Some(None)` is "run" (until gpumon stops), `Some(Some(ms))` a span.

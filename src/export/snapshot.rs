@@ -65,6 +65,9 @@ pub struct AllocRow {
     pub epoch_peak: Option<u64>,
     pub ooms: Option<u64>,
     pub alloc_retries: Option<u64>,
+    /// The companion's last sample as it was sent: a field it carries as it is needs no
+    /// copy here, only its row in `allocator::BYTE_GAUGES`.
+    pub sample: Option<crate::wire::Sample>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -150,11 +153,9 @@ impl Snapshot {
     }
 }
 
-/// Companion devices matched to physical GPUs (UUID, PCI bus id, else the
-/// process's `CUDA_VISIBLE_DEVICES`); a device that matches none is left out,
-/// since without a GPU its series could not be told apart across processes.
+/// Companion devices matched to physical GPUs (`State::alloc_on`); a device that matches
+/// none is left out, since without a GPU its series could not be told apart across processes.
 pub(super) fn alloc_rows(state: &State) -> Vec<AllocRow> {
-    let infos = state.gpu_infos();
     let mut rows = Vec::new();
     for &pid in state.companions.by_pid.keys() {
         let info = state.procs.get(&pid).map(|p| &p.info);
@@ -170,12 +171,9 @@ pub(super) fn alloc_rows(state: &State) -> Vec<AllocRow> {
             info.and_then(|i| i.name.as_deref()),
         )
         .unwrap_or_default();
-        for g in infos {
-            let Some(d) = state.companions.for_gpu_in(pid, g, infos) else {
-                continue;
-            };
+        for (gpu, d) in state.live_allocs_of(pid) {
             rows.push(alloc_row(
-                g.index,
+                gpu,
                 pid,
                 placement(state, pid),
                 info.and_then(|i| i.user.clone()).unwrap_or_default(),
@@ -236,5 +234,6 @@ fn alloc_row(
         epoch_peak: last_epoch.and_then(|e| e.peak),
         ooms: last.and_then(|s| s.num_ooms),
         alloc_retries: last.and_then(|s| s.num_alloc_retries),
+        sample: last.cloned(),
     }
 }

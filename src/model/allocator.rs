@@ -672,7 +672,7 @@ impl Companions {
     }
 
     /// `for_gpu_in` over `latest`: the live companion, else the ended one.
-    pub fn latest_for_gpu_in(&self, pid: u32, gpu: &GpuInfo, all: &[GpuInfo]) -> Option<&DevAlloc> {
+    pub(super) fn latest_for_gpu_in(&self, pid: u32, gpu: &GpuInfo, all: &[GpuInfo]) -> Option<&DevAlloc> {
         match self.by_pid.get(&pid) {
             Some(p) => dev_for_gpu(p, gpu, all),
             None => dev_for_gpu(self.ended.get(&pid)?, gpu, all),
@@ -719,13 +719,14 @@ impl Companions {
     }
 
     /// A process's allocator data for a physical GPU, matched by UUID or PCI bus id.
-    pub fn for_gpu(&self, pid: u32, gpu: &GpuInfo) -> Option<&DevAlloc> {
+    #[cfg(test)]
+    pub(super) fn for_gpu(&self, pid: u32, gpu: &GpuInfo) -> Option<&DevAlloc> {
         named_dev(self.get(pid)?, gpu)
     }
 
     /// Like `for_gpu`, falling back to the process's `CUDA_VISIBLE_DEVICES`
     /// (from its hello) when the companion could not name its devices.
-    pub fn for_gpu_in(&self, pid: u32, gpu: &GpuInfo, all: &[GpuInfo]) -> Option<&DevAlloc> {
+    pub(super) fn for_gpu_in(&self, pid: u32, gpu: &GpuInfo, all: &[GpuInfo]) -> Option<&DevAlloc> {
         dev_for_gpu(self.get(pid)?, gpu, all)
     }
 }

@@ -21,12 +21,8 @@ const KEEP: usize = 20;
 
 /// Bytes per minute, `None` when the process has too few points yet (under three).
 pub fn per_minute(state: &State, pid: u32, gpu: u32, cfg: &GrowthConfig) -> Option<f64> {
-    let infos = state.gpu_infos();
-    let info = infos.iter().find(|i| i.index == gpu);
     let now = state.now;
-    if let Some(info) = info
-        && let Some(d) = state.companions.for_gpu_in(pid, info, infos)
-    {
+    if let Some(d) = state.live_alloc_on(pid, gpu) {
         let pts: Vec<(f64, f64, i64)> = d
             .epochs
             .iter()

@@ -1,6 +1,7 @@
 //! Plain data model: no I/O, no terminal. Everything here is unit-tested.
 
 pub mod alerts;
+pub mod alloc_on;
 pub mod allocator;
 pub mod caps;
 pub mod exit;

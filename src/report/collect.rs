@@ -1,7 +1,7 @@
 //! What the page needs from a replay, gathered frame by frame after the pipeline has
 //! applied each one: memory series (min/max downsampled), epoch floors and peaks, the
 //! allocator at the moments that matter, process lives. Companion devices are placed on
-//! physical GPUs by the model's own mapping (`Companions::for_gpu_in`), remembered while
+//! physical GPUs by the model's own mapping (`State::alloc_on`), remembered while
 //! the companion is connected: the model forgets a companion when it disconnects.
 
 use std::collections::{BTreeMap, HashMap};
@@ -393,14 +393,9 @@ impl Collector {
 
 /// The physical GPU (NVML index) of a companion's device, as the model maps it.
 fn place(state: &State, pid: u32, dev: u32) -> Option<u32> {
-    let all = state.gpu_infos();
-    all.iter().find_map(|g| {
-        state
-            .companions
-            .for_gpu_in(pid, g, all)
-            .filter(|d| d.dev == dev)
-            .map(|_| g.index)
-    })
+    state
+        .live_allocs_of(pid)
+        .find_map(|(gpu, d)| (d.dev == dev).then_some(gpu))
 }
 
 impl ProcRun {

@@ -18,6 +18,7 @@ use std::cell::RefCell;
 use ratatui::layout::Rect;
 
 use crate::model::alerts::Alert;
+use crate::model::alerts::engine::AlertEngine;
 use crate::model::frame::Frame;
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::pipeline::Pipeline;
@@ -27,22 +28,7 @@ use crate::tui::event::{Event, Input};
 use crate::tui::keys::{Action, action_for};
 use crate::tui::selection::{AlertId, Sort, locate};
 
-/// Zoom steps of the memory charts: `all` (the whole history, fitted to the chart) first,
-/// then fixed spans shortest first. A span is what the time axis shows, whatever the history
-/// (data scrolls in from the right); the label is the span, so `zoom 5m` spans 5 minutes.
-pub const ZOOMS: [(i64, &str); 11] = [
-    (0, "all"),
-    (10_000, "10s"),
-    (30_000, "30s"),
-    (60_000, "1m"),
-    (300_000, "5m"),
-    (900_000, "15m"),
-    (3_600_000, "1h"),
-    (6 * 3_600_000, "6h"),
-    (24 * 3_600_000, "24h"),
-    (72 * 3_600_000, "72h"),
-    (7 * 24 * 3_600_000, "7d"),
-];
+pub use crate::settings::ZOOMS;
 
 /// `ZOOMS` position of the fitted `all` mode.
 pub const ZOOM_ALL: usize = 0;
@@ -126,11 +112,18 @@ pub enum Target {
     AlertBar,
 }
 
+/// What a freeze (`p`) keeps: the model and its alerts at one moment, so every reader of a
+/// frozen screen sees the same moment (the alert engine runs on, unseen, until thawed).
+pub struct Frozen {
+    pub state: State,
+    pub alerts: AlertEngine,
+}
+
 pub struct App {
     /// The model, the alert engine and the outputs: what every mode shares.
     pub pipe: Pipeline,
     /// Set while the view is frozen: rendering reads this copy, sampling goes on.
-    pub frozen: Option<Box<State>>,
+    pub frozen: Option<Box<Frozen>>,
     pub source: SourceKind,
     pub replay: Option<ReplayStatus>,
     pub view: View,
@@ -256,7 +249,16 @@ impl App {
 
     /// The state views render: the frozen copy while frozen.
     pub fn view_state(&self) -> &State {
-        self.frozen.as_deref().unwrap_or(&self.pipe.state)
+        self.frozen
+            .as_deref()
+            .map_or(&self.pipe.state, |f| &f.state)
+    }
+
+    /// The alerts views render: the frozen copy while frozen.
+    pub fn view_alerts(&self) -> &AlertEngine {
+        self.frozen
+            .as_deref()
+            .map_or(&self.pipe.alerts, |f| &f.alerts)
     }
 
     /// What the charts' time axes span.
@@ -309,8 +311,7 @@ impl App {
 
     /// The alerts panel's list, as identities.
     pub fn alert_ids(&self) -> Vec<AlertId> {
-        self.pipe
-            .alerts
+        self.view_alerts()
             .listed()
             .into_iter()
             .map(AlertId::of)
@@ -319,15 +320,14 @@ impl App {
 
     /// Active alerts not yet acknowledged (what `A` outside the panel would silence).
     pub fn unacknowledged(&self) -> usize {
-        let active = self.pipe.alerts.active();
+        let active = self.view_alerts().active();
         active.iter().filter(|a| !a.silenced).count()
     }
 
     /// Past alerts whose mark still shows on their card and row (not acknowledged), newest
     /// first.
     pub fn past_marked(&self) -> Vec<&Alert> {
-        self.pipe
-            .alerts
+        self.view_alerts()
             .history()
             .filter(|a| !self.acked_past.contains(&AlertId::of(a)))
             .collect()
@@ -336,7 +336,7 @@ impl App {
     /// The alert the bar shows, which the panel opens on: the most severe active one not
     /// acknowledged, else any active one, else the most severe past one (newest first).
     pub fn headline_alert(&self) -> Option<AlertId> {
-        let e = &self.pipe.alerts;
+        let e = self.view_alerts();
         let active = e.active();
         if let Some(a) = active.iter().find(|a| !a.silenced).or(active.first()) {
             return Some(AlertId::of(a));
@@ -553,7 +553,10 @@ impl App {
                 }
                 self.frozen = match self.frozen.take() {
                     Some(_) => None,
-                    None => Some(Box::new(self.pipe.state.clone())),
+                    None => Some(Box::new(Frozen {
+                        state: self.pipe.state.clone(),
+                        alerts: self.pipe.alerts.clone(),
+                    })),
                 };
             }
             Action::FullScale => self.full_scale = !self.full_scale,

@@ -43,6 +43,7 @@ mod export_metrics;
 mod export_placement;
 mod follow_hostile;
 mod frag_fields;
+mod freeze;
 mod http_hostile;
 mod inert_output;
 mod interact;

@@ -24,7 +24,6 @@ fn every_process_gets_the_right_logical_index_and_bytes_on_every_card() {
     // 20 s in, every process holds its memory (they start within 2 s and hold 30 s).
     let app = app_from(REC, Some(20_000));
     let s = &app.pipe.state;
-    let all: Vec<_> = s.gpus.iter().map(|g| g.info.clone()).collect();
     let mut checked = 0;
     for t in truth() {
         let Some(uuid) = t["uuid"].as_str() else {
@@ -68,7 +67,7 @@ fn every_process_gets_the_right_logical_index_and_bytes_on_every_card() {
             t["tag"]
         );
         // The companion (all but the unset case run it) reports exactly the tensor's bytes.
-        if let Some(dev) = s.companions.for_gpu_in(pid, &g.info, &all) {
+        if let Some(dev) = s.live_alloc_on(pid, g.info.index) {
             assert_eq!(
                 dev.allocated_now(),
                 Some(bytes),

@@ -203,7 +203,6 @@ fn nvml_epochs(p: &ProcAlloc, used: &Series, cfg: &AlertConfig) -> Vec<EpochPoin
 pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
     let now = state.now;
     let g = &cfg.growth;
-    let infos = state.gpu_infos();
     let gpus = state
         .gpus
         .iter()
@@ -227,12 +226,7 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
         .companions
         .by_pid
         .keys()
-        .flat_map(|pid| {
-            infos.iter().filter_map(|info| {
-                let d = state.companions.for_gpu_in(*pid, info, infos)?;
-                Some((*pid, info.index, d))
-            })
-        })
+        .flat_map(|pid| state.live_allocs_of(*pid).map(|(gpu, d)| (*pid, gpu, d)))
         .collect();
     pairs.extend(placed.iter().map(|(pid, gpu, _)| (*pid, *gpu)));
     let procs = pairs

@@ -63,37 +63,46 @@ impl Severity {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AlertKind {
-    /// Allocated memory (floor or epoch peak) grows steadily: a leak or growing transients.
-    Growth,
-    /// Reserved grows while allocated stays flat: the cache fragments, not a leak.
-    CacheGrowth,
-    /// The next large request fits in the allocator's free total but in no single hole.
-    FragmentationRisk,
-    /// An OOM happened although the allocator held enough free bytes in total.
-    FragmentationOom,
-    /// An OOM happened and the free bytes were not enough either.
-    Oom,
-    /// A process holds most of a card while its allocator uses little of it.
-    GrabAll,
-    /// The largest allocation that would succeed now is below the run's typical request.
-    Headroom,
+/// Defines `AlertKind` with its words and the list of every kind, from one list: a new
+/// kind is one line here, and the tests that walk every kind (the schema's list, the
+/// report's headlines) see it without an edit of their own.
+macro_rules! alert_kinds {
+    ($($(#[$doc:meta])* $kind:ident => $label:literal,)+) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum AlertKind {
+            $($(#[$doc])* $kind,)+
+        }
+
+        impl AlertKind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [AlertKind] = &[$(AlertKind::$kind),+];
+
+            /// The kind in a person's words.
+            pub fn label(self) -> &'static str {
+                match self {
+                    $(AlertKind::$kind => $label,)+
+                }
+            }
+        }
+    };
 }
 
-impl AlertKind {
-    pub fn label(self) -> &'static str {
-        match self {
-            AlertKind::Growth => "growth",
-            AlertKind::CacheGrowth => "cache growth",
-            AlertKind::FragmentationRisk => "fragmentation risk",
-            AlertKind::FragmentationOom => "fragmentation OOM",
-            AlertKind::Oom => "OOM",
-            AlertKind::GrabAll => "grab-all",
-            AlertKind::Headroom => "headroom",
-        }
-    }
+alert_kinds! {
+    /// Allocated memory (floor or epoch peak) grows steadily: a leak or growing transients.
+    Growth => "growth",
+    /// Reserved grows while allocated stays flat: the cache fragments, not a leak.
+    CacheGrowth => "cache growth",
+    /// The next large request fits in the allocator's free total but in no single hole.
+    FragmentationRisk => "fragmentation risk",
+    /// An OOM happened although the allocator held enough free bytes in total.
+    FragmentationOom => "fragmentation OOM",
+    /// An OOM happened and the free bytes were not enough either.
+    Oom => "OOM",
+    /// A process holds most of a card while its allocator uses little of it.
+    GrabAll => "grab-all",
+    /// The largest allocation that would succeed now is below the run's typical request.
+    Headroom => "headroom",
 }
 
 /// Identity of an alert: one per kind, process and GPU (NVML index).

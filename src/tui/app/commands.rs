@@ -64,6 +64,9 @@ impl App {
     pub(super) fn ack(&mut self) {
         if self.view == View::Alerts {
             let Some(id) = self.sel_alert else { return };
+            if let Some(f) = &mut self.frozen {
+                f.alerts.ack(&id.key);
+            }
             self.flash = Some(if self.pipe.alerts.ack(&id.key) {
                 "acknowledged: silenced until it worsens".into()
             } else if self.acked_past.insert(id) {

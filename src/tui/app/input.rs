@@ -39,6 +39,9 @@ impl App {
             }
             Prompt::AckAll(_) if yes => {
                 let past: Vec<_> = self.past_marked().into_iter().map(AlertId::of).collect();
+                if let Some(f) = &mut self.frozen {
+                    f.alerts.ack_all();
+                }
                 let n = self.pipe.alerts.ack_all() + past.len();
                 self.acked_past.extend(past);
                 self.flash = Some(match n {

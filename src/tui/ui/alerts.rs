@@ -96,7 +96,7 @@ pub struct PastAlerts {
 
 impl PastAlerts {
     pub fn of(app: &App) -> PastAlerts {
-        let all: Vec<&Alert> = app.pipe.alerts.history().collect();
+        let all: Vec<&Alert> = app.view_alerts().history().collect();
         let worst = all.iter().map(|a| a.severity).max();
         PastAlerts {
             count: all.len(),
@@ -420,7 +420,7 @@ pub fn render_alerts_panel(
 pub(crate) fn paint_panel(p: &mut super::paint::Painter, app: &App, area: Rect, theme: &Theme) {
     panel(
         p,
-        &app.pipe.alerts,
+        app.view_alerts(),
         Some(app),
         app.alert_row,
         app.alert_scroll,
@@ -633,7 +633,7 @@ fn panel(
 /// dim on one that runs on.
 pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'static str, Style)> {
     let about = |a: &&Alert| a.pid == Some(pid) && a.gpu == gpu;
-    let active = app.pipe.alerts.active();
+    let active = app.view_alerts().active();
     if let Some(s) = active
         .into_iter()
         .filter(|a| !a.silenced && about(a))

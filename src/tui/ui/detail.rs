@@ -61,10 +61,9 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
     let sel = procs
         .get(app.proc_row.min(procs.len().saturating_sub(1)))
         .copied();
-    let all = s.gpu_infos();
     // A process that ended keeps the last state its companion reported: its post-mortem.
     let companion = sel.and_then(|(pr, _)| s.companions.latest(pr.info.pid));
-    let dev = sel.and_then(|(pr, _)| s.companions.latest_for_gpu_in(pr.info.pid, &g.info, all));
+    let dev = sel.and_then(|(pr, _)| s.alloc_on(pr.info.pid, g.info.index).map(|a| a.dev));
     let proc_chart = sel.filter(|_| !app.card_chart);
     // The allocator panel's place depends on whether any process here has a companion,
     // not the selected one, so moving the selection does not make the table jump (a

@@ -15,6 +15,7 @@ pub(crate) mod overview;
 pub mod paint;
 pub(crate) mod plot;
 pub(crate) mod policy;
+pub mod proc_column;
 pub mod procs;
 pub(crate) mod scroll;
 pub(crate) mod series;
@@ -99,7 +100,7 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
         View::Detail => detail::render_detail(p, app, body, theme),
         View::Alerts => alerts::paint_panel(p, app, body, theme),
     }
-    let active = app.pipe.alerts.active();
+    let active = app.view_alerts().active();
     let silenced = active.iter().filter(|a| a.silenced).count();
     let visible: Vec<_> = active.into_iter().filter(|a| !a.silenced).collect();
     let past = alerts::PastAlerts::of(app);

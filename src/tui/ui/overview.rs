@@ -116,10 +116,9 @@ fn wanted_lines(app: &App, s: &State, g: &GpuState) -> u16 {
     if procs.is_empty() {
         return 1;
     }
-    let all = s.gpu_infos();
     let rows: usize = procs
         .iter()
-        .map(|(p, _)| 1 + usize::from(alloc_of(s, p, g, all).is_some()))
+        .map(|(p, _)| 1 + usize::from(alloc_of(s, p, g).is_some()))
         .sum();
     (1 + rows).min(usize::from(u16::MAX)) as u16
 }
@@ -128,11 +127,10 @@ fn alloc_of<'a>(
     s: &'a State,
     p: &ProcState,
     g: &GpuState,
-    all: &[crate::model::sample::GpuInfo],
 ) -> Option<(&'a ProcAlloc, &'a DevAlloc)> {
     // A process that ended keeps the last state its companion reported.
-    let d = s.companions.latest_for_gpu_in(p.info.pid, &g.info, all)?;
-    Some((s.companions.latest(p.info.pid)?, d))
+    let a = s.alloc_on(p.info.pid, g.info.index)?;
+    Some((a.proc, a.dev))
 }
 
 pub(crate) fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
@@ -370,11 +368,7 @@ fn proc_rows(
         }
         return 0;
     }
-    let all = s.gpu_infos();
-    let allocs: Vec<_> = procs
-        .iter()
-        .map(|(pr, _)| alloc_of(s, pr, g, all))
-        .collect();
+    let allocs: Vec<_> = procs.iter().map(|(pr, _)| alloc_of(s, pr, g)).collect();
     let need: u16 = allocs.iter().map(|a| 1 + u16::from(a.is_some())).sum();
     let header = area.height >= 2;
     let body = area.height - u16::from(header);
@@ -457,8 +451,9 @@ fn proc_rows(
         // "+N more" without a row of its own goes into the command column's title: the
         // other titles stay where they are.
         let more = (left > 0 && !more_row).then_some((first, below));
-        let mut titles = proc_header(app, area.width - hist_w, theme.ascii, more);
-        super::procs::hit_header(app, area.x, area.y, area.width, &titles, theme.ascii);
+        let table_w = area.width - hist_w;
+        let mut titles = proc_header(app, table_w, theme.ascii, more);
+        super::procs::hit_header(app, area.x, area.y, area.width, table_w, theme.ascii);
         if hist_w > 0 {
             titles.push_str(&format!(
                 " {:<w$}",

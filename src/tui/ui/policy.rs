@@ -92,7 +92,7 @@ impl<'a> Grab<'a> {
         Grab {
             held,
             total,
-            cfg: &app.pipe.alerts.config().grab_all,
+            cfg: &app.view_alerts().config().grab_all,
             alert,
         }
     }

@@ -1,146 +1,28 @@
-//! Process rows: pid, user, command, the process's own device index, used and peak.
+//! Process lists: rows and their title row (laid out by `proc_column`), the selection,
+//! click targets and scrolling, and the words for a process without a companion.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
-use super::legend;
+use super::proc_column::{self, RowCtx};
 use super::theme::Theme;
 use crate::fmt::human;
-use crate::model::exit::ExitCause;
 use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState};
-use crate::model::time::Ts;
 use crate::tui::app::{App, Target};
-use crate::tui::selection::SortKey;
-
-/// The command line with paths shortened to their last component, so the part that tells
-/// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column.
-fn command(p: &ProcState) -> String {
-    let cmd = match &p.info.cmdline {
-        Some(c) => c
-            .split(' ')
-            .map(|arg| match arg.rsplit_once('/') {
-                Some((_, base)) if !base.is_empty() && !arg.starts_with('-') => base,
-                _ => arg,
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        None => p
-            .info
-            .name
-            .clone()
-            .unwrap_or_else(|| "(not readable)".into()),
-    };
-    // Which rank of a distributed job this is: the question when one rank leaks.
-    match p.info.rank {
-        Some(r) => format!("[rank {r}] {cmd}"),
-        None => cmd,
-    }
-}
-
-fn mapping_style(m: &Mapping, theme: &Theme) -> ratatui::style::Style {
-    match m {
-        Mapping::Hidden => theme.error(),
-        Mapping::Logical {
-            uncertain: Some(_), ..
-        } => theme.warn(),
-        Mapping::Unknown => theme.dim(),
-        Mapping::Logical { .. } => theme.normal(),
-    }
-}
-
-/// `n/a` when NVML gave no number; `gone` when NVML no longer lists the process (for
-/// a few seconds, or while its companion still talks); once it has ended, how: `exited`,
-/// `OOM` or `killed` (the row stays, with its last state, `keep_exited` long).
-fn used_label(p: &ProcState, pg: &ProcGpu, now: Ts) -> String {
-    if let Some(e) = p.exit {
-        return e.cause.label().into();
-    }
-    match pg.last_used {
-        Some(u) => human(u),
-        None if pg.last_seen < now => legend::GONE.sym.into(),
-        None => legend::NA.sym.into(),
-    }
-}
-
-fn used_style(p: &ProcState, theme: &Theme) -> ratatui::style::Style {
-    match p.exit.map(|e| e.cause) {
-        None => theme.used(),
-        Some(ExitCause::Oom) => theme.error(),
-        Some(ExitCause::Killed) => theme.warn(),
-        Some(ExitCause::Exited) => theme.dim(),
-    }
-}
 
 /// One process row for the overview cards, shortened to `width`.
 pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line<'static> {
-    proc_line_at(p, pg, width, theme, pg.last_seen, None)
-}
-
-/// `+1.20 GiB/m`: the GROWTH sort's rate (`model::growth_rate`), `–` while unknown.
-pub fn growth_label(rate: Option<f64>, theme: &Theme) -> String {
-    let Some(g) = rate else {
-        return if theme.ascii {
-            "-".into()
-        } else {
-            "–".into()
-        };
+    let ctx = RowCtx {
+        p,
+        pg,
+        now: pg.last_seen,
+        state: None,
+        theme,
     };
-    let sign = if g < 0.0 { "-" } else { "+" };
-    format!(
-        "{sign}{}{}",
-        human(g.abs().round() as u64),
-        legend::PER_MIN.sym
-    )
-}
-
-/// The row; with `growth` the last column is the growth rate (sorted by it) instead of
-/// the peak.
-fn proc_line_at(
-    p: &ProcState,
-    pg: &ProcGpu,
-    width: u16,
-    theme: &Theme,
-    now: Ts,
-    growth: Option<Option<f64>>,
-) -> Line<'static> {
-    let w = usize::from(width);
-    let user = p.info.user.clone().unwrap_or_else(|| "?".into());
-    let used = format!("{:>9}", used_label(p, pg, now));
-    let peak = if let Some(rate) = growth {
-        format!(" {:>12}", growth_label(rate, theme))
-    } else {
-        // Under the PEAK title: the number alone (it was `pk 24.6 GiB`, a second label).
-        format!(" {:>12}", human(pg.peak.value))
-    };
-    let map = format!(" {:<8}", pg.mapping.label());
-    let head = if w < 50 {
-        format!("{:>7} ", p.info.pid)
-    } else {
-        format!("{:>7} {:<8.8} ", p.info.pid, user)
-    };
-    let tail_w = used.len() + map.len() + if w >= 50 { peak.len() } else { 0 };
-    let mut cmd_w = w.saturating_sub(head.len() + tail_w + 1);
-    // When it ended, where the command column has room to spare for it.
-    let ended = p
-        .exit
-        .map(|e| format!(" ended {}", theme.clock(e.at)))
-        .filter(|t| cmd_w >= 24 + t.len());
-    cmd_w -= ended.as_ref().map_or(0, String::len);
-    let cmd = super::text::fit_command(&command(p), cmd_w, theme.ascii);
-    let mut spans = vec![Span::raw(head), Span::raw(format!("{cmd:<cmd_w$}"))];
-    spans.extend(ended.map(|t| Span::styled(t, theme.dim())));
-    spans.extend([
-        Span::raw(" "),
-        Span::styled(map, mapping_style(&pg.mapping, theme)),
-        Span::styled(used, used_style(p, theme)),
-    ]);
-    if w >= 50 {
-        spans.push(Span::styled(peak, theme.peak()));
-    }
-    Line::from(spans)
+    proc_column::row(&ctx, width, None)
 }
 
 /// One process row as every list draws it: the row, the mark of its worst active alert in
@@ -155,10 +37,14 @@ pub fn render_row(
     buf: &mut Buffer,
     theme: &Theme,
 ) {
-    let now = app.view_state().now;
-    let growth = (app.sort.key == SortKey::Growth)
-        .then(|| crate::tui::selection::growth(app.view_state(), p.info.pid, pg.gpu));
-    proc_line_at(p, pg, row.width, theme, now, growth).render(row, buf);
+    let ctx = RowCtx {
+        p,
+        pg,
+        now: app.view_state().now,
+        state: Some(app.view_state()),
+        theme,
+    };
+    proc_column::row(&ctx, row.width, Some(app.sort.key)).render(row, buf);
     if let Some((mark, style)) = super::alerts::row_mark(app, p.info.pid, pg.gpu, theme) {
         buf.set_stringn(row.x, row.y, mark, usize::from(row.width), style);
     }
@@ -236,60 +122,45 @@ pub fn first_visible(
     (0..=sel).find(|&f| need(f) <= fit).unwrap_or(sel)
 }
 
-/// Column titles over process rows of the same `width`, with the same column arithmetic
-/// as `proc_line_at` so each title sits over its numbers. The sorted column carries ▼/▲;
-/// the command column also says what an active filter shows and, with `more`, how many
-/// processes did not fit, above and below the rows shown (the overview puts that here
-/// when it has no row to spare): in full when there is room, as `+N` otherwise, never cut.
+/// Column titles over process rows of the same `width` (`proc_column` lays out both). The
+/// sorted column carries ▼/▲; the command column also says what an active filter shows
+/// and, with `more`, how many processes did not fit, above and below the rows shown (the
+/// overview puts that here when it has no row to spare): in full when there is room, as
+/// `+N` otherwise, never cut.
 pub fn proc_header(app: &App, width: u16, ascii: bool, more: Option<(usize, usize)>) -> String {
-    let w = usize::from(width);
-    let sorted = |col: &str| {
-        if app.sort.key.column() == col {
-            app.sort.label(ascii)
-        } else {
-            col.to_string()
+    let note = |mut cmd: String, cmd_w: usize| {
+        if !app.filter.is_empty() {
+            cmd.push_str(&format!(" /{}", app.filter));
         }
+        if let Some((above, below)) = more {
+            let len = cmd.chars().count();
+            let n = above + below;
+            let ends = match (above, below) {
+                (0, b) => format!("+{b} more"),
+                (a, 0) => format!("+{a} above"),
+                (a, b) => format!("+{a} above, +{b} below"),
+            };
+            let note = [
+                format!("  ({ends}: Enter)"),
+                format!(" {}", ends.replace(',', "")),
+                format!(" +{n}"),
+            ]
+            .into_iter()
+            .find(|t| len + t.chars().count() <= cmd_w);
+            cmd.push_str(&note.unwrap_or_default());
+        }
+        cmd
     };
-    let last = if app.sort.key == SortKey::Growth {
-        sorted("GROWTH")
+    proc_column::header(width, Some(app.sort.key), |s| title(app, s, ascii), note)
+}
+
+/// A column's title as the header draws it: the sorted one with its direction.
+fn title(app: &App, s: &proc_column::Spec, ascii: bool) -> String {
+    if s.sort == Some(app.sort.key) {
+        app.sort.label(ascii)
     } else {
-        sorted("PEAK")
-    };
-    let (head, tail) = if w < 50 {
-        (
-            format!("{:>7} ", sorted("PID")),
-            format!(" {:<8}{:>9}", "CUDA", sorted("USED")),
-        )
-    } else {
-        (
-            format!("{:>7} USER     ", sorted("PID")),
-            format!(" {:<8}{:>9}{:>13}", "CUDA", sorted("USED"), last),
-        )
-    };
-    let cmd_w = w.saturating_sub(head.chars().count() + tail.chars().count() + 1);
-    let mut cmd = sorted("COMMAND");
-    if !app.filter.is_empty() {
-        cmd.push_str(&format!(" /{}", app.filter));
+        s.title.to_string()
     }
-    if let Some((above, below)) = more {
-        let len = cmd.chars().count();
-        let n = above + below;
-        let ends = match (above, below) {
-            (0, b) => format!("+{b} more"),
-            (a, 0) => format!("+{a} above"),
-            (a, b) => format!("+{a} above, +{b} below"),
-        };
-        let note = [
-            format!("  ({ends}: Enter)"),
-            format!(" {}", ends.replace(',', "")),
-            format!(" +{n}"),
-        ]
-        .into_iter()
-        .find(|t| len + t.chars().count() <= cmd_w);
-        cmd.push_str(&note.unwrap_or_default());
-    }
-    let cmd: String = cmd.chars().take(cmd_w).collect();
-    format!("{head}{cmd:<cmd_w$} {tail}")
 }
 
 /// The title row of a process list (see `proc_header`).
@@ -298,37 +169,19 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         return;
     }
     let head = proc_header(app, area.width, theme.ascii, None);
-    hit_header(app, area.x, area.y, area.width, &head, theme.ascii);
+    hit_header(app, area.x, area.y, area.width, area.width, theme.ascii);
     buf.set_stringn(area.x, area.y, head, usize::from(area.width), theme.title());
 }
 
-/// Registers each sortable title in `head` (a `proc_header` drawn at `x`, `y`) as a click
-/// target. PID and COMMAND come before the filter text, the amounts after it, so a filter
-/// that happens to spell a title is never taken for one.
-pub fn hit_header(app: &App, x: u16, y: u16, width: u16, head: &str, ascii: bool) {
-    let keys = [
-        SortKey::Pid,
-        SortKey::Name,
-        SortKey::Used,
-        SortKey::Peak,
-        SortKey::Growth,
-    ];
-    for key in keys {
-        let title = if app.sort.key == key {
-            app.sort.label(ascii)
-        } else {
-            key.column().to_string()
-        };
-        let at = match key {
-            SortKey::Pid | SortKey::Name => head.find(&title),
-            _ => head.rfind(&title),
-        };
-        let Some(at) = at else { continue };
-        let col = head[..at].chars().count() as u16;
+/// Registers each sortable title of a `proc_header` `table_w` wide, drawn at `x`, `y` in
+/// `width` cells, as a click target.
+pub fn hit_header(app: &App, x: u16, y: u16, width: u16, table_w: u16, ascii: bool) {
+    let titles = proc_column::sort_titles(table_w, Some(app.sort.key), |s| title(app, s, ascii));
+    for (key, col, len) in titles {
         if col >= width {
             continue;
         }
-        let w = (title.chars().count() as u16).min(width - col);
+        let w = len.min(width - col);
         app.hit(
             Rect::new(x + col, y, w, 1),
             crate::tui::app::Target::SortBy(key),

@@ -1,0 +1,488 @@
+//! The process table's columns. Each column answers, in one arm of `ProcColumn::spec`, what
+//! its title is, how wide it is, when it is shown, what it sorts by, which legend entry
+//! explains it and what its cell holds; the header and every row are laid out from the
+//! same answers, so a title always sits over its numbers and a new column is one variant
+//! and one arm (the compiler finds the arm missing).
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use super::legend::{self, Term};
+use super::theme::Theme;
+use crate::fmt::human;
+use crate::model::exit::ExitCause;
+use crate::model::mapping::Mapping;
+use crate::model::state::{ProcGpu, ProcState, State};
+use crate::model::time::Ts;
+use crate::tui::selection::SortKey;
+
+macro_rules! columns {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        /// A column of the process table, left to right.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ProcColumn {
+            $($(#[$doc])* $name),*
+        }
+
+        impl ProcColumn {
+            /// Every column, in the order the table draws them.
+            pub const ALL: &'static [ProcColumn] = &[$(ProcColumn::$name),*];
+        }
+    };
+}
+
+columns! {
+    Pid,
+    User,
+    /// The one column of no fixed width: it takes what the others leave.
+    Command,
+    /// The card's index inside the process (`cuda:1`, after `CUDA_VISIBLE_DEVICES`).
+    Cuda,
+    Used,
+    Peak,
+    /// In the peak's place while the table is sorted by growth.
+    Growth,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A column's cells: `gap` blank cells before it (styled as the cell, as they always were),
+/// then `width` cells, or, for `Rest`, whatever the fixed columns leave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Width {
+    Fixed { gap: u16, width: u16, align: Align },
+    Rest { gap: u16 },
+}
+
+impl Width {
+    fn gap(self) -> u16 {
+        match self {
+            Width::Fixed { gap, .. } | Width::Rest { gap } => gap,
+        }
+    }
+}
+
+/// What a row's cells read.
+pub struct RowCtx<'a> {
+    pub p: &'a ProcState,
+    pub pg: &'a ProcGpu,
+    /// The data-time clock (a process NVML stopped listing before it is `gone`).
+    pub now: Ts,
+    /// The state the row is drawn from; `None` for a row drawn alone (`procs::proc_line`).
+    pub state: Option<&'a State>,
+    pub theme: &'a Theme,
+}
+
+/// Everything a column says about itself.
+pub struct Spec {
+    pub title: &'static str,
+    pub width: Width,
+    /// Whether a table `table_w` wide, sorted by `sort`, shows the column.
+    pub shown: fn(table_w: u16, sort: Option<SortKey>) -> bool,
+    /// The sort key a click on the title picks (its title is `SortKey::column`).
+    pub sort: Option<SortKey>,
+    /// The legend entry that explains what the cells show, if a word needs one.
+    pub legend: Option<Term>,
+    /// The cell's pieces, given the cell's width (only `Rest` columns need it: a fixed
+    /// cell is padded to its width).
+    pub cell: fn(&RowCtx, usize) -> Vec<Span<'static>>,
+}
+
+/// Narrower tables drop the user and the last amount.
+const WIDE: u16 = 50;
+
+impl ProcColumn {
+    pub fn spec(self) -> Spec {
+        use Align::{Left, Right};
+        let fixed = |gap, width, align| Width::Fixed { gap, width, align };
+        match self {
+            ProcColumn::Pid => Spec {
+                title: "PID",
+                width: fixed(0, 7, Right),
+                shown: |_, _| true,
+                sort: Some(SortKey::Pid),
+                legend: None,
+                cell: |r, _| vec![Span::raw(r.p.info.pid.to_string())],
+            },
+            ProcColumn::User => Spec {
+                title: "USER",
+                width: fixed(1, 8, Left),
+                shown: |w, _| w >= WIDE,
+                sort: None,
+                legend: None,
+                cell: |r, _| {
+                    let user = r.p.info.user.as_deref().unwrap_or("?");
+                    vec![Span::raw(user.chars().take(8).collect::<String>())]
+                },
+            },
+            ProcColumn::Command => Spec {
+                title: "COMMAND",
+                width: Width::Rest { gap: 1 },
+                shown: |_, _| true,
+                sort: Some(SortKey::Name),
+                legend: None,
+                cell: command_cell,
+            },
+            ProcColumn::Cuda => Spec {
+                title: "CUDA",
+                width: fixed(1, 8, Left),
+                shown: |_, _| true,
+                sort: None,
+                legend: Some(legend::CUDA),
+                cell: |r, _| {
+                    let style = mapping_style(&r.pg.mapping, r.theme);
+                    vec![Span::styled(r.pg.mapping.label(), style)]
+                },
+            },
+            ProcColumn::Used => Spec {
+                title: "USED",
+                width: fixed(0, 9, Right),
+                shown: |_, _| true,
+                sort: Some(SortKey::Used),
+                legend: Some(legend::USED),
+                cell: |r, _| {
+                    let style = used_style(r.p, r.theme);
+                    vec![Span::styled(used_label(r.p, r.pg, r.now), style)]
+                },
+            },
+            ProcColumn::Peak => Spec {
+                title: "PEAK",
+                width: fixed(1, 12, Right),
+                shown: |w, sort| w >= WIDE && sort != Some(SortKey::Growth),
+                sort: Some(SortKey::Peak),
+                legend: Some(legend::PEAK),
+                // Under the PEAK title: the number alone (it was `pk 24.6 GiB`, a second label).
+                cell: |r, _| vec![Span::styled(human(r.pg.peak.value), r.theme.peak())],
+            },
+            ProcColumn::Growth => Spec {
+                title: "GROWTH",
+                width: fixed(1, 12, Right),
+                shown: |w, sort| w >= WIDE && sort == Some(SortKey::Growth),
+                sort: Some(SortKey::Growth),
+                legend: Some(legend::PER_MIN),
+                cell: |r, _| {
+                    let rate = r
+                        .state
+                        .and_then(|s| crate::tui::selection::growth(s, r.p.info.pid, r.pg.gpu));
+                    vec![Span::styled(growth_label(rate, r.theme), r.theme.peak())]
+                },
+            },
+        }
+    }
+}
+
+/// One column as laid out in a table: where its cells start (after the gap) and how wide.
+#[derive(Debug, Clone, Copy)]
+pub struct Placed {
+    pub col: ProcColumn,
+    pub x: u16,
+    pub width: u16,
+}
+
+/// The columns a table `width` wide shows, sorted by `sort`, and where. The `Rest` column
+/// keeps one blank cell after it, so a long command never touches the next column.
+pub fn layout(width: u16, sort: Option<SortKey>) -> Vec<Placed> {
+    let cols: Vec<(ProcColumn, Spec)> = ProcColumn::ALL
+        .iter()
+        .map(|&c| (c, c.spec()))
+        .filter(|(_, s)| (s.shown)(width, sort))
+        .collect();
+    let taken: u16 = cols
+        .iter()
+        .map(|(_, s)| match s.width {
+            Width::Fixed { gap, width, .. } => gap + width,
+            Width::Rest { gap } => gap + 1,
+        })
+        .sum();
+    let rest = width.saturating_sub(taken);
+    let mut x = 0u16;
+    let mut placed = Vec::with_capacity(cols.len());
+    for (col, s) in cols {
+        x = x.saturating_add(s.width.gap());
+        let (w, after) = match s.width {
+            Width::Fixed { width, .. } => (width, 0),
+            Width::Rest { .. } => (rest, 1),
+        };
+        placed.push(Placed { col, x, width: w });
+        x = x.saturating_add(w).saturating_add(after);
+    }
+    placed
+}
+
+/// `text` padded to `width` as the column aligns it (never cut: a fixed column is wide
+/// enough for what it holds).
+fn pad(text: &str, width: usize, align: Align) -> String {
+    match align {
+        Align::Left => format!("{text:<width$}"),
+        Align::Right => format!("{text:>width$}"),
+    }
+}
+
+/// One process row, `width` cells wide, the table sorted by `sort`.
+pub fn row(ctx: &RowCtx, width: u16, sort: Option<SortKey>) -> Line<'static> {
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    for at in layout(width, sort) {
+        let s = at.col.spec();
+        let mut cell = (s.cell)(ctx, usize::from(at.width));
+        match s.width {
+            Width::Fixed { gap, width, align } => {
+                let text: String = cell.iter().map(|s| s.content.as_ref()).collect();
+                let style = cell.first().map_or_else(Style::default, |s| s.style);
+                let text = pad(&text, usize::from(width), align);
+                spans.push(Span::styled(
+                    format!("{}{text}", " ".repeat(gap.into())),
+                    style,
+                ));
+            }
+            Width::Rest { gap } => {
+                spans.push(Span::raw(" ".repeat(gap.into())));
+                spans.append(&mut cell);
+                spans.push(Span::raw(" "));
+            }
+        }
+    }
+    Line::from(spans)
+}
+
+/// The title row's text over rows of the same `width` and `sort`: `title(spec)` words each
+/// column's title (the sorted one carries its arrow); `rest_title(title, width)` may add to
+/// the `Rest` column's (a filter, `+N more`), and what it returns is cut to the column.
+pub fn header(
+    width: u16,
+    sort: Option<SortKey>,
+    title: impl Fn(&Spec) -> String,
+    rest_title: impl Fn(String, usize) -> String,
+) -> String {
+    let mut out = String::new();
+    for at in layout(width, sort) {
+        let s = at.col.spec();
+        let t = title(&s);
+        out.push_str(&" ".repeat(s.width.gap().into()));
+        match s.width {
+            Width::Fixed { width, align, .. } => out.push_str(&pad(&t, width.into(), align)),
+            Width::Rest { .. } => {
+                let w = usize::from(at.width);
+                let t: String = rest_title(t, w).chars().take(w).collect();
+                out.push_str(&format!("{t:<w$} "));
+            }
+        }
+    }
+    out
+}
+
+/// Where each sortable title of `header(width, sort, title, …)` is drawn: its key, the
+/// column of its first cell and its length. A title cut short by a narrow table is left
+/// out (there is nothing whole to click).
+pub fn sort_titles(
+    width: u16,
+    sort: Option<SortKey>,
+    title: impl Fn(&Spec) -> String,
+) -> Vec<(SortKey, u16, u16)> {
+    layout(width, sort)
+        .into_iter()
+        .filter_map(|at| {
+            let s = at.col.spec();
+            let key = s.sort?;
+            let t = title(&s);
+            let len = t.chars().count() as u16;
+            if len > at.width {
+                return None;
+            }
+            let x = match s.width {
+                Width::Fixed {
+                    align: Align::Right,
+                    ..
+                } => at.x + at.width - len,
+                _ => at.x,
+            };
+            Some((key, x, len))
+        })
+        .collect()
+}
+
+/// The command line with paths shortened to their last component, so the part that tells
+/// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column.
+pub fn command(p: &ProcState) -> String {
+    let cmd = match &p.info.cmdline {
+        Some(c) => c
+            .split(' ')
+            .map(|arg| match arg.rsplit_once('/') {
+                Some((_, base)) if !base.is_empty() && !arg.starts_with('-') => base,
+                _ => arg,
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => p
+            .info
+            .name
+            .clone()
+            .unwrap_or_else(|| "(not readable)".into()),
+    };
+    // Which rank of a distributed job this is: the question when one rank leaks.
+    match p.info.rank {
+        Some(r) => format!("[rank {r}] {cmd}"),
+        None => cmd,
+    }
+}
+
+fn command_cell(r: &RowCtx, width: usize) -> Vec<Span<'static>> {
+    // When it ended, where the command column has room to spare for it.
+    let ended =
+        r.p.exit
+            .map(|e| format!(" ended {}", r.theme.clock(e.at)))
+            .filter(|t| width >= 24 + t.chars().count());
+    let cmd_w = width - ended.as_ref().map_or(0, |t| t.chars().count());
+    let cmd = super::text::fit_command(&command(r.p), cmd_w, r.theme.ascii);
+    let mut spans = vec![Span::raw(format!("{cmd:<cmd_w$}"))];
+    spans.extend(ended.map(|t| Span::styled(t, r.theme.dim())));
+    spans
+}
+
+fn mapping_style(m: &Mapping, theme: &Theme) -> Style {
+    match m {
+        Mapping::Hidden => theme.error(),
+        Mapping::Logical {
+            uncertain: Some(_), ..
+        } => theme.warn(),
+        Mapping::Unknown => theme.dim(),
+        Mapping::Logical { .. } => theme.normal(),
+    }
+}
+
+/// `n/a` when NVML gave no number; `gone` when NVML no longer lists the process (for
+/// a few seconds, or while its companion still talks); once it has ended, how: `exited`,
+/// `OOM` or `killed` (the row stays, with its last state, `keep_exited` long).
+fn used_label(p: &ProcState, pg: &ProcGpu, now: Ts) -> String {
+    if let Some(e) = p.exit {
+        return e.cause.label().into();
+    }
+    match pg.last_used {
+        Some(u) => human(u),
+        None if pg.last_seen < now => legend::GONE.sym.into(),
+        None => legend::NA.sym.into(),
+    }
+}
+
+fn used_style(p: &ProcState, theme: &Theme) -> Style {
+    match p.exit.map(|e| e.cause) {
+        None => theme.used(),
+        Some(ExitCause::Oom) => theme.error(),
+        Some(ExitCause::Killed) => theme.warn(),
+        Some(ExitCause::Exited) => theme.dim(),
+    }
+}
+
+/// `+1.20 GiB/m`: the GROWTH sort's rate (`model::growth_rate`), `–` while unknown.
+pub fn growth_label(rate: Option<f64>, theme: &Theme) -> String {
+    let Some(g) = rate else {
+        return if theme.ascii {
+            "-".into()
+        } else {
+            "–".into()
+        };
+    };
+    let sign = if g < 0.0 { "-" } else { "+" };
+    format!(
+        "{sign}{}{}",
+        human(g.abs().round() as u64),
+        legend::PER_MIN.sym
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every sort key is some column's, under the title the sort names; every column a
+    /// sort key names has that key.
+    #[test]
+    fn every_sort_key_is_a_column_titled_as_the_sort_says() {
+        let mut k = SortKey::Used;
+        loop {
+            let col = ProcColumn::ALL.iter().find(|c| c.spec().sort == Some(k));
+            let col = col.unwrap_or_else(|| panic!("{k:?} sorts no column"));
+            assert_eq!(col.spec().title, k.column(), "{col:?}");
+            k = k.next();
+            if k == SortKey::Used {
+                break;
+            }
+        }
+    }
+
+    /// A column's legend entry is on help's legend page.
+    #[test]
+    fn every_legend_entry_of_a_column_is_in_the_legend() {
+        for c in ProcColumn::ALL {
+            if let Some(t) = c.spec().legend {
+                assert!(legend::LEGEND.contains(&t), "{c:?}: {t:?} not in LEGEND");
+            }
+        }
+    }
+
+    /// The columns fill the table's width exactly, at every width the screens use and
+    /// either last column, so the header and the rows end together.
+    #[test]
+    fn the_layout_fills_the_width() {
+        for w in [30u16, 40, 49, 50, 80, 120, 200] {
+            for sort in [None, Some(SortKey::Used), Some(SortKey::Growth)] {
+                let l = layout(w, sort);
+                let last = l.last().expect("columns");
+                assert_eq!(last.x + last.width, w, "{w} {sort:?}");
+                let shown: Vec<_> = l.iter().map(|p| p.col).collect();
+                assert_eq!(shown.contains(&ProcColumn::User), w >= WIDE, "{w}");
+            }
+        }
+    }
+
+    /// A row ends where its title row ends, also when a cell holds wider-than-ASCII text
+    /// (`–` for an unknown growth, a user name with accents): widths count cells, not bytes.
+    #[test]
+    fn rows_and_titles_end_together_whatever_the_text() {
+        use crate::model::sample::ProcInfo;
+        use crate::model::series::{Peak, Series};
+        let p = ProcState {
+            info: ProcInfo {
+                pid: 42,
+                user: Some("jérôme".into()),
+                cmdline: Some("python3 train.py".into()),
+                ..ProcInfo::default()
+            },
+            first_seen: 0,
+            last_seen: 0,
+            gpus: Default::default(),
+            exit: None,
+            unlisted: 0,
+        };
+        let pg = ProcGpu {
+            gpu: 0,
+            kind: Default::default(),
+            used: Series::default(),
+            last_used: Some(1 << 30),
+            peak: Peak::default(),
+            last_seen: 0,
+            mapping: Mapping::Unknown,
+        };
+        let theme = Theme::default();
+        let state = State::default();
+        let ctx = RowCtx {
+            p: &p,
+            pg: &pg,
+            now: 0,
+            state: Some(&state),
+            theme: &theme,
+        };
+        for w in [40u16, 80, 120] {
+            for sort in [Some(SortKey::Used), Some(SortKey::Growth)] {
+                let r = row(&ctx, w, sort);
+                let cells: usize = r.spans.iter().map(|s| s.content.chars().count()).sum();
+                let head = header(w, sort, |s| s.title.to_string(), |t, _| t);
+                assert_eq!(cells, usize::from(w), "{w} {sort:?}: {r:?}");
+                assert_eq!(head.chars().count(), usize::from(w), "{w} {sort:?}: {head}");
+            }
+        }
+    }
+}
