@@ -58,7 +58,14 @@ fn metrics_from_a_recording_with_companions_name_the_script() {
     let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-companion.gpumon.jsonl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
         // Slow enough to be scraped while its jobs run (they have ended at its end).
-        .args(["serve", "--listen", "127.0.0.1:0", "--speed", "10", "--replay"])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--speed",
+            "10",
+            "--replay",
+        ])
         .arg(&rec)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -76,7 +83,10 @@ fn metrics_from_a_recording_with_companions_name_the_script() {
         .parse()
         .expect("an address");
     let scenario = scenario_pids(&rec);
-    assert!(scenario.len() >= 5, "companions running scenario.py: {scenario:?}");
+    assert!(
+        scenario.len() >= 2,
+        "companions running scenario.py: {scenario:?}"
+    );
     // Every sample scraped while the recording plays (14 s at --speed 10).
     let mut seen: Vec<(u32, String)> = Vec::new();
     let end = Instant::now() + Duration::from_secs(40);
@@ -88,12 +98,13 @@ fn metrics_from_a_recording_with_companions_name_the_script() {
             .unwrap_or_default();
         seen.extend(process_labels(&body));
         let named = seen.iter().filter(|(p, _)| scenario.contains(p));
-        if named.map(|(p, _)| p).collect::<BTreeSet<_>>().len() >= 3 {
+        if named.map(|(p, _)| p).collect::<BTreeSet<_>>().len() == scenario.len() {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let of_scenario: Vec<&(u32, String)> = seen.iter().filter(|(p, _)| scenario.contains(p)).collect();
+    let of_scenario: Vec<&(u32, String)> =
+        seen.iter().filter(|(p, _)| scenario.contains(p)).collect();
     assert!(
         !of_scenario.is_empty(),
         "no scenario.py process was scraped: {seen:?}"
