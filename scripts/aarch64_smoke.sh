@@ -4,7 +4,8 @@
 # checks both need at most glibc 2.17), then runs the monitor under qemu-user: --version,
 # demo list, a headless replay whose CSV must equal the host build's, and serve --replay with
 # /healthz, gzip and promtool (when installed). No GPU, no NVML and no interposer loading are
-# exercised: that needs real hardware. Not in CI (CI runs only .ci/run).
+# exercised: that needs real hardware. The release workflow runs it on a version tag
+# (.github/workflows/release.yml, job aarch64); .ci/run does not (a second full build).
 #
 # Needs: rustup target add aarch64-unknown-linux-gnu; apt install qemu-user libc6-arm64-cross;
 # a host build (cargo build) for the reference CSV.

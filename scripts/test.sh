@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust (workspace: gpumon + the LD_PRELOAD interposer), the Python
 # companion, and both installs. Needs cargo and python3 (with venv); tmux- and
-# Prometheus-based tests skip when those are missing unless GPUMON_REQUIRE_TMUX / GPUMON_REQUIRE_PROMETHEUS are set (CI sets both).
+# Prometheus-, Chromium-, man- and fish-based tests skip when those are missing unless
+# GPUMON_REQUIRE_TMUX / _PROMETHEUS / _CHROMIUM / _MAN / _FISH are set (.ci/run sets them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! python3 -c "import pytest" 2>/dev/null; then

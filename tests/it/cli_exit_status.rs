@@ -87,3 +87,47 @@ fn record_and_serve_stopped_by_sigterm_or_sighup_return_0() {
         );
     }
 }
+
+/// The other headless modes stop the same way: a live `watch --headless` and a
+/// `replay --headless --follow` (which never ends by itself) return 0 on SIGTERM, SIGHUP
+/// and SIGINT, and their CSV ends with a whole row.
+#[test]
+fn headless_watch_and_follow_stopped_by_a_signal_return_0() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = assert_cmd::cargo::cargo_bin("gpumon");
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl");
+    for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+        for mode in ["watch", "follow"] {
+            let csv = dir.path().join(format!("{mode}{sig}.csv"));
+            let mut cmd = Command::new(&bin);
+            match mode {
+                "watch" => cmd
+                    .args(["watch", "--headless", "--interval", "100ms", "--socket-dir"])
+                    .arg(dir.path()),
+                _ => cmd.args(["replay", "--headless", "--follow"]).arg(&demo),
+            };
+            let mut child = cmd
+                .arg("--csv")
+                .arg(&csv)
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starts");
+            let end = Instant::now() + Duration::from_secs(20);
+            while std::fs::metadata(&csv).map_or(true, |m| m.len() == 0) && Instant::now() < end {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            assert_eq!(
+                stop_with(&mut child, sig),
+                Some(0),
+                "{mode} stopped by signal {sig}"
+            );
+            let text = std::fs::read_to_string(&csv).expect("csv");
+            assert!(text.starts_with("time,time_unix_ms,"), "{mode}: the header");
+            assert!(
+                text.ends_with('\n'),
+                "{mode} {sig}: the CSV ends with a whole row"
+            );
+        }
+    }
+}
