@@ -196,7 +196,13 @@ fn copy(from: &Path, to: &Path) {
 /// `GPUMON_LINK_MAP=FILE` writes the linker's map there (it reads the map).
 fn link_order() {
     const LIST: &str = "scripts/link-order.txt";
-    println!("cargo:rerun-if-changed={LIST}");
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let list = root.join(LIST);
+    // Not for a path that is missing (the packaged crate has no list): cargo would run the
+    // build script, and its nested build, on every build.
+    if list.is_file() {
+        println!("cargo:rerun-if-changed={LIST}");
+    }
     for v in ["GPUMON_LINK_MAP", "GPUMON_NO_LINK_ORDER", "RUSTC_LINKER"] {
         println!("cargo:rerun-if-env-changed={v}");
     }
@@ -213,8 +219,6 @@ fn link_order() {
     if let Ok(map) = std::env::var("GPUMON_LINK_MAP") {
         println!("cargo:rustc-link-arg-bin=gpumon=-Wl,-Map={map}");
     }
-    let root = PathBuf::from(env("CARGO_MANIFEST_DIR"));
-    let list = root.join(LIST);
     if list.is_file() && std::env::var_os("GPUMON_NO_LINK_ORDER").is_none() {
         println!(
             "cargo:rustc-link-arg-bin=gpumon=-Wl,--symbol-ordering-file={}",
@@ -229,5 +233,10 @@ fn rustc_minor() -> Option<u32> {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     let out = Command::new(rustc).arg("-V").output().ok()?;
     let text = String::from_utf8(out.stdout).ok()?;
-    text.split_whitespace().nth(1)?.split('.').nth(1)?.parse().ok()
+    text.split_whitespace()
+        .nth(1)?
+        .split('.')
+        .nth(1)?
+        .parse()
+        .ok()
 }

@@ -1,5 +1,6 @@
 //! The terminal UI modes: live watch, replay, and the one event loop.
 
+use super::sized::SizedBackend;
 use crate::cli::{ReplayArgs, WatchArgs};
 use crate::model::frame::Frame;
 use crate::record::validate;
@@ -9,7 +10,6 @@ use crate::tui::app::{App, Effect, SourceKind};
 use crate::tui::event::Event;
 use crate::tui::term::TerminalGuard;
 use crate::tui::ui::theme::Theme;
-use super::sized::SizedBackend;
 use anyhow::{Context, Result};
 use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
