@@ -25,6 +25,7 @@ use std::process::Command;
 const LIB: &str = "libgpumon_preload.so";
 
 fn main() {
+    link_order();
     println!("cargo:rerun-if-env-changed=GPUMON_PRELOAD_SO");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let dest = out.join(LIB);
@@ -182,4 +183,60 @@ fn copy(from: &Path, to: &Path) {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     println!("cargo:rustc-env=GPUMON_PRELOAD_HASH={h:016x}");
+}
+
+/// The functions a live watch runs, in the order of `scripts/link-order.txt`, at the front of
+/// the binary's code (issue 21, item 4). The kernel maps a file's pages 64 KiB at a time
+/// around each page a process touches, so the ~1 MB of code a watch runs, spread over
+/// 4 MB of code, made nearly all of it resident; packed together, about that 1 MB is. Only
+/// for release builds of the `gpumon` binary, with rust-lld (rustc's default linker on
+/// x86_64 Linux since 1.90) and no linker of the user's choosing; a name the list has and
+/// the build does not (another toolchain or lock) is skipped, so a stale list costs
+/// resident memory, never a build. `scripts/link_order.sh` remakes the list;
+/// `GPUMON_LINK_MAP=FILE` writes the linker's map there (it reads the map).
+fn link_order() {
+    const LIST: &str = "scripts/link-order.txt";
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let list = root.join(LIST);
+    // Not for a path that is missing (the packaged crate has no list): cargo would run the
+    // build script, and its nested build, on every build.
+    if list.is_file() {
+        println!("cargo:rerun-if-changed={LIST}");
+    }
+    for v in ["GPUMON_LINK_MAP", "GPUMON_NO_LINK_ORDER", "RUSTC_LINKER"] {
+        println!("cargo:rerun-if-env-changed={v}");
+    }
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    let lld = env("CARGO_CFG_TARGET_ARCH") == "x86_64"
+        && env("CARGO_CFG_TARGET_OS") == "linux"
+        && env("CARGO_CFG_TARGET_ENV") == "gnu"
+        && env("RUSTC_LINKER").is_empty()
+        && !env("CARGO_ENCODED_RUSTFLAGS").contains("link")
+        && rustc_minor().is_some_and(|m| m >= 90);
+    if !lld || env("PROFILE") != "release" {
+        return;
+    }
+    if let Ok(map) = std::env::var("GPUMON_LINK_MAP") {
+        println!("cargo:rustc-link-arg-bin=gpumon=-Wl,-Map={map}");
+    }
+    if list.is_file() && std::env::var_os("GPUMON_NO_LINK_ORDER").is_none() {
+        println!(
+            "cargo:rustc-link-arg-bin=gpumon=-Wl,--symbol-ordering-file={}",
+            list.display()
+        );
+        println!("cargo:rustc-link-arg-bin=gpumon=-Wl,--no-warn-symbol-ordering");
+    }
+}
+
+/// The minor version of the compiler building this (`rustc 1.95.0 (...)` -> 95).
+fn rustc_minor() -> Option<u32> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc).arg("-V").output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    text.split_whitespace()
+        .nth(1)?
+        .split('.')
+        .nth(1)?
+        .parse()
+        .ok()
 }

@@ -151,6 +151,18 @@ pub struct LiveUids {
 }
 
 impl LiveUids {
+    /// Whether the next `read` lists `/proc` (a scan that skips the directories must not
+    /// skip that listing: `channel::Scanner` scans in full then).
+    pub fn listing_due(&self) -> bool {
+        self.calls.is_multiple_of(UIDS_LIST_EVERY)
+    }
+
+    /// A scan that reused the last one's directories: count it as a `read` between
+    /// listings, so `/proc` is still listed every `UIDS_LIST_EVERY` scans.
+    pub fn skip(&mut self) {
+        self.calls = self.calls.wrapping_add(1);
+    }
+
     /// As `live_uids`, from the last listing of `/proc` between listings, and asking only
     /// about processes new to a listing.
     pub fn read(&mut self, proc: &Path, cap: usize) -> Vec<u32> {

@@ -162,7 +162,14 @@ struct Scanner<E> {
     tasks: JoinSet<(PathBuf, u32, Outcome)>,
     /// Owners of processes, kept from one scan to the next (`dirs::LiveUids`).
     uids: dirs::LiveUids,
+    /// The last scan that read the directories, and the scans since that reused it.
+    last: Option<scan::Scan>,
+    reused: u32,
 }
+
+/// Scans in a row that may reuse the last full one when no directory it looked at changed
+/// (`Scanner::reuse`); every one after that many reads the directories again.
+const REUSE_MAX: u32 = 4;
 
 impl<E: From<Frame> + Send + 'static> Scanner<E> {
     fn new(
@@ -183,6 +190,8 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
             remembered,
             tasks: JoinSet::new(),
             uids: dirs::LiveUids::default(),
+            last: None,
+            reused: 0,
         }
     }
 
@@ -238,22 +247,53 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
         }
     }
 
+    /// The last scan, when a new one would find the same: no directory it looked at has
+    /// changed (an `lstat` each, here on the channel's thread), no listing of `/proc` is due,
+    /// and it was reused fewer than `REUSE_MAX` times in a row (a change inside the same
+    /// timestamp tick, or a socket's own mode, is seen within that many scans). Reading the
+    /// directories on the blocking pool woke a second thread every second for nothing
+    /// (issue 21).
+    fn reuse(&mut self) -> Option<scan::Scan> {
+        let listing = self.cfg.dirs.is_none() && self.own_uid == 0 && self.uids.listing_due();
+        let last = self.last.take()?;
+        if listing || self.reused >= REUSE_MAX || !scan::unchanged(&last.looked) {
+            self.reused = 0;
+            return None;
+        }
+        self.reused += 1;
+        if self.cfg.dirs.is_none() && self.own_uid == 0 {
+            self.uids.skip();
+        }
+        Some(last)
+    }
+
     async fn scan(&mut self) {
-        let explicit = self.cfg.dirs.clone();
-        let places = self.cfg.places.clone();
-        let own = self.own_uid;
-        // Listing directories and reading /proc may take a while under a flood: it
-        // runs beside the connections, never in their way.
-        let mut uids = std::mem::take(&mut self.uids);
-        let Ok((found, uids)) = tokio::task::spawn_blocking(move || {
-            let found = scan::run(explicit, &places, own, &mut uids);
-            (found, uids)
-        })
-        .await
-        else {
-            return;
+        let found = match self.reuse() {
+            Some(found) => found,
+            None => {
+                let explicit = self.cfg.dirs.clone();
+                let places = self.cfg.places.clone();
+                let own = self.own_uid;
+                // Listing directories and reading /proc may take a while under a flood: it
+                // runs beside the connections, never in their way.
+                let mut uids = std::mem::take(&mut self.uids);
+                let Ok((found, uids)) = tokio::task::spawn_blocking(move || {
+                    let found = scan::run(explicit, &places, own, &mut uids);
+                    (found, uids)
+                })
+                .await
+                else {
+                    return;
+                };
+                self.uids = uids;
+                found
+            }
         };
-        self.uids = uids;
+        self.use_scan(&found).await;
+        self.last = Some(found);
+    }
+
+    async fn use_scan(&mut self, found: &scan::Scan) {
         for (dir, e) in &found.problems {
             if self.dir_errors.get(dir) != Some(e) {
                 self.dir_errors.insert(dir.clone(), e.clone());

@@ -16,6 +16,30 @@ pub(crate) const MAX_FOUND: usize = 16_384;
 /// Identity of a socket file, so a refused one is retried only once replaced.
 pub(crate) type FileId = (u64, u64, i64);
 
+/// What a directory looked like to a scan: device, inode, and the modification and change
+/// times (to the ns). An entry added, removed or renamed moves the mtime, a chmod or chown
+/// the ctime; `None`: it did not exist (or could not be looked at).
+pub(crate) type DirKey = Option<(u64, u64, i64, i64, i64, i64)>;
+
+pub(crate) fn dir_key(path: &Path) -> DirKey {
+    std::fs::symlink_metadata(path).ok().map(|m| {
+        (
+            m.dev(),
+            m.ino(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        )
+    })
+}
+
+/// Whether every directory a scan looked at still looks the same (one `lstat` each): then
+/// a new scan would find what that one found.
+pub(crate) fn unchanged(looked: &[(PathBuf, DirKey)]) -> bool {
+    looked.iter().all(|(p, k)| dir_key(p) == *k)
+}
+
 /// A socket file that may be a companion's.
 pub(crate) struct Found {
     pub path: PathBuf,
@@ -29,6 +53,8 @@ pub(crate) struct Scan {
     pub found: Vec<Found>,
     /// Directories refused, with why (each said once by the scanner).
     pub problems: Vec<(PathBuf, String)>,
+    /// Every directory looked at, as it was before it was read (`unchanged`).
+    pub looked: Vec<(PathBuf, DirKey)>,
 }
 
 /// Look at `explicit` directories, or else at the default places (`dirs::scan_dirs`).
@@ -51,6 +77,8 @@ pub(crate) fn run(
         if out.found.len() >= MAX_FOUND {
             break;
         }
+        // Before the directory is read: a change while it is read shows at the next look.
+        out.looked.push((d.path.clone(), dir_key(&d.path)));
         let owner = match dirs::check_dir(&d.path, own_uid) {
             Ok(o) => o,
             Err(e) => {

@@ -46,6 +46,7 @@ mod headless;
 mod inert_out;
 pub mod man;
 mod report;
+mod sized;
 mod threads;
 mod tui;
 

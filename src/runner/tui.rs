@@ -1,5 +1,6 @@
 //! The terminal UI modes: live watch, replay, and the one event loop.
 
+use super::sized::SizedBackend;
 use crate::cli::{ReplayArgs, WatchArgs};
 use crate::model::frame::Frame;
 use crate::record::validate;
@@ -163,7 +164,7 @@ pub(super) async fn run_tui(
     // buffer). The terminal is flushed at the end of every draw, so nothing waits here.
     let out =
         io::BufWriter::with_capacity(OUT_BUFFER, super::inert_out::InertWriter::new(io::stdout()));
-    let mut terminal = Terminal::new(CrosstermBackend::new(out))?;
+    let mut terminal = Terminal::new(SizedBackend::new(CrosstermBackend::new(out)))?;
     // No terminal.clear(): it asks the terminal for the cursor position, which pseudo-terminals
     // of some harnesses and multiplexers never answer; the alternate screen starts blank anyway.
     let result = event_loop(&mut terminal, &mut app, &mut rx, &theme, replay.as_ref()).await;
@@ -209,7 +210,7 @@ fn has_terminal() -> bool {
 /// the last draw is a whole second old, and waiting for that moment woke the loop twice a
 /// second instead of once (each wake-up is a thread hand-over the bare poller does not pay).
 pub(super) async fn event_loop<B: Backend>(
-    terminal: &mut Terminal<B>,
+    terminal: &mut Terminal<SizedBackend<B>>,
     app: &mut App,
     rx: &mut Receiver<Event>,
     theme: &Theme,
@@ -254,6 +255,7 @@ where
             if matches!(ev, Event::Resize) {
                 // Also sent after a resume from SIGTSTP when the loop could not take it
                 // (threads::suspend): the screen was given back, so repaint every cell.
+                terminal.backend().forget_size();
                 repaint_all(terminal)?;
             }
             match app.update(ev) {
@@ -272,7 +274,9 @@ where
                 }
                 Some(Effect::Suspend { sent }) => {
                     crate::tui::term::suspend(sent);
-                    // The shell had the screen: the next draw repaints every cell.
+                    // The shell had the screen (and may have resized it): the next draw
+                    // asks for the size and repaints every cell.
+                    terminal.backend().forget_size();
                     repaint_all(terminal)?;
                     dirty = Some(Duration::ZERO);
                 }

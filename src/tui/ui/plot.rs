@@ -1,14 +1,12 @@
-//! A memory chart: value axis with round ticks, the plot (braille through ratatui's
-//! `Canvas` in Unicode, two time slots and four levels per cell; a monotonic ramp in
+//! A memory chart: value axis with round ticks, the plot (braille dots written straight
+//! into the buffer in Unicode, two time slots and four levels per cell; a monotonic ramp in
 //! ASCII), and a wall-clock axis. Axis, plot and time row are separate pieces drawn in
 //! their own cells, so labels never sit on the data.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
-use ratatui::symbols::Marker;
-use ratatui::widgets::Widget;
-use ratatui::widgets::canvas::{Canvas, Painter as Dots, Shape};
+use ratatui::symbols::braille::BRAILLE;
 
 use super::chart::{Col, Grid, Scale, time_ticks};
 use super::paint::Painter;
@@ -194,13 +192,6 @@ fn dots(v: f64, s: &Scale, h: usize) -> usize {
     if v > s.lo && d == 0 { 1 } else { d.min(h) }
 }
 
-struct BrailleShape<'a> {
-    plot: &'a Plot<'a>,
-    w: usize,
-    h: usize,
-    color: bool,
-}
-
 fn fg(style: Style, color: bool) -> Color {
     if color {
         style.fg.unwrap_or(Color::Reset)
@@ -209,72 +200,110 @@ fn fg(style: Style, color: bool) -> Color {
     }
 }
 
-impl Shape for BrailleShape<'_> {
-    fn draw(&self, painter: &mut Dots) {
-        let (w, h) = (self.w, self.h);
-        let s = &self.plot.scale;
-        for (v, style) in &self.plot.refs {
-            if *v > s.hi || *v < s.lo {
-                continue;
-            }
-            let y = h - dots(*v, s, h).max(1);
-            for x in (0..w).step_by(2) {
-                painter.paint(x, y, fg(*style, self.color));
-            }
+/// Braille dots of a plot, two columns and four rows of dots per cell, each cell with the
+/// colour of the last dot set in it: what ratatui's `Canvas` with its braille marker makes
+/// of the same dots, written straight into the buffer. The canvas cost a redraw more than
+/// the rest of a chart (a boxed grid, a layer copied out of it, a painter per shape); this
+/// is a pass over the dots and one over the cells (issue 21).
+struct Dots {
+    /// Cells per row.
+    width: usize,
+    cells: Vec<(u8, Color)>,
+}
+
+impl Dots {
+    fn new(width: usize, height: usize) -> Dots {
+        Dots {
+            width,
+            cells: vec![(0, Color::Reset); width * height],
         }
-        for t in &self.plot.traces {
-            let c = fg(t.style, self.color);
-            let kind = drawn_as(t.kind, s);
-            let mut prev: Option<usize> = None;
-            for (x, col) in t.cols.iter().enumerate().take(w) {
-                let Some(v) = col.val() else {
-                    prev = None;
-                    continue;
-                };
-                let d = dots(v, s, h);
-                match kind {
-                    Kind::Area => {
-                        // Zero is data too: a dot on the floor, unlike a slot with no data.
-                        for y in (h - d.max(1))..h {
-                            painter.paint(x, y, c);
-                        }
-                    }
-                    Kind::Dotted => {
-                        if x % 2 == 0 {
-                            painter.paint(x, h - d.max(1), c);
-                        }
-                    }
-                    Kind::Line => {
-                        let d = d.max(1);
-                        // Join steps with a vertical run so the line stays continuous.
-                        let (a, b) = match prev {
-                            Some(p) => (p.min(d), p.max(d)),
-                            None => (d, d),
-                        };
-                        for dd in a..=b {
-                            painter.paint(x, h - dd.max(1), c);
-                        }
-                        prev = Some(d);
-                    }
-                }
-            }
+    }
+
+    /// Set the dot at column `x`, row `y` (in dots, from the top left).
+    fn paint(&mut self, x: usize, y: usize, c: Color) {
+        if let Some(cell) = self.cells.get_mut(y / 4 * self.width + x / 2) {
+            cell.0 |= 1u8 << (x % 2 + 2 * (y % 4));
+            cell.1 = c;
         }
     }
 }
 
+fn braille_dots(plot: &Plot, w: usize, h: usize, color: bool) -> Dots {
+    let mut painter = Dots::new(w / 2, h / 4);
+    let s = &plot.scale;
+    for (v, style) in &plot.refs {
+        if *v > s.hi || *v < s.lo {
+            continue;
+        }
+        let y = h - dots(*v, s, h).max(1);
+        for x in (0..w).step_by(2) {
+            painter.paint(x, y, fg(*style, color));
+        }
+    }
+    for t in &plot.traces {
+        let c = fg(t.style, color);
+        let kind = drawn_as(t.kind, s);
+        let mut prev: Option<usize> = None;
+        for (x, col) in t.cols.iter().enumerate().take(w) {
+            let Some(v) = col.val() else {
+                prev = None;
+                continue;
+            };
+            let d = dots(v, s, h);
+            match kind {
+                Kind::Area => {
+                    // Zero is data too: a dot on the floor, unlike a slot with no data.
+                    for y in (h - d.max(1))..h {
+                        painter.paint(x, y, c);
+                    }
+                }
+                Kind::Dotted => {
+                    if x % 2 == 0 {
+                        painter.paint(x, h - d.max(1), c);
+                    }
+                }
+                Kind::Line => {
+                    let d = d.max(1);
+                    // Join steps with a vertical run so the line stays continuous.
+                    let (a, b) = match prev {
+                        Some(p) => (p.min(d), p.max(d)),
+                        None => (d, d),
+                    };
+                    for dd in a..=b {
+                        painter.paint(x, h - dd.max(1), c);
+                    }
+                    prev = Some(d);
+                }
+            }
+        }
+    }
+    painter
+}
+
 fn braille_plot(buf: &mut Buffer, area: Rect, plot: &Plot, theme: &Theme) {
-    let shape = BrailleShape {
+    let area = buf.area.intersection(area);
+    if area.is_empty() {
+        return;
+    }
+    let dots = braille_dots(
         plot,
-        w: usize::from(area.width) * 2,
-        h: usize::from(area.height) * 4,
-        color: theme.color,
-    };
-    Canvas::default()
-        .marker(Marker::Braille)
-        .x_bounds([0.0, 1.0])
-        .y_bounds([0.0, 1.0])
-        .paint(|ctx| ctx.draw(&shape))
-        .render(area, buf);
+        usize::from(area.width) * 2,
+        usize::from(area.height) * 4,
+        theme.color,
+    );
+    // As the canvas: its background (the default) on every cell, then each cell with a dot
+    // gets its braille character and the colour of its last dot.
+    for (row, y) in (area.top()..area.bottom()).enumerate() {
+        let line = &dots.cells[row * dots.width..(row + 1) * dots.width];
+        let start = buf.index_of(area.x, y);
+        let cells = &mut buf.content[start..start + dots.width];
+        for (&(pattern, c), cell) in line.iter().zip(cells) {
+            cell.bg = Color::Reset;
+            if pattern != 0 {
+                cell.set_char(BRAILLE[usize::from(pattern)]).fg = c;
+            }
+        }
+    }
 }
 
 /// Per cell, the highest value of its `k` slots (a spike in either half of a braille cell
