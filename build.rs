@@ -207,7 +207,15 @@ fn link_order() {
         println!("cargo:rerun-if-env-changed={v}");
     }
     let env = |k: &str| std::env::var(k).unwrap_or_default();
-    let lld = env("CARGO_CFG_TARGET_ARCH") == "x86_64"
+    // A linker chosen for the target (`maturin --zig` sets zig's this way) may not take
+    // lld's ordering flags.
+    let target_linker = format!(
+        "CARGO_TARGET_{}_LINKER",
+        env("TARGET").to_uppercase().replace(['-', '.'], "_")
+    );
+    println!("cargo:rerun-if-env-changed={target_linker}");
+    let lld = env(&target_linker).is_empty()
+        && env("CARGO_CFG_TARGET_ARCH") == "x86_64"
         && env("CARGO_CFG_TARGET_OS") == "linux"
         && env("CARGO_CFG_TARGET_ENV") == "gnu"
         && env("RUSTC_LINKER").is_empty()
