@@ -672,7 +672,12 @@ impl Companions {
     }
 
     /// `for_gpu_in` over `latest`: the live companion, else the ended one.
-    pub(super) fn latest_for_gpu_in(&self, pid: u32, gpu: &GpuInfo, all: &[GpuInfo]) -> Option<&DevAlloc> {
+    pub(super) fn latest_for_gpu_in(
+        &self,
+        pid: u32,
+        gpu: &GpuInfo,
+        all: &[GpuInfo],
+    ) -> Option<&DevAlloc> {
         match self.by_pid.get(&pid) {
             Some(p) => dev_for_gpu(p, gpu, all),
             None => dev_for_gpu(self.ended.get(&pid)?, gpu, all),

@@ -26,6 +26,7 @@ fn a_frozen_view_shows_the_alerts_of_its_moment() {
     assert!(app.pipe.alerts.listed().is_empty(), "no alert yet");
     press(&mut app, 'p');
     let before = render(&app, 80, 24, &theme(false));
+    let before_wide = render(&app, 120, 40, &theme(false));
     for f in &all[quiet..] {
         app.apply(f);
     }
@@ -40,10 +41,44 @@ fn a_frozen_view_shows_the_alerts_of_its_moment() {
         before,
         "the frozen screen"
     );
+    // The card's mark and the rows' risk colours too, where the wide layout shows them.
+    assert_eq!(
+        render(&app, 120, 40, &theme(false)),
+        before_wide,
+        "the frozen screen at 120x40"
+    );
     press(&mut app, 'p');
     assert!(
         !app.view_alerts().listed().is_empty(),
         "thawed: the leak shows"
     );
     assert!(app.headline_alert().is_some());
+}
+
+#[test]
+fn a_frozen_screen_marks_no_card_with_an_alert_raised_after_it() {
+    let all = frames(&fixture("../corpus/corpus_leak.jsonl"));
+    let mut probe = App::new(SourceKind::Live { interval_ms: 1000 }, Pipeline::default());
+    let raised = all
+        .iter()
+        .position(|f| {
+            probe.apply(f);
+            !probe.pipe.alerts.active().is_empty()
+        })
+        .expect("the leak is raised");
+    let mut app = App::new(SourceKind::Live { interval_ms: 1000 }, Pipeline::default());
+    for f in &all[..raised] {
+        app.apply(f);
+    }
+    press(&mut app, 'p');
+    let before = render(&app, 120, 40, &theme(false));
+    app.apply(&all[raised]);
+    assert!(!app.pipe.alerts.active().is_empty(), "active behind the freeze");
+    assert_eq!(
+        render(&app, 120, 40, &theme(false)),
+        before,
+        "the frozen card border and rows"
+    );
+    press(&mut app, 'p');
+    assert_ne!(render(&app, 120, 40, &theme(false)), before, "thawed: it shows");
 }

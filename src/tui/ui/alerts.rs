@@ -662,8 +662,7 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
 /// The most severe active fragmentation alert (risk or OOM) of a process on a GPU: what the
 /// allocator line colours F and stranded by (issue 20), acknowledged ones included.
 pub fn frag_risk(app: &App, pid: u32, gpu: u32) -> Option<Severity> {
-    app.pipe
-        .alerts
+    app.view_alerts()
         .active()
         .into_iter()
         .filter(|a| a.pid == Some(pid) && a.gpu == gpu)
@@ -704,8 +703,7 @@ fn card_mark(app: &App, pos: usize, area: Rect, theme: &Theme, short: u8) -> Opt
     app.hit(area, Target::Gpu(pos));
     let g = app.view_state().gpus.get(pos)?;
     let on: Vec<Severity> = app
-        .pipe
-        .alerts
+        .view_alerts()
         .active()
         .into_iter()
         .filter(|a| !a.silenced && a.gpu == g.info.index)

@@ -83,8 +83,7 @@ impl<'a> Grab<'a> {
     /// The rule's view of `pid` on GPU `gpu` (NVML index), holding `held` of `total`.
     pub(crate) fn of(app: &'a App, pid: u32, gpu: u32, held: Option<u64>, total: u64) -> Self {
         let alert = app
-            .pipe
-            .alerts
+            .view_alerts()
             .active()
             .into_iter()
             .find(|a| a.kind == AlertKind::GrabAll && a.pid == Some(pid) && a.gpu == gpu)
