@@ -305,11 +305,13 @@ pub fn sort_titles(
 }
 
 /// The command line with paths shortened to their last component, so the part that tells
-/// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column.
+/// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column. A control character
+/// (the newlines of `python -c` source) parts words as a space does: the terminal would
+/// drop it and run the words together.
 pub fn command(p: &ProcState) -> String {
     let cmd = match &p.info.cmdline {
         Some(c) => c
-            .split(' ')
+            .split(|ch: char| ch == ' ' || ch.is_control())
             .map(|arg| match arg.rsplit_once('/') {
                 Some((_, base)) if !base.is_empty() && !arg.starts_with('-') => base,
                 _ => arg,
@@ -484,5 +486,26 @@ mod tests {
                 assert_eq!(head.chars().count(), usize::from(w), "{w} {sort:?}: {head}");
             }
         }
+    }
+
+    #[test]
+    fn a_newline_in_a_command_parts_words_like_a_space() {
+        use crate::model::sample::ProcInfo;
+        let p = ProcState {
+            info: ProcInfo {
+                pid: 7,
+                cmdline: Some("python3 -c import os, time\nsys.path.insert(0, '/a/b')\tx".into()),
+                ..ProcInfo::default()
+            },
+            first_seen: 0,
+            last_seen: 0,
+            gpus: Default::default(),
+            exit: None,
+            unlisted: 0,
+        };
+        assert_eq!(
+            command(&p),
+            "python3 -c import os, time sys.path.insert(0, b') x"
+        );
     }
 }
