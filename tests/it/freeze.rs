@@ -73,12 +73,19 @@ fn a_frozen_screen_marks_no_card_with_an_alert_raised_after_it() {
     press(&mut app, 'p');
     let before = render(&app, 120, 40, &theme(false));
     app.apply(&all[raised]);
-    assert!(!app.pipe.alerts.active().is_empty(), "active behind the freeze");
+    assert!(
+        !app.pipe.alerts.active().is_empty(),
+        "active behind the freeze"
+    );
     assert_eq!(
         render(&app, 120, 40, &theme(false)),
         before,
         "the frozen card border and rows"
     );
     press(&mut app, 'p');
-    assert_ne!(render(&app, 120, 40, &theme(false)), before, "thawed: it shows");
+    assert_ne!(
+        render(&app, 120, 40, &theme(false)),
+        before,
+        "thawed: it shows"
+    );
 }
