@@ -86,7 +86,7 @@ pub struct ProcState {
 }
 
 impl ProcState {
-    fn new(info: ProcInfo, t: Ts) -> ProcState {
+    pub(crate) fn new(info: ProcInfo, t: Ts) -> ProcState {
         ProcState {
             info,
             first_seen: t,

@@ -186,20 +186,16 @@ mod tests {
     #[test]
     fn the_filter_matches_command_name_user_and_pid() {
         use crate::model::sample::ProcInfo;
-        let p = ProcState {
-            info: ProcInfo {
+        let p = ProcState::new(
+            ProcInfo {
                 pid: 1234,
                 user: Some("alice".into()),
                 name: Some("python3".into()),
                 cmdline: Some("python3 train_bert.py --lr 3e-4".into()),
                 ..ProcInfo::default()
             },
-            first_seen: 0,
-            last_seen: 0,
-            gpus: Default::default(),
-            exit: None,
-            unlisted: 0,
-        };
+            0,
+        );
         for f in ["", "BERT", "python", "ALICE", "23", "1234"] {
             assert!(matches(&p, f), "{f:?} should match");
         }

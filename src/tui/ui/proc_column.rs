@@ -446,19 +446,15 @@ mod tests {
     fn rows_and_titles_end_together_whatever_the_text() {
         use crate::model::sample::ProcInfo;
         use crate::model::series::{Peak, Series};
-        let p = ProcState {
-            info: ProcInfo {
+        let p = ProcState::new(
+            ProcInfo {
                 pid: 42,
                 user: Some("jérôme".into()),
                 cmdline: Some("python3 train.py".into()),
                 ..ProcInfo::default()
             },
-            first_seen: 0,
-            last_seen: 0,
-            gpus: Default::default(),
-            exit: None,
-            unlisted: 0,
-        };
+            0,
+        );
         let pg = ProcGpu {
             gpu: 0,
             kind: Default::default(),
@@ -491,18 +487,14 @@ mod tests {
     #[test]
     fn a_newline_in_a_command_parts_words_like_a_space() {
         use crate::model::sample::ProcInfo;
-        let p = ProcState {
-            info: ProcInfo {
+        let p = ProcState::new(
+            ProcInfo {
                 pid: 7,
                 cmdline: Some("python3 -c import os, time\nsys.path.insert(0, '/a/b')\tx".into()),
                 ..ProcInfo::default()
             },
-            first_seen: 0,
-            last_seen: 0,
-            gpus: Default::default(),
-            exit: None,
-            unlisted: 0,
-        };
+            0,
+        );
         assert_eq!(
             command(&p),
             "python3 -c import os, time sys.path.insert(0, b') x"
