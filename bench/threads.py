@@ -26,13 +26,18 @@ def snap():
             out[t]=(name,int(s[0]),int(s[2]))
         except OSError: pass
     return out
-pump(warm); a=snap(); n=pump(secs); b=snap()
+def ticks():
+    """The process's user and system clock ticks (/proc/PID/stat): a cross-check of the
+    per-thread schedstat sum with the kernel's own accounting."""
+    f=open(f"/proc/{pid}/stat").read().rsplit(")",1)[1].split(); return int(f[11]),int(f[12])
+pump(warm); a=snap(); u0=ticks(); n=pump(secs); b=snap(); u1=ticks()
 tot=0; totw=0
 for t,(name,ns,w) in sorted(b.items(), key=lambda x:-x[1][1]):
     ns0,w0=(a[t][1],a[t][2]) if t in a else (0,0)
     d=(ns-ns0)/1e6; tot+=d; totw+=w-w0
     print(f"  {name:16s} {d:8.2f} ms  {d/secs:6.3f} ms/s  wakeups {(w-w0)/secs:6.1f}/s")
 hwm=[l for l in open(f"/proc/{pid}/status") if l.startswith(("VmHWM","RssAnon","RssFile"))]
+print(f"UTIME {u1[0]-u0[0]} STIME {u1[1]-u0[1]} ticks")
 print(f"TOTAL {tot:.2f} ms = {tot/secs:.3f} ms/s, wakeups {totw/secs:.1f}/s, bytes_out {n}, {' '.join(l.split(':')[0]+'='+l.split()[1] for l in hwm)}")
 os.kill(pid, signal.SIGTERM); time.sleep(0.3)
 try: os.kill(pid, signal.SIGKILL)
