@@ -203,7 +203,8 @@ fn nvml_epochs(p: &ProcAlloc, used: &Series, cfg: &AlertConfig) -> Vec<EpochPoin
 pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
     let now = state.now;
     let g = &cfg.growth;
-    let gpus = state
+    // The cards as the rules see them (the grab-all gate below reads their size here too).
+    let gpus: Vec<GpuView> = state
         .gpus
         .iter()
         .map(|gs| GpuView {
@@ -239,11 +240,7 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
             // Not read below the rule's lowest gate: the lowest reading is no higher than
             // the last, so it cannot pass a gate the last does not (and the rule's words
             // do not show it then). A two-minute scan of every process every second.
-            let total = state
-                .gpus
-                .iter()
-                .find(|gs| gs.info.index == gpu)
-                .map_or(0, |gs| gs.total());
+            let total = gpus.iter().find(|g| g.index == gpu).map_or(0, |g| g.total);
             let below_gate =
                 |used: u64| (used as f64) < grab_all::lowest_gate(&cfg.grab_all) * total as f64;
             let nvml_used_min_recent = pg.and_then(|pg| {
