@@ -254,14 +254,18 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
     /// directories on the blocking pool woke a second thread every second for nothing
     /// (issue 21).
     fn reuse(&mut self) -> Option<scan::Scan> {
-        let listing = self.cfg.dirs.is_none() && self.own_uid == 0 && self.uids.listing_due();
+        // Only a root monitor without explicit directories lists `/proc` for its users.
+        let lists_proc = self.cfg.dirs.is_none() && self.own_uid == 0;
         let last = self.last.take()?;
-        if listing || self.reused >= REUSE_MAX || !scan::unchanged(&last.looked) {
+        if (lists_proc && self.uids.listing_due())
+            || self.reused >= REUSE_MAX
+            || !scan::unchanged(&last.looked)
+        {
             self.reused = 0;
             return None;
         }
         self.reused += 1;
-        if self.cfg.dirs.is_none() && self.own_uid == 0 {
+        if lists_proc {
             self.uids.skip();
         }
         Some(last)

@@ -8,7 +8,7 @@
 //! (one that came before the input thread listened), the size is asked again anyway once
 //! it is `SIZE_TTL` old.
 
-use std::cell::Cell as Once;
+use std::cell::Cell as StdCell;
 use std::time::{Duration, Instant};
 
 use ratatui::backend::{Backend, ClearType, WindowSize};
@@ -20,14 +20,14 @@ const SIZE_TTL: Duration = Duration::from_secs(5);
 
 pub(crate) struct SizedBackend<B> {
     inner: B,
-    size: Once<Option<(Size, Instant)>>,
+    size: StdCell<Option<(Size, Instant)>>,
 }
 
 impl<B: Backend> SizedBackend<B> {
     pub(crate) fn new(inner: B) -> Self {
         SizedBackend {
             inner,
-            size: Once::new(None),
+            size: StdCell::new(None),
         }
     }
 
