@@ -332,10 +332,20 @@ fn capital(s: &str) -> String {
 
 /// A command line cut to fit a legend.
 pub fn short(s: &str) -> String {
+    cut(s, 60)
+}
+
+/// A command line as a process's card shows it: whole up to a few lines (the arguments
+/// that tell runs apart come last: `--name slow_leak_4`), cut only when it is a script.
+pub fn card_command(s: &str) -> String {
+    cut(s, 400)
+}
+
+fn cut(s: &str, max: usize) -> String {
     let s = s.trim();
-    if s.chars().count() <= 60 {
+    if s.chars().count() <= max {
         s.to_string()
     } else {
-        s.chars().take(59).collect::<String>() + "…"
+        s.chars().take(max - 1).collect::<String>() + "…"
     }
 }

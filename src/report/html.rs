@@ -209,7 +209,7 @@ fn proc_section(o: &mut String, run: &Run) {
             o,
             r#"<div class="card"><h3>{}</h3><p class="cmd"><code>{}</code></p>"#,
             esc(&proc_title(run, p)),
-            esc(&charts::short(&p.name))
+            esc(&charts::card_command(&p.name))
         );
         let d = charts::proc_chart(run, p, i);
         o.push_str(&d.svg);

@@ -321,3 +321,22 @@ fn record_writes_its_report_on_sigterm_and_sigint() {
         assert!(html.ends_with("</html>"));
     }
 }
+
+/// A process's card shows its whole command line (the arguments that tell runs apart come
+/// last), where the legends cut it to 60 characters.
+#[test]
+fn a_process_card_shows_the_whole_command_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("r.html");
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-leaks.gpumon.jsonl");
+    gpumon()
+        .arg("report")
+        .arg(&rec)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).expect("page written");
+    let cmd = "scripts/gpu/corpus/scenario.py --name grab_all --deadline 1795971387 --hold-until 1795971395</code></p>";
+    assert!(html.contains(cmd), "the card's command line is whole");
+}
