@@ -3,7 +3,9 @@
 //! Replays a bundled recording into the app as the live screen shows it, then, second by
 //! second of the recording, applies that second's frames and draws into a crossterm
 //! backend that writes to nothing (the cell diff and escape codes are made, not sent).
-//! Prints the draw's and the apply's cost per second of data.
+//! Prints the draw's and the apply's cost per second of data. `DRAW_REPEAT=N` draws each
+//! second N times (for a profiler: the repeats find the screen unchanged, so they time
+//! building the frame, not sending it).
 
 use std::io;
 use std::path::PathBuf;
@@ -75,6 +77,7 @@ fn main() {
     for f in it.by_ref().take(warm) {
         app.apply(f);
     }
+    let repeat: usize = std::env::var("DRAW_REPEAT").map_or(1, |v| v.parse().expect("N"));
     let (mut draws, mut applies) = (Vec::new(), Vec::new());
     let mut second = None;
     let mut pending = Duration::ZERO;
@@ -83,10 +86,12 @@ fn main() {
         if second.is_some_and(|p| p != s) {
             applies.push(pending);
             pending = Duration::ZERO;
-            let t = Instant::now();
-            term.draw(|fr| gpumon::tui::ui::draw(fr, &app, &theme))
-                .expect("draw");
-            draws.push(t.elapsed());
+            for _ in 0..repeat {
+                let t = Instant::now();
+                term.draw(|fr| gpumon::tui::ui::draw(fr, &app, &theme))
+                    .expect("draw");
+                draws.push(t.elapsed());
+            }
         }
         second = Some(s);
         let t = Instant::now();

@@ -7,6 +7,11 @@
 //! `forget_size` and the next frame asks again. As a guard against a resize event lost
 //! (one that came before the input thread listened), the size is asked again anyway once
 //! it is `SIZE_TTL` old.
+//!
+//! Likewise ratatui hides the cursor on every frame, and crossterm flushes that at once: a
+//! second write to the terminal each frame, ~9 % of the main thread at 1 s (issue 21). The
+//! cursor stays hidden until something else has the screen, which is when the size is
+//! forgotten too, so it is hidden again only then.
 
 use std::cell::Cell as StdCell;
 use std::time::{Duration, Instant};
@@ -21,6 +26,8 @@ const SIZE_TTL: Duration = Duration::from_secs(5);
 pub(crate) struct SizedBackend<B> {
     inner: B,
     size: StdCell<Option<(Size, Instant)>>,
+    /// The cursor was hidden through this backend and nobody else has had the screen since.
+    hidden: StdCell<bool>,
 }
 
 impl<B: Backend> SizedBackend<B> {
@@ -28,12 +35,15 @@ impl<B: Backend> SizedBackend<B> {
         SizedBackend {
             inner,
             size: StdCell::new(None),
+            hidden: StdCell::new(false),
         }
     }
 
-    /// The terminal may have been resized: ask it at the next frame.
+    /// The terminal may have been resized, or had by a shell (which shows the cursor): ask
+    /// its size at the next frame and hide the cursor again.
     pub(crate) fn forget_size(&self) {
         self.size.set(None);
+        self.hidden.set(false);
     }
 }
 
@@ -52,10 +62,16 @@ impl<B: Backend> Backend for SizedBackend<B> {
     }
 
     fn hide_cursor(&mut self) -> Result<(), Self::Error> {
-        self.inner.hide_cursor()
+        if self.hidden.get() {
+            return Ok(());
+        }
+        self.inner.hide_cursor()?;
+        self.hidden.set(true);
+        Ok(())
     }
 
     fn show_cursor(&mut self) -> Result<(), Self::Error> {
+        self.hidden.set(false);
         self.inner.show_cursor()
     }
 
@@ -109,5 +125,29 @@ mod tests {
         assert_eq!(b.size().ok(), Some(Size::new(120, 40)));
         b.forget_size();
         assert_eq!(b.size().ok(), Some(Size::new(80, 24)));
+    }
+
+    #[test]
+    fn the_cursor_is_hidden_once_until_the_screen_was_someone_elses() {
+        let mut term =
+            ratatui::Terminal::new(SizedBackend::new(TestBackend::new(20, 4))).expect("terminal");
+        term.draw(|_| {}).expect("draw");
+        assert!(
+            !term.backend().inner.cursor_visible(),
+            "the first draw hides it"
+        );
+        // Shown behind the backend's back: the next draws do not hide it again (each hide
+        // is a write and a flush on a real terminal)...
+        term.backend_mut().inner.show_cursor().expect("show");
+        term.draw(|_| {}).expect("draw");
+        term.draw(|_| {}).expect("draw");
+        assert!(term.backend().inner.cursor_visible());
+        // ...until the loop says the screen was someone else's.
+        term.backend().forget_size();
+        term.draw(|_| {}).expect("draw");
+        assert!(
+            !term.backend().inner.cursor_visible(),
+            "hidden again after forget_size"
+        );
     }
 }

@@ -4,4 +4,5 @@ pub mod event;
 pub(crate) mod nvml;
 pub mod procfs;
 pub mod replay;
+mod seen;
 pub mod speed;

@@ -2,7 +2,6 @@
 //! (created once), samples every interval and sends owned frames. It never
 //! touches the UI and never creates a CUDA context.
 
-use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -21,6 +20,7 @@ use crate::model::frame::{FORMAT_VERSION, Frame, Header};
 use crate::model::sample::{GpuInfo, GpuSample, MemInfo, ProcKind, ProcSample, Tick};
 use crate::model::time::now_ms;
 use crate::source::procfs;
+use crate::source::seen::Seen;
 
 /// Why live sampling is not possible (e.g. no driver): shown in one line.
 #[derive(Debug, thiserror::Error)]
@@ -166,8 +166,8 @@ const REUSE_CHECK: Duration = Duration::from_secs(1);
 
 fn run<E: From<Frame>>(nvml: &Nvml, header: &Header, interval: Duration, tx: &Sender<E>) {
     let devices = handles(nvml, header);
-    // pid -> start time, so a reused pid gets its /proc facts read again.
-    let mut known: HashMap<u32, Option<u64>> = HashMap::new();
+    // The pids read, so a reused pid gets its /proc facts read again.
+    let mut seen = Seen::default();
     let slow_every = (SLOW_REFRESH.as_micros() / interval.as_micros().max(1)).max(1) as u64;
     let mut prev: Vec<GpuSample> = Vec::new();
     let mut n: u64 = 0;
@@ -197,19 +197,8 @@ fn run<E: From<Frame>>(nvml: &Nvml, header: &Header, interval: Duration, tx: &Se
             if check_reuse {
                 last_reuse_check = Instant::now();
             }
-            let mut live: Vec<u32> = Vec::new();
-            for p in gpus.iter().flat_map(|g| &g.procs) {
-                live.push(p.pid);
-                if !check_reuse && known.contains_key(&p.pid) {
-                    continue;
-                }
-                let start = procfs::start_ticks(p.pid);
-                if known.get(&p.pid) != Some(&start) {
-                    known.insert(p.pid, start);
-                    fresh.push(procfs::read(p.pid));
-                }
-            }
-            known.retain(|pid, _| live.contains(pid));
+            let listed: Vec<u32> = gpus.iter().flat_map(|g| &g.procs).map(|p| p.pid).collect();
+            fresh = seen.fresh(&listed, check_reuse);
         }
         if full {
             // Fast ticks only carry what full ticks read; keep just those.

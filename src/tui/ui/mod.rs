@@ -17,6 +17,7 @@ pub(crate) mod plot;
 pub(crate) mod policy;
 pub mod proc_column;
 pub mod procs;
+pub(crate) mod put;
 pub(crate) mod scroll;
 pub(crate) mod series;
 pub(crate) mod status;
@@ -54,7 +55,14 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         let msg = format!("gpumon: {}x{} too small", area.width, area.height);
         p.paint("too small", |buf| {
-            buf.set_stringn(area.x, area.y, msg, usize::from(area.width), theme.warn())
+            put::stringn(
+                buf,
+                area.x,
+                area.y,
+                msg,
+                usize::from(area.width),
+                theme.warn(),
+            )
         });
         return;
     }
@@ -82,7 +90,8 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
             n.chars().take(keep).chain(dots.chars()).collect()
         };
         p.paint("notice", |buf| {
-            buf.set_stringn(
+            put::stringn(
+                buf,
                 notice.x,
                 notice.y,
                 text,

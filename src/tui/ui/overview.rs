@@ -161,7 +161,7 @@ pub(crate) fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Th
                     s.gpus.len()
                 );
                 p.paint("more GPUs", |buf| {
-                    buf.set_stringn(area.x, y, text, usize::from(area.width), theme.warn())
+                    super::put::stringn(buf, area.x, y, text, usize::from(area.width), theme.warn())
                 });
                 y += 1;
             }
@@ -335,7 +335,11 @@ fn card(
         block.render(area, buf);
     });
     p.paint("usage", |buf| {
-        usage_line(g, inner.width, theme).render(Rect { height: 1, ..inner }, buf)
+        super::put::line(
+            &usage_line(g, inner.width, theme),
+            Rect { height: 1, ..inner },
+            buf,
+        )
     });
 }
 
@@ -363,7 +367,14 @@ fn proc_rows(
                 format!("no process matches /{}", app.filter)
             };
             p.paint("no processes", |buf| {
-                buf.set_stringn(area.x, area.y, text, usize::from(area.width), theme.dim())
+                super::put::stringn(
+                    buf,
+                    area.x,
+                    area.y,
+                    text,
+                    usize::from(area.width),
+                    theme.dim(),
+                )
             });
         }
         return 0;
@@ -424,7 +435,7 @@ fn proc_rows(
             let now = app.view_state().now;
             let line = alloc_summary(pa, d, risk, Some(&grab), now, theme);
             let line = super::text::fit_words(line, usize::from(row.width), theme.ascii);
-            p.paint("allocator line", |buf| line.render(row, buf));
+            p.paint("allocator line", |buf| super::put::line(&line, row, buf));
             y += 1;
         }
     }
@@ -443,7 +454,7 @@ fn proc_rows(
             (_, false) => format!("+{first} above: Enter shows all"),
         };
         p.paint("more processes", |buf| {
-            buf.set_stringn(area.x, y, text, usize::from(area.width), theme.dim())
+            super::put::stringn(buf, area.x, y, text, usize::from(area.width), theme.dim())
         });
     }
     if header {
@@ -462,7 +473,14 @@ fn proc_rows(
             ));
         }
         p.paint("process titles", |buf| {
-            buf.set_stringn(area.x, area.y, titles, usize::from(area.width), theme.dim())
+            super::put::stringn(
+                buf,
+                area.x,
+                area.y,
+                titles,
+                usize::from(area.width),
+                theme.dim(),
+            )
         });
         0
     } else {
@@ -541,7 +559,7 @@ fn compact(
         let mut spans = vec![Span::styled(head, style)];
         // The name already ends in a space.
         spans.extend(alert.map(|a| Span::styled(a.content.trim_start().to_string(), a.style)));
-        Line::from(spans).render(Rect { height: 1, ..area }, buf)
+        super::put::line(&Line::from(spans), Rect { height: 1, ..area }, buf)
     });
     let rest_w = area.width.saturating_sub(head_w);
     // One row keeps at least 8 cells for the sparkline; the usage drops its peak first.
@@ -585,7 +603,7 @@ fn compact(
             },
         )
     };
-    p.paint("gpu row usage", |buf| line.render(usage, buf));
+    p.paint("gpu row usage", |buf| super::put::line(&line, usage, buf));
     if spark.width == 0 {
         return;
     }
@@ -689,7 +707,14 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         } else {
             "waiting for the first sample (no GPUs reported yet, no companion connected)"
         };
-        buf.set_stringn(area.x, area.y, msg, usize::from(area.width), theme.dim());
+        super::put::stringn(
+            buf,
+            area.x,
+            area.y,
+            msg,
+            usize::from(area.width),
+            theme.dim(),
+        );
         return;
     }
     let head = if filtered {
@@ -697,7 +722,14 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     } else {
         "no NVML data: allocator state reported by companions"
     };
-    buf.set_stringn(area.x, area.y, head, usize::from(area.width), theme.title());
+    super::put::stringn(
+        buf,
+        area.x,
+        area.y,
+        head,
+        usize::from(area.width),
+        theme.title(),
+    );
     let mut y = area.y + 1;
     for pa in procs {
         if y >= area.y + area.height {
@@ -709,7 +741,14 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             .and_then(|h| h.cmdline.clone())
             .unwrap_or_default();
         let line = format!("{:>7} {} {cmd}", pa.pid, super::policy::framework_label(pa));
-        buf.set_stringn(area.x, y, line, usize::from(area.width), theme.normal());
+        super::put::stringn(
+            buf,
+            area.x,
+            y,
+            line,
+            usize::from(area.width),
+            theme.normal(),
+        );
         super::procs::mark_companion(app, pa.pid, Rect::new(area.x, y, area.width, 1), buf, theme);
         y += 1;
         for d in pa.devices.values() {

@@ -134,7 +134,7 @@ pub(crate) fn render(p: &mut Painter, a: &ChartAreas, plot: &Plot, zoom: &str, t
         if a.axis.width > 1 && label.len() < usize::from(a.axis.width) {
             let w = usize::from(a.axis.width - 1);
             p.paint("zoom", |buf| {
-                buf.set_string(t.x, t.y, format!("{label:>w$}"), theme.dim())
+                super::put::string(buf, t.x, t.y, format!("{label:>w$}"), theme.dim())
             });
         }
     }
@@ -171,7 +171,7 @@ fn value_axis(buf: &mut Buffer, area: Rect, s: &Scale, theme: &Theme) {
         let w = usize::from(area.width - 1);
         let label = s.label_in(v, w);
         let text = format!("{label:>w$}");
-        buf.set_stringn(area.x, area.y + r, text, w, theme.dim());
+        super::put::stringn(buf, area.x, area.y + r, text, w, theme.dim());
         buf[(area.right() - 1, area.y + r)].set_char(tick);
     }
 }
@@ -471,6 +471,6 @@ fn time_axis(buf: &mut Buffer, area: Rect, axis_w: u16, g: &Grid, theme: &Theme)
             continue;
         }
         buf[(x, area.y)].set_char(tick).set_style(theme.dim());
-        buf.set_string(x + 1, area.y, text, theme.dim());
+        super::put::string(buf, x + 1, area.y, text, theme.dim());
     }
 }

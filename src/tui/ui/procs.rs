@@ -44,9 +44,13 @@ pub fn render_row(
         state: Some(app.view_state()),
         theme,
     };
-    proc_column::row(&ctx, row.width, Some(app.sort.key)).render(row, buf);
+    super::put::line(
+        &proc_column::row(&ctx, row.width, Some(app.sort.key)),
+        row,
+        buf,
+    );
     if let Some((mark, style)) = super::alerts::row_mark(app, p.info.pid, pg.gpu, theme) {
-        buf.set_stringn(row.x, row.y, mark, usize::from(row.width), style);
+        super::put::stringn(buf, row.x, row.y, mark, usize::from(row.width), style);
     }
     if app.is_selected(Some(gpu), p.info.pid) {
         buf.set_style(row, theme.selected());
@@ -170,7 +174,14 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     }
     let head = proc_header(app, area.width, theme.ascii, None);
     hit_header(app, area.x, area.y, area.width, area.width, theme.ascii);
-    buf.set_stringn(area.x, area.y, head, usize::from(area.width), theme.title());
+    super::put::stringn(
+        buf,
+        area.x,
+        area.y,
+        head,
+        usize::from(area.width),
+        theme.title(),
+    );
 }
 
 /// Registers each sortable title of a `proc_header` `table_w` wide, drawn at `x`, `y` in
@@ -209,7 +220,8 @@ pub fn render_table(
         } else {
             format!("no process matches /{} (/ then Esc clears)", app.filter)
         };
-        buf.set_stringn(
+        super::put::stringn(
+            buf,
             area.x,
             area.y + 1,
             msg,

@@ -4,7 +4,6 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Widget;
 
 use super::legend;
 use super::theme::Theme;
@@ -184,9 +183,9 @@ pub(crate) fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &The
         width: area.width.saturating_sub(help_w + 1),
         ..area
     };
-    Line::from(left).render(left_area, buf);
+    super::put::line(&Line::from(left), left_area, buf);
     let x = area.x + area.width.saturating_sub(help_w);
-    buf.set_string(x, area.y, help, theme.dim());
+    super::put::string(buf, x, area.y, help, theme.dim());
 }
 
 /// Bottom line: an open prompt, else what the last key did, else the latest problem,
@@ -207,17 +206,17 @@ pub(crate) fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &The
                 crate::tui::signal::name(*sig)
             ),
         };
-        buf.set_stringn(area.x, area.y, text, w, theme.title());
+        super::put::stringn(buf, area.x, area.y, text, w, theme.title());
         return;
     }
     if let Some(f) = &app.flash {
-        buf.set_stringn(area.x, area.y, f, w, theme.warn());
+        super::put::stringn(buf, area.x, area.y, f, w, theme.warn());
         return;
     }
     let s = app.view_state();
     if let Some(m) = s.last_problem().filter(|m| s.now - m.t < 60_000) {
         let text = format!("{} {}: {}", theme.warn_sign(), m.source, m.text);
-        buf.set_stringn(area.x, area.y, text, w, theme.error());
+        super::put::stringn(buf, area.x, area.y, text, w, theme.error());
         return;
     }
     let hints = if area.width < 60 {
@@ -227,5 +226,5 @@ pub(crate) fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &The
     } else {
         "q quit  ? help  Enter detail  a alerts  s sort  / filter  x kill  p freeze"
     };
-    buf.set_stringn(area.x, area.y, hints, w, theme.dim());
+    super::put::stringn(buf, area.x, area.y, hints, w, theme.dim());
 }
