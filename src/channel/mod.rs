@@ -9,6 +9,7 @@ mod forward;
 mod liveness;
 mod scan;
 mod slots;
+mod ticker;
 mod verify;
 
 use std::collections::{HashMap, HashSet};
@@ -196,8 +197,7 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
     }
 
     async fn run(mut self) {
-        let mut tick = tokio::time::interval(self.cfg.scan_interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut tick = ticker::Ticker::new(self.cfg.scan_interval);
         loop {
             tokio::select! {
                 _ = tick.tick() => self.scan().await,

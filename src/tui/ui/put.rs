@@ -8,7 +8,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::Style;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 /// One cell a byte, nothing dropped: bytes 0x20..=0x7E.
@@ -16,28 +16,44 @@ fn plain(s: &str) -> bool {
     s.bytes().all(|b| (0x20..0x7f).contains(&b))
 }
 
-/// As `line.render(area, buf)`.
+/// As `line.render(area, buf)`: a left-aligned line span by span, printable ASCII spans
+/// straight, any other span by ratatui (as `Line` itself renders each span).
 pub(crate) fn line(line: &Line, area: Rect, buf: &mut Buffer) {
-    let left = matches!(line.alignment, None | Some(Alignment::Left));
-    if !left || !line.spans.iter().all(|s| plain(&s.content)) {
+    if !matches!(line.alignment, None | Some(Alignment::Left)) {
         line.render(area, buf);
         return;
     }
     let area = area.intersection(buf.area);
-    if area.is_empty() || line.spans.iter().all(|s| s.content.is_empty()) {
+    let width = |s: &Span| if plain(&s.content) { s.content.len() } else { s.width() };
+    if area.is_empty() || line.spans.iter().map(width).sum::<usize>() == 0 {
         return;
     }
     buf.set_style(Rect { height: 1, ..area }, line.style);
     let (mut x, y, right) = (area.x, area.y, area.right());
     for span in &line.spans {
-        for b in span.content.bytes() {
-            if x >= right {
-                return;
-            }
-            buf[(x, y)].set_char(char::from(b)).set_style(span.style);
-            x += 1;
+        if x >= right {
+            return;
+        }
+        if plain(&span.content) {
+            x = put_plain(buf, x, y, &span.content, right - x, span.style);
+        } else {
+            span.render(Rect::new(x, y, right - x, 1), buf);
+            x = x.saturating_add(u16::try_from(span.width()).unwrap_or(u16::MAX));
         }
     }
+}
+
+/// Printable ASCII `s` from (x, y), at most `room` cells; returns the x after it.
+fn put_plain(buf: &mut Buffer, x: u16, y: u16, s: &str, room: u16, style: Style) -> u16 {
+    let n = s.len().min(usize::from(room));
+    if n == 0 {
+        return x;
+    }
+    let at = buf.index_of(x, y);
+    for (cell, b) in buf.content[at..at + n].iter_mut().zip(s.bytes()) {
+        cell.set_char(char::from(b)).set_style(style);
+    }
+    x + n as u16
 }
 
 /// As `buf.set_stringn(x, y, s, max_width, style)`.
@@ -55,12 +71,7 @@ pub(crate) fn stringn(
     }
     let max_width = u16::try_from(max_width).unwrap_or(u16::MAX);
     let room = buf.area.right().saturating_sub(x).min(max_width);
-    let mut x = x;
-    for b in s.bytes().take(usize::from(room)) {
-        buf[(x, y)].set_char(char::from(b)).set_style(style);
-        x += 1;
-    }
-    (x, y)
+    (put_plain(buf, x, y, s, room, style), y)
 }
 
 /// As `buf.set_string(x, y, s, style)`.
@@ -78,7 +89,6 @@ pub(crate) fn string(
 mod tests {
     use super::*;
     use ratatui::style::{Color, Modifier};
-    use ratatui::text::Span;
 
     const TEXTS: &[&str] = &[
         "",

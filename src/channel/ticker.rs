@@ -1,0 +1,139 @@
+//! The scanner's clock: one wake-up of the channel's thread a scan.
+//!
+//! A `tokio::time::interval` of a second woke the thread three to four times a tick (strace,
+//! issue 21): tokio's timer wheel parks only until the start of the wheel slot that holds
+//! a far deadline (64 ms slots at this distance) and parks again for the rest, and
+//! re-arming the interval from inside the runtime writes the runtime's own wake-up
+//! eventfd. A periodic timerfd that the runtime polls like any other file descriptor
+//! becomes readable exactly once a period. Where a timerfd cannot be made, tokio's
+//! interval does the same job at its cost.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::time::{Interval, MissedTickBehavior};
+
+pub(crate) enum Ticker {
+    Timerfd(AsyncFd<OwnedFd>),
+    Tokio(Interval),
+}
+
+impl Ticker {
+    /// Ticks at once, then every `period` (a scan that overran skips the ticks it missed).
+    /// Must be called inside a tokio runtime.
+    pub(crate) fn new(period: Duration) -> Ticker {
+        let registered = timerfd(period).ok().and_then(|fd| {
+            // SAFETY: an OwnedFd is open and keeps its descriptor until the AsyncFd drops it.
+            unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
+        });
+        match registered {
+            Some(fd) => Ticker::Timerfd(fd),
+            None => {
+                let mut i = tokio::time::interval(period);
+                i.set_missed_tick_behavior(MissedTickBehavior::Skip);
+                Ticker::Tokio(i)
+            }
+        }
+    }
+
+    pub(crate) async fn tick(&mut self) {
+        let fd = match self {
+            Ticker::Tokio(i) => {
+                i.tick().await;
+                return;
+            }
+            Ticker::Timerfd(fd) => fd,
+        };
+        loop {
+            let Ok(mut ready) = fd.readable().await else {
+                // The runtime is shutting down: never tick again.
+                return std::future::pending().await;
+            };
+            let mut expirations = [0u8; 8];
+            // SAFETY: reads at most 8 bytes into an 8-byte buffer from our own timerfd.
+            let n = unsafe {
+                libc::read(
+                    ready.get_inner().as_raw_fd(),
+                    expirations.as_mut_ptr().cast(),
+                    8,
+                )
+            };
+            if n == 8 {
+                return;
+            }
+            // Not expired yet (EAGAIN): wait for the next readiness.
+            ready.clear_ready();
+        }
+    }
+}
+
+/// A non-blocking CLOCK_MONOTONIC timerfd that first expires at once, then every `period`.
+fn timerfd(period: Duration) -> io::Result<OwnedFd> {
+    // SAFETY: plain flags; returns a new fd or -1.
+    let fd = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the fd was just returned to us and nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let period = period.max(Duration::from_millis(1));
+    let spec = |d: Duration| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    };
+    let its = libc::itimerspec {
+        it_interval: spec(period),
+        // Zero would disarm it: the first expiry 1 ns from now is "at once".
+        it_value: spec(Duration::from_nanos(1)),
+    };
+    // SAFETY: `its` is a valid itimerspec; the old value is not asked for.
+    let rc = unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &its, std::ptr::null_mut()) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn ticks_at_once_then_once_a_period() {
+        let mut t = Ticker::new(Duration::from_millis(40));
+        assert!(matches!(t, Ticker::Timerfd(_)), "a timerfd on Linux");
+        let start = Instant::now();
+        t.tick().await;
+        assert!(start.elapsed() < Duration::from_millis(30), "the first tick is at once");
+        for _ in 0..3 {
+            t.tick().await;
+        }
+        let e = start.elapsed();
+        assert!(e >= Duration::from_millis(115), "three periods later, not sooner: {e:?}");
+        assert!(e < Duration::from_millis(1000), "{e:?}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_tick_missed_by_a_long_scan_is_skipped_not_made_up() {
+        let mut t = Ticker::new(Duration::from_millis(20));
+        t.tick().await;
+        std::thread::sleep(Duration::from_millis(110));
+        let start = Instant::now();
+        t.tick().await;
+        assert!(start.elapsed() < Duration::from_millis(15), "overdue: at once");
+        for _ in 0..3 {
+            t.tick().await;
+        }
+        let e = start.elapsed();
+        assert!(e >= Duration::from_millis(40), "the missed ticks are one, not a burst: {e:?}");
+    }
+}
