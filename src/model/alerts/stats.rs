@@ -204,7 +204,7 @@ fn erfc(x: f64) -> f64 {
                         + t * (0.278_868_07
                             + t * (-1.135_203_98
                                 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let r = t * poly.exp();
+    let r = t * libm::exp(poly);
     if x >= 0.0 { r } else { 2.0 - r }
 }
 
@@ -226,6 +226,32 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1e-300)
+    }
+
+    /// gpumon computes exp, log10, pow and log2 with the `libm` crate, not the system libm
+    /// (Cargo.toml says why): on the values it feeds them, the results are the system's, bit
+    /// for bit (the chart's scale steps, the alerts' rounding and p-values, the report's
+    /// log axis).
+    #[test]
+    fn libm_crate_gives_the_system_libms_values() {
+        let mut x = 1e-12_f64;
+        while x < 1e18 {
+            for v in [x, x.next_up(), x.next_down(), x * 1.5, x * 2.5, x * 7.3] {
+                assert_eq!(libm::log10(v).to_bits(), v.log10().to_bits(), "log10 {v:e}");
+                assert_eq!(libm::log2(v).to_bits(), v.log2().to_bits(), "log2 {v:e}");
+            }
+            x *= 10.0;
+        }
+        for e in -12..=18 {
+            let e = f64::from(e);
+            assert_eq!(libm::pow(10.0, e).to_bits(), 10f64.powf(e).to_bits(), "10^{e}");
+        }
+        for i in 0..=20_000 {
+            // erfc's exponent: -z^2 - 1.27 + ... for z in 0..=20.
+            let z = f64::from(i) / 1000.0;
+            let arg = -z * z - 1.265_512_23 + f64::from(i % 7) * 0.1;
+            assert_eq!(libm::exp(arg).to_bits(), arg.exp().to_bits(), "exp {arg:e}");
+        }
     }
 
     #[test]
