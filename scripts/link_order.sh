@@ -2,25 +2,42 @@
 # Remake scripts/link-order.txt: the functions a live `gpumon watch` runs, which build.rs has
 # the linker put first in the binary's code (issue 21, item 4: resident memory).
 #
-# 1. The release build, but with its symbols kept (`cargo rustc ... -C strip=none`: the
-#    profile, and so every function's name, stays that of the stripped release build; a
-#    build with CARGO_PROFILE_RELEASE_STRIP=false would hash its names differently), runs
-#    under valgrind's callgrind in a 120x40 pseudo-terminal against the fake NVML
-#    (bench/fake_nvml.c), at 100 ms and at 1 s, SECONDS each: every function it enters.
+# 1. The release build, but with its symbols kept (RUSTFLAGS="-C strip=none", in a target
+#    directory of its own), runs under valgrind's callgrind in a 120x40 pseudo-terminal
+#    against the fake NVML (bench/fake_nvml.c), at 100 ms and at 1 s, SECONDS each: every
+#    function it enters. The names must be those of the real release build (`cargo build
+#    --release`), hashes included: cargo leaves RUSTFLAGS out of the hashes (-C metadata)
+#    but not the arguments of `cargo rustc -- ARGS` nor a changed profile
+#    (CARGO_PROFILE_RELEASE_STRIP). The list made by `cargo rustc --bin gpumon -- -C
+#    strip=none` matched 290 of its 1,084 names in the release build: only functions of
+#    the dependencies were ordered (`--check` counts them; rustc 1.95, cargo 1.95).
 # 2. Those of them that are functions of the binary, sorted, are the list.
-# 3. A release build again, with the list (the one step 1 left in target/ is unstripped).
-# Needs valgrind, gcc and python3; about 10 minutes on 2 cores. Remake it after changes that
-# move much code between the watch and the rest (a new view, a new dependency, a new
-# toolchain): a stale list is only less effective (build.rs).
+# 3. A release build again, with the list.
+# Needs valgrind, gcc and python3; about 10 minutes on 2 cores (the first run builds the
+# dependencies once more, for target/link-order). Remake it after changes that move much
+# code between the watch and the rest (a new view, a new dependency, a new toolchain): a
+# stale list is only less effective (build.rs).
 # usage: scripts/link_order.sh [SECONDS per run, default 45]
+#        scripts/link_order.sh --check   how many of the list's names the release build has
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if [ "${1:-}" = --check ]; then
+    GPUMON_LINK_MAP="$work/map" cargo build --release --locked
+    grep -oE ':\(\.text\.[^)]*\)$' "$work/map" | sed -E 's/^:\(\.text\.(unlikely\.)?//; s/\)$//' |
+        sort -u > "$work/built"
+    sort -u scripts/link-order.txt > "$work/list"
+    echo "link_order: $(comm -12 "$work/list" "$work/built" | wc -l) of the list's" \
+        "$(wc -l < "$work/list") functions are in the release build"
+    exit 0
+fi
 mkdir -p "$work/nvml"
 gcc -O2 -shared -fPIC -o "$work/nvml/libnvidia-ml.so.1" bench/fake_nvml.c
-GPUMON_NO_LINK_ORDER=1 cargo rustc --release --locked --bin gpumon -- -C strip=none
-cp target/release/gpumon "$work/gpumon-sym"
+GPUMON_NO_LINK_ORDER=1 RUSTFLAGS="-C strip=none" cargo build --release --locked \
+    --target-dir target/link-order
+cp target/link-order/release/gpumon "$work/gpumon-sym"
 for iv in 100ms 1s; do
     LD_LIBRARY_PATH="$work/nvml" python3 - "${1:-45}" valgrind --tool=callgrind --demangle=no \
         --callgrind-out-file="$work/cg.$iv" "$work/gpumon-sym" --interval "$iv" <<'PY'
@@ -42,5 +59,4 @@ nm "$work/gpumon-sym" | awk '$2 ~ /[tT]/ {print $3}' | sort -u > "$work/text"
 grep -hE '^c?fn=\([0-9]+\) ' "$work"/cg.* | sed -E 's/^c?fn=\([0-9]+\) //' | sort -u > "$work/ran"
 comm -12 "$work/ran" "$work/text" > scripts/link-order.txt
 echo "link_order: $(wc -l < "$work/ran") functions ran, $(wc -l < scripts/link-order.txt) of the binary"
-rm -rf "$work"
-cargo build --release --locked --bin gpumon
+cargo build --release --locked

@@ -454,7 +454,7 @@ pub fn histogram(
     }
     let mut mark = String::new();
     if let Some(r) = request.filter(|r| *r > 0) {
-        let x = left + ((r as f64).log2() - lo as f64) * bw;
+        let x = left + (libm::log2(r as f64) - lo as f64) * bw;
         let _ = write!(
             mark,
             r#"<path class="oom" d="M{x:.1} {top:.1}V{:.1}"/><text class="lab oom" x="{:.1}" y="{:.1}" text-anchor="end">asked {}</text>"#,

@@ -204,7 +204,7 @@ fn erfc(x: f64) -> f64 {
                         + t * (0.278_868_07
                             + t * (-1.135_203_98
                                 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
-    let r = t * poly.exp();
+    let r = t * libm::exp(poly);
     if x >= 0.0 { r } else { 2.0 - r }
 }
 
@@ -226,6 +226,37 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol * b.abs().max(1e-300)
+    }
+
+    /// gpumon computes exp, log10 and log2 with the `libm` crate, not the system libm
+    /// (Cargo.toml says why); on what it keeps of them the values are the system's: the
+    /// decade of log10 (the chart's scale step, the alerts' 4 significant digits), 10 to
+    /// a whole power (parsed, not pow) bit for bit; exp (the p-values, whose erfc is good to
+    /// 1.2e-7) and log2 (the report's log axis, drawn to 0.1 px) within one unit in the last
+    /// place. log10 itself can differ in the last place (1.4999999999999996e-4).
+    #[test]
+    fn libm_crate_gives_the_system_libms_values() {
+        let ulps = |a: f64, b: f64| (a.to_bits() as i64 - b.to_bits() as i64).abs();
+        for k in -12..=18 {
+            let x: f64 = format!("1e{k}").parse().expect("a number");
+            for v in [x, x.next_up(), x.next_down(), x * 1.5, x * 2.5, x * 7.3] {
+                assert_eq!(libm::log10(v).floor(), v.log10().floor(), "log10 {v:e}");
+                assert!(ulps(libm::log2(v), v.log2()) <= 1, "log2 {v:e}");
+            }
+        }
+        for e in -12..=18 {
+            let e = f64::from(e);
+            // The chart's step parses `1e{e}` (the nearest double, as the system's pow
+            // gives; the libm crate's pow(10, -11) is one unit above it).
+            let parsed: f64 = format!("1e{e}").parse().expect("a number");
+            assert_eq!(parsed.to_bits(), 10f64.powf(e).to_bits(), "10^{e}");
+        }
+        for i in 0..=20_000 {
+            // erfc's exponent: -z^2 - 1.27 + ... for z in 0..=20.
+            let z = f64::from(i) / 1000.0;
+            let arg = -z * z - 1.265_512_23 + f64::from(i % 7) * 0.1;
+            assert!(ulps(libm::exp(arg), arg.exp()) <= 1, "exp {arg:e}");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ fn sig4(v: f64) -> f64 {
     if v.abs() >= 1e4 {
         return v.round();
     }
-    let mag = 10f64.powi(3 - v.abs().log10().floor() as i32);
+    let mag = 10f64.powi(3 - libm::log10(v.abs()).floor() as i32);
     (v * mag).round() / mag
 }
 

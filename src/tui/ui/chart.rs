@@ -284,7 +284,9 @@ impl Scale {
 /// read as round numbers in the unit the axis is labelled in.
 fn nice_step(raw: f64, unit: f64) -> f64 {
     let x = (raw / unit).max(1e-9);
-    let p = 10f64.powf(x.log10().floor());
+    let p: f64 = format!("1e{}", libm::log10(x).floor())
+        .parse()
+        .unwrap_or(f64::NAN);
     let m = [1.0, 2.0, 2.5, 5.0, 10.0]
         .into_iter()
         .find(|m| m * p >= x * (1.0 - 1e-9))
