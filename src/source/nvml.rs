@@ -154,11 +154,11 @@ fn handles<'a>(nvml: &'a Nvml, header: &Header) -> Vec<(u32, Option<nvml_wrapper
 /// memory query; at short intervals they are refreshed at most this often and carried over.
 const SLOW_REFRESH: Duration = Duration::from_millis(200);
 /// Short-interval ticks reach the event loop in bursts at most this often. The screen
-/// redraws data at most once a second and alerts are judged once a second, so a burst every
-/// 500 ms shows the same; at 100 ms sampling it wakes the loop twice a second instead of 10
-/// times (each wake is a thread hand-over and a loop turn that the bare NVML poller does not
-/// pay), and every other burst finds a redraw due (runner: a frame may be drawn a quarter early).
-const BATCH: Duration = Duration::from_millis(500);
+/// redraws data at most once a second and alerts are judged once a second, so a burst a
+/// second shows the same; at 100 ms sampling it wakes the loop once a second instead of 10
+/// times. Each wake-up of a thread costs ~50-90 us on the virtual machines measured (issue
+/// 21: schedstat and strace), more than the loop's work for the ticks it brings.
+const BATCH: Duration = Duration::from_secs(1);
 /// How often a process already listed is checked for a reused pid (its start time in
 /// /proc, ~10 us a process): once a second, not on every full tick, whatever the interval.
 /// A new pid is read at once.
@@ -209,7 +209,7 @@ fn run<E: From<Frame>>(nvml: &Nvml, header: &Header, interval: Duration, tx: &Se
         }
         pending.push(Frame::Tick(Tick { t, gpus }));
         // At short intervals ticks travel in bursts: every sample reaches the model, but
-        // the event loop wakes about twice a second for them. Half a tick of slack: a burst
+        // the event loop wakes about once a second for them. Half a tick of slack: a burst
         // due on this tick is not put off to the next by jitter.
         if last_flush.elapsed() >= BATCH.saturating_sub(interval / 2) {
             for f in pending.drain(..) {

@@ -24,7 +24,13 @@ pub(crate) fn line(line: &Line, area: Rect, buf: &mut Buffer) {
         return;
     }
     let area = area.intersection(buf.area);
-    let width = |s: &Span| if plain(&s.content) { s.content.len() } else { s.width() };
+    let width = |s: &Span| {
+        if plain(&s.content) {
+            s.content.len()
+        } else {
+            s.width()
+        }
+    };
     if area.is_empty() || line.spans.iter().map(width).sum::<usize>() == 0 {
         return;
     }
