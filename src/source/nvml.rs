@@ -2,7 +2,6 @@
 //! (created once), samples every interval and sends owned frames. It never
 //! touches the UI and never creates a CUDA context.
 
-use std::sync::mpsc as std_mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -40,22 +39,17 @@ pub(crate) fn spawn<E: From<Frame> + Send + 'static>(
     interval: Duration,
     tx: Sender<E>,
 ) -> Result<Header, NvmlUnavailable> {
-    let (ready_tx, ready_rx) = std_mpsc::channel();
+    // NVML is opened on the caller's thread and handed to the sampler's. Opening it (dlopen,
+    // the library's own start-up) is the deepest any of gpumon's threads ever goes: done on
+    // the sampler's own stack it left ~100 kB of that stack resident for good (issue 21,
+    // /proc/PID/smaps), where the caller's stack has been that deep already.
+    let (nvml, header) = Sampler::init(interval)?;
+    let sampled = header.clone();
     thread::Builder::new()
         .name("nvml-sampler".into())
-        .spawn(move || match Sampler::init(interval) {
-            Ok((nvml, header)) => {
-                let _ = ready_tx.send(Ok(header.clone()));
-                run(&nvml, &header, interval, &tx);
-            }
-            Err(e) => {
-                let _ = ready_tx.send(Err(e));
-            }
-        })
+        .spawn(move || run(&nvml, &sampled, interval, &tx))
         .map_err(|e| NvmlUnavailable::Init(e.to_string()))?;
-    ready_rx
-        .recv()
-        .map_err(|_| NvmlUnavailable::Init("sampler thread died".into()))?
+    Ok(header)
 }
 
 /// One sample of everything, for `gpumon snapshot`.
