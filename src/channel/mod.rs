@@ -126,8 +126,11 @@ pub fn spawn_with<E: From<Frame> + Send + 'static>(cfg: Config, tx: Sender<E>) -
     let started = std::thread::Builder::new()
         .name("gpumon-channel".into())
         .spawn(move || {
+            // The blocking pool's thread reads the directories every few seconds: kept alive
+            // between scans rather than made anew for each (tokio's default keeps it 10 s).
             let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .thread_keep_alive(Duration::from_secs(120))
                 .build()
             else {
                 return;
@@ -170,7 +173,7 @@ struct Scanner<E> {
 
 /// Scans in a row that may reuse the last full one when no directory it looked at changed
 /// (`Scanner::reuse`); every one after that many reads the directories again.
-const REUSE_MAX: u32 = 4;
+const REUSE_MAX: u32 = 9;
 
 impl<E: From<Frame> + Send + 'static> Scanner<E> {
     fn new(
