@@ -5,7 +5,8 @@
 # thread's CPU of the new and the base binary at 1 s and 100 ms (bench/threads.py, 60 s).
 # Round 1 also takes what is resident of gpumon-new at 100 ms and of the poller
 # (bench/resident.py, /proc/PID/smaps). Binaries in BIN (default target/devbin):
-# gpumon-new, gpumon-base. From the repository root:  OUT=dir bash .../run.sh
+# gpumon-new, gpumon-base (and gpumon-new.map, rust-lld's map of its link, for the
+# sections and symbols of its resident blocks). From the repository root:  OUT=dir bash .../run.sh
 # ROUNDS="copied evicted" (the default "1 2"): a round named `evicted` first drops the
 # binaries from the page cache (POSIX_FADV_DONTNEED), so they are read back as after a
 # reboot; otherwise they are as copied in (pages from the write). The kernel maps a whole
@@ -32,7 +33,8 @@ for p in sys.argv[1:]:
     if [ $round = 1 ] || [ $round = evicted ]; then
       p=$(pgrep -f "^$bin/gpumon-new --interval 100ms" | head -1)
       q=$(pgrep -f "^/tmp/nvml_poll 100$" | head -1)
-      python3 bench/resident.py $p > $res/r$round-resident_new_100ms.txt 2>&1
+      map=(); [ -f $bin/gpumon-new.map ] && map=(--map gpumon-new=$bin/gpumon-new.map --folios gpumon-new)
+      python3 bench/resident.py $p "${map[@]}" > $res/r$round-resident_new_100ms.txt 2>&1
       python3 bench/resident.py $q > $res/r$round-resident_poll_100ms.txt 2>&1
       for x in $p $q; do grep -E 'VmHWM|VmRSS|RssAnon|RssFile|Threads' /proc/$x/status > $res/status_$x.txt; cat /proc/$x/cmdline | tr '\0' ' ' >> $res/status_$x.txt; done
     fi
