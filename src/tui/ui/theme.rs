@@ -196,16 +196,12 @@ impl Theme {
 
     /// `Dec 01`: the day, for time axes whose ticks are days apart.
     pub fn day(&self, t: crate::model::time::Ts) -> String {
-        use chrono::TimeZone;
         let fmt = "%b %d";
         if self.utc {
             chrono::DateTime::<chrono::Utc>::from_timestamp_millis(t)
                 .map_or_else(|| "--".into(), |d| d.format(fmt).to_string())
         } else {
-            chrono::Local
-                .timestamp_millis_opt(t)
-                .single()
-                .map_or_else(|| "--".into(), |d| d.format(fmt).to_string())
+            crate::model::time::local(t).map_or_else(|| "--".into(), |d| d.format(fmt).to_string())
         }
     }
 
