@@ -29,14 +29,14 @@ impl Ticker {
             // SAFETY: an OwnedFd is open and keeps its descriptor until the AsyncFd drops it.
             unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
         });
-        match registered {
-            Some(fd) => Ticker::Timerfd(fd),
-            None => {
-                let mut i = tokio::time::interval(period);
-                i.set_missed_tick_behavior(MissedTickBehavior::Skip);
-                Ticker::Tokio(i)
-            }
-        }
+        registered.map_or_else(|| Ticker::interval(period), Ticker::Timerfd)
+    }
+
+    /// tokio's interval, with the same ticks: the fallback where no timerfd can be had.
+    fn interval(period: Duration) -> Ticker {
+        let mut i = tokio::time::interval(period);
+        i.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        Ticker::Tokio(i)
     }
 
     pub(crate) async fn tick(&mut self) {
@@ -109,45 +109,53 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
+    /// The timerfd and, where it cannot be had, tokio's interval: both tick the same way.
+    fn both(period: Duration) -> [Ticker; 2] {
+        let fd = Ticker::new(period);
+        assert!(matches!(fd, Ticker::Timerfd(_)), "a timerfd on Linux");
+        [fd, Ticker::interval(period)]
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn ticks_at_once_then_once_a_period() {
-        let mut t = Ticker::new(Duration::from_millis(40));
-        assert!(matches!(t, Ticker::Timerfd(_)), "a timerfd on Linux");
-        let start = Instant::now();
-        t.tick().await;
-        assert!(
-            start.elapsed() < Duration::from_millis(30),
-            "the first tick is at once"
-        );
-        for _ in 0..3 {
+        for mut t in both(Duration::from_millis(40)) {
+            let start = Instant::now();
             t.tick().await;
+            assert!(
+                start.elapsed() < Duration::from_millis(30),
+                "the first tick is at once"
+            );
+            for _ in 0..3 {
+                t.tick().await;
+            }
+            let e = start.elapsed();
+            assert!(
+                e >= Duration::from_millis(115),
+                "three periods later, not sooner: {e:?}"
+            );
+            assert!(e < Duration::from_millis(1000), "{e:?}");
         }
-        let e = start.elapsed();
-        assert!(
-            e >= Duration::from_millis(115),
-            "three periods later, not sooner: {e:?}"
-        );
-        assert!(e < Duration::from_millis(1000), "{e:?}");
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_tick_missed_by_a_long_scan_is_skipped_not_made_up() {
-        let mut t = Ticker::new(Duration::from_millis(20));
-        t.tick().await;
-        std::thread::sleep(Duration::from_millis(110));
-        let start = Instant::now();
-        t.tick().await;
-        assert!(
-            start.elapsed() < Duration::from_millis(15),
-            "overdue: at once"
-        );
-        for _ in 0..3 {
+        for mut t in both(Duration::from_millis(20)) {
             t.tick().await;
+            std::thread::sleep(Duration::from_millis(110));
+            let start = Instant::now();
+            t.tick().await;
+            assert!(
+                start.elapsed() < Duration::from_millis(15),
+                "overdue: at once"
+            );
+            for _ in 0..3 {
+                t.tick().await;
+            }
+            let e = start.elapsed();
+            assert!(
+                e >= Duration::from_millis(40),
+                "the missed ticks are one, not a burst: {e:?}"
+            );
         }
-        let e = start.elapsed();
-        assert!(
-            e >= Duration::from_millis(40),
-            "the missed ticks are one, not a burst: {e:?}"
-        );
     }
 }

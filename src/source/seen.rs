@@ -28,7 +28,6 @@ struct Entry {
 #[derive(Default)]
 pub(crate) struct Seen {
     by_pid: HashMap<u32, Entry>,
-    fds: usize,
 }
 
 impl Seen {
@@ -48,26 +47,14 @@ impl Seen {
             if self.by_pid.get(&pid).map(|e| e.start) == Some(start) {
                 continue;
             }
-            self.forget(pid);
-            let fd = (self.fds < MAX_FDS).then(|| pidfd_open(pid)).flatten();
-            self.fds += usize::from(fd.is_some());
+            self.by_pid.remove(&pid);
+            let held = self.by_pid.values().filter(|e| e.fd.is_some()).count();
+            let fd = (held < MAX_FDS).then(|| pidfd_open(pid)).flatten();
             self.by_pid.insert(pid, Entry { start, fd });
             out.push(procfs::read(pid));
         }
-        let gone: Vec<u32> = (self.by_pid.keys())
-            .filter(|p| !listed.contains(p))
-            .copied()
-            .collect();
-        for pid in gone {
-            self.forget(pid);
-        }
+        self.by_pid.retain(|pid, _| listed.contains(pid));
         out
-    }
-
-    fn forget(&mut self, pid: u32) {
-        if let Some(e) = self.by_pid.remove(&pid) {
-            self.fds -= usize::from(e.fd.is_some());
-        }
     }
 
     /// The pids whose held process has exited: one `poll` of every pidfd, never waiting.
@@ -127,7 +114,10 @@ mod tests {
         );
         assert!(seen.fresh(&[me], false).is_empty());
         assert!(seen.fresh(&[], true).is_empty());
-        assert_eq!((seen.by_pid.len(), seen.fds), (0, 0), "unlisted: forgotten");
+        assert!(
+            seen.by_pid.is_empty(),
+            "unlisted: forgotten (and its pidfd closed)"
+        );
         assert_eq!(seen.fresh(&[me], true).len(), 1, "listed again: read again");
     }
 

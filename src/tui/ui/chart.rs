@@ -280,13 +280,30 @@ impl Scale {
     }
 }
 
+/// 10^n as the nearest double (what the system's `pow` gives, and a literal `1eN` is; the
+/// `libm` crate's pow and `powi` can be one unit off): a table over the exponents a scale
+/// meets, parsed beyond it.
+fn pow10(n: i32) -> f64 {
+    const TABLE: [f64; 31] = [
+        1e-12, 1e-11, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2,
+        1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+    ];
+    usize::try_from(n.saturating_add(12))
+        .ok()
+        .and_then(|i| TABLE.get(i).copied())
+        .unwrap_or_else(|| format!("1e{n}").parse().unwrap_or(f64::NAN))
+}
+
 /// 1, 2, 2.5 or 5 times a power of ten of `unit` (GiB or MiB), at least `raw`: ticks then
 /// read as round numbers in the unit the axis is labelled in.
 fn nice_step(raw: f64, unit: f64) -> f64 {
     let x = (raw / unit).max(1e-9);
-    let p: f64 = format!("1e{}", libm::log10(x).floor())
-        .parse()
-        .unwrap_or(f64::NAN);
+    let e = libm::log10(x).floor();
+    let p = if e.is_finite() {
+        pow10(e as i32)
+    } else {
+        f64::NAN
+    };
     let m = [1.0, 2.0, 2.5, 5.0, 10.0]
         .into_iter()
         .find(|m| m * p >= x * (1.0 - 1e-9))
@@ -345,6 +362,14 @@ pub(crate) fn sparkline(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pow10_is_the_nearest_double_inside_its_table_and_beyond() {
+        for n in -15..=21 {
+            let want: f64 = format!("1e{n}").parse().expect("a number");
+            assert_eq!(super::pow10(n).to_bits(), want.to_bits(), "10^{n}");
+        }
+    }
+
     use super::*;
 
     fn series(values: &[(i64, Option<f64>)]) -> Series {

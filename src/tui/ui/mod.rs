@@ -55,14 +55,7 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
     if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
         let msg = format!("gpumon: {}x{} too small", area.width, area.height);
         p.paint("too small", |buf| {
-            put::stringn(
-                buf,
-                area.x,
-                area.y,
-                msg,
-                usize::from(area.width),
-                theme.warn(),
-            )
+            put::row(buf, area, area.y, msg, theme.warn())
         });
         return;
     }
@@ -90,14 +83,7 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
             n.chars().take(keep).chain(dots.chars()).collect()
         };
         p.paint("notice", |buf| {
-            put::stringn(
-                buf,
-                notice.x,
-                notice.y,
-                text,
-                usize::from(notice.width),
-                theme.warn(),
-            )
+            put::row(buf, notice, notice.y, text, theme.warn())
         });
     }
     match app.view {

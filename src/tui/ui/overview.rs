@@ -161,7 +161,7 @@ pub(crate) fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Th
                     s.gpus.len()
                 );
                 p.paint("more GPUs", |buf| {
-                    super::put::stringn(buf, area.x, y, text, usize::from(area.width), theme.warn())
+                    super::put::row(buf, area, y, text, theme.warn())
                 });
                 y += 1;
             }
@@ -367,14 +367,7 @@ fn proc_rows(
                 format!("no process matches /{}", app.filter)
             };
             p.paint("no processes", |buf| {
-                super::put::stringn(
-                    buf,
-                    area.x,
-                    area.y,
-                    text,
-                    usize::from(area.width),
-                    theme.dim(),
-                )
+                super::put::row(buf, area, area.y, text, theme.dim())
             });
         }
         return 0;
@@ -454,7 +447,7 @@ fn proc_rows(
             (_, false) => format!("+{first} above: Enter shows all"),
         };
         p.paint("more processes", |buf| {
-            super::put::stringn(buf, area.x, y, text, usize::from(area.width), theme.dim())
+            super::put::row(buf, area, y, text, theme.dim())
         });
     }
     if header {
@@ -473,14 +466,7 @@ fn proc_rows(
             ));
         }
         p.paint("process titles", |buf| {
-            super::put::stringn(
-                buf,
-                area.x,
-                area.y,
-                titles,
-                usize::from(area.width),
-                theme.dim(),
-            )
+            super::put::row(buf, area, area.y, titles, theme.dim())
         });
         0
     } else {
@@ -707,14 +693,7 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         } else {
             "waiting for the first sample (no GPUs reported yet, no companion connected)"
         };
-        super::put::stringn(
-            buf,
-            area.x,
-            area.y,
-            msg,
-            usize::from(area.width),
-            theme.dim(),
-        );
+        super::put::row(buf, area, area.y, msg, theme.dim());
         return;
     }
     let head = if filtered {
@@ -722,14 +701,7 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     } else {
         "no NVML data: allocator state reported by companions"
     };
-    super::put::stringn(
-        buf,
-        area.x,
-        area.y,
-        head,
-        usize::from(area.width),
-        theme.title(),
-    );
+    super::put::row(buf, area, area.y, head, theme.title());
     let mut y = area.y + 1;
     for pa in procs {
         if y >= area.y + area.height {
@@ -741,14 +713,7 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             .and_then(|h| h.cmdline.clone())
             .unwrap_or_default();
         let line = format!("{:>7} {} {cmd}", pa.pid, super::policy::framework_label(pa));
-        super::put::stringn(
-            buf,
-            area.x,
-            y,
-            line,
-            usize::from(area.width),
-            theme.normal(),
-        );
+        super::put::row(buf, area, y, line, theme.normal());
         super::procs::mark_companion(app, pa.pid, Rect::new(area.x, y, area.width, 1), buf, theme);
         y += 1;
         for d in pa.devices.values() {

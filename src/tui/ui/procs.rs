@@ -50,7 +50,7 @@ pub fn render_row(
         buf,
     );
     if let Some((mark, style)) = super::alerts::row_mark(app, p.info.pid, pg.gpu, theme) {
-        super::put::stringn(buf, row.x, row.y, mark, usize::from(row.width), style);
+        super::put::row(buf, row, row.y, mark, style);
     }
     if app.is_selected(Some(gpu), p.info.pid) {
         buf.set_style(row, theme.selected());
@@ -174,14 +174,7 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     }
     let head = proc_header(app, area.width, theme.ascii, None);
     hit_header(app, area.x, area.y, area.width, area.width, theme.ascii);
-    super::put::stringn(
-        buf,
-        area.x,
-        area.y,
-        head,
-        usize::from(area.width),
-        theme.title(),
-    );
+    super::put::row(buf, area, area.y, head, theme.title());
 }
 
 /// Registers each sortable title of a `proc_header` `table_w` wide, drawn at `x`, `y` in
@@ -220,14 +213,7 @@ pub fn render_table(
         } else {
             format!("no process matches /{} (/ then Esc clears)", app.filter)
         };
-        super::put::stringn(
-            buf,
-            area.x,
-            area.y + 1,
-            msg,
-            usize::from(area.width),
-            theme.dim(),
-        );
+        super::put::row(buf, area, area.y + 1, msg, theme.dim());
         return;
     }
     // The selection may outlive the process it pointed at: show the last row selected instead.

@@ -80,6 +80,18 @@ pub(crate) fn stringn(
     (put_plain(buf, x, y, s, room, style), y)
 }
 
+/// `s` on line `y` of `area`, from its left edge and cut at its width: as
+/// `buf.set_stringn(area.x, y, s, area.width, style)`.
+pub(crate) fn row(
+    buf: &mut Buffer,
+    area: Rect,
+    y: u16,
+    s: impl AsRef<str>,
+    style: impl Into<Style>,
+) -> (u16, u16) {
+    stringn(buf, area.x, y, s, usize::from(area.width), style)
+}
+
 /// As `buf.set_string(x, y, s, style)`.
 pub(crate) fn string(
     buf: &mut Buffer,
