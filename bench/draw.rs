@@ -3,7 +3,8 @@
 //! Replays a bundled recording into the app as the live screen shows it, then, second by
 //! second of the recording, applies that second's frames and draws into a crossterm
 //! backend that writes to nothing (the cell diff and escape codes are made, not sent).
-//! Prints the draw's and the apply's cost per second of data. `DRAW_REPEAT=N` draws each
+//! Prints the draw's and the apply's cost per second of data, drawn by gpumon's `Screen` and,
+//! beside it in the same run (alternating which goes first), by ratatui's `Terminal`. `DRAW_REPEAT=N` draws each
 //! second N times (for a profiler: the repeats find the screen unchanged, so they time
 //! building the frame, not sending it).
 
@@ -15,6 +16,7 @@ use gpumon::model::frame::Frame;
 use gpumon::pipeline::Pipeline;
 use gpumon::record::{Next, Reader};
 use gpumon::tui::app::{App, SourceKind};
+use gpumon::tui::screen::Screen;
 use gpumon::tui::ui::theme::Theme;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
@@ -63,9 +65,9 @@ fn main() {
         color: true,
         utc: true,
     };
-    let backend = CrosstermBackend::new(io::sink());
+    let mut screen = Screen::fixed(CrosstermBackend::new(io::sink()), w, h);
     let mut term = Terminal::with_options(
-        backend,
+        CrosstermBackend::new(io::sink()),
         TerminalOptions {
             viewport: Viewport::Fixed(Rect::new(0, 0, w, h)),
         },
@@ -78,7 +80,7 @@ fn main() {
         app.apply(f);
     }
     let repeat: usize = std::env::var("DRAW_REPEAT").map_or(1, |v| v.parse().expect("N"));
-    let (mut draws, mut applies) = (Vec::new(), Vec::new());
+    let (mut draws, mut ratatui, mut applies) = (Vec::new(), Vec::new(), Vec::new());
     let mut second = None;
     let mut pending = Duration::ZERO;
     for f in it {
@@ -86,11 +88,21 @@ fn main() {
         if second.is_some_and(|p| p != s) {
             applies.push(pending);
             pending = Duration::ZERO;
-            for _ in 0..repeat {
-                let t = Instant::now();
-                term.draw(|fr| gpumon::tui::ui::draw(fr, &app, &theme))
-                    .expect("draw");
-                draws.push(t.elapsed());
+            for n in 0..repeat {
+                let ours_first = (applies.len() + n) % 2 == 0;
+                for ours in [ours_first, !ours_first] {
+                    let t = Instant::now();
+                    if ours {
+                        screen
+                            .draw(|buf| gpumon::tui::ui::draw_buffer(buf, &app, &theme))
+                            .expect("draw");
+                        draws.push(t.elapsed());
+                    } else {
+                        term.draw(|fr| gpumon::tui::ui::draw(fr, &app, &theme))
+                            .expect("draw");
+                        ratatui.push(t.elapsed());
+                    }
+                }
             }
         }
         second = Some(s);
@@ -100,5 +112,6 @@ fn main() {
     }
     println!("{} at {w}x{h}", path.display());
     report("draw (one per second of data)", draws);
+    report("  the same by ratatui's Terminal", ratatui);
     report("apply (one second of frames)", applies);
 }

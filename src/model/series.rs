@@ -248,12 +248,11 @@ impl Series {
         let front = ring
             .and_then(|i| self.rings[i].buckets.front())
             .map(|b| b.start);
-        if let (Some(ring), Some(front)) = (ring, front) {
-            if let Some(c) = self.window_cache.borrow().as_ref() {
-                if c.still_valid(from_idx, last_idx, width, ring, front) {
-                    return c.mins.clone();
-                }
-            }
+        if let (Some(ring), Some(front)) = (ring, front)
+            && let Some(c) = self.window_cache.borrow().as_ref()
+            && c.still_valid(from_idx, last_idx, width, ring, front)
+        {
+            return c.mins.clone();
         }
         // One pass over the buckets (sorted by start), the window boundary only moving
         // forward: no division per bucket.

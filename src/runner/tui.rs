@@ -8,10 +8,10 @@ use crate::source::replay;
 use crate::source::replay::Speed;
 use crate::tui::app::{App, Effect, SourceKind};
 use crate::tui::event::Event;
+use crate::tui::screen::Screen;
 use crate::tui::term::TerminalGuard;
 use crate::tui::ui::theme::Theme;
 use anyhow::{Context, Result};
-use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
 use std::io;
 use std::time::{Duration, Instant};
@@ -164,29 +164,16 @@ pub(super) async fn run_tui(
     // buffer). The terminal is flushed at the end of every draw, so nothing waits here.
     let out =
         io::BufWriter::with_capacity(OUT_BUFFER, super::inert_out::InertWriter::new(io::stdout()));
-    let mut terminal = Terminal::new(SizedBackend::new(CrosstermBackend::new(out)))?;
-    // No terminal.clear(): it asks the terminal for the cursor position, which pseudo-terminals
-    // of some harnesses and multiplexers never answer; the alternate screen starts blank anyway.
-    let result = event_loop(&mut terminal, &mut app, &mut rx, &theme, replay.as_ref()).await;
+    // Not ratatui's `Terminal`: `Screen` keeps one buffer and a small record of what the
+    // terminal shows (issue 21). Neither asks the terminal for the cursor position, which
+    // pseudo-terminals of some harnesses and multiplexers never answer.
+    let mut screen = Screen::new(SizedBackend::new(CrosstermBackend::new(out)));
+    let result = event_loop(&mut screen, &mut app, &mut rx, &theme, replay.as_ref()).await;
     drop(guard);
     if let Some(reason) = &app.quit_reason {
         crate::say!("gpumon: {reason}");
     }
     result.map(|()| alert_exit(&app.pipe).unwrap_or(0))
-}
-
-/// Clear the screen and forget what was drawn, so the next draw repaints every cell.
-/// Not `Terminal::clear`: ratatui 0.30 asks the terminal for the cursor position there, and
-/// the input thread, waiting in `event::poll` for up to `INPUT_LINGER`, holds crossterm's
-/// reader, so the answer times out ("The cursor position could not be read").
-fn repaint_all<B: Backend>(terminal: &mut Terminal<B>) -> Result<(), B::Error> {
-    terminal
-        .backend_mut()
-        .clear_region(ratatui::backend::ClearType::All)?;
-    // Each swap resets the buffer it leaves behind: two leave both blank.
-    terminal.swap_buffers();
-    terminal.swap_buffers();
-    Ok(())
 }
 
 /// Bytes of escape codes and text gathered before a write: a full 120x40 repaint fits.
@@ -210,7 +197,7 @@ fn has_terminal() -> bool {
 /// the last draw is a whole second old, and waiting for that moment woke the loop twice a
 /// second instead of once (each wake-up is a thread hand-over the bare poller does not pay).
 pub(super) async fn event_loop<B: Backend>(
-    terminal: &mut Terminal<SizedBackend<B>>,
+    screen: &mut Screen<SizedBackend<B>>,
     app: &mut App,
     rx: &mut Receiver<Event>,
     theme: &Theme,
@@ -231,7 +218,7 @@ where
         if let Some(cap) = dirty
             && last_draw.elapsed() >= cap - cap / EARLY
         {
-            terminal.draw(|f| crate::tui::ui::draw(f, app, theme))?;
+            screen.draw(|buf| crate::tui::ui::draw_buffer(buf, app, theme))?;
             last_draw = Instant::now();
             dirty = None;
         }
@@ -255,8 +242,8 @@ where
             if matches!(ev, Event::Resize) {
                 // Also sent after a resume from SIGTSTP when the loop could not take it
                 // (threads::suspend): the screen was given back, so repaint every cell.
-                terminal.backend().forget_size();
-                repaint_all(terminal)?;
+                screen.backend().forget_size();
+                screen.repaint_all()?;
             }
             match app.update(ev) {
                 Some(Effect::Quit) => return Ok(()),
@@ -276,8 +263,8 @@ where
                     crate::tui::term::suspend(sent);
                     // The shell had the screen (and may have resized it): the next draw
                     // asks for the size and repaints every cell.
-                    terminal.backend().forget_size();
-                    repaint_all(terminal)?;
+                    screen.backend().forget_size();
+                    screen.repaint_all()?;
                     dirty = Some(Duration::ZERO);
                 }
                 Some(Effect::Bell) => {

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod event;
 pub mod keys;
+pub mod screen;
 pub mod selection;
 pub mod signal;
 pub(crate) mod term;

@@ -5,6 +5,7 @@ pub(crate) mod alert_chart;
 pub mod alerts;
 pub(crate) mod alloc_brief;
 pub(crate) mod allocator;
+mod boxed;
 pub(crate) mod cards;
 pub(crate) mod chart;
 pub(crate) mod companion_detail;
@@ -37,7 +38,12 @@ use theme::Theme;
 pub const MIN_SIZE: (u16, u16) = (20, 5);
 
 pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
-    let mut p = Painter::new(f.buffer_mut());
+    draw_buffer(f.buffer_mut(), app, theme);
+}
+
+/// The same, into a buffer the size of the screen (`tui::screen`).
+pub fn draw_buffer(buf: &mut Buffer, app: &App, theme: &Theme) {
+    let mut p = Painter::new(buf);
     draw_into(&mut p, app, theme);
 }
 

@@ -313,26 +313,25 @@ fn card(
             .find(|n| n.chars().count() + taken <= usize::from(area.width))
     });
     p.paint("card border", |buf| {
-        let mut block =
-            block
-                .title(t)
-                .title_style(if sel { theme.title() } else { theme.normal() });
+        let mut frame = block.title_style(if sel { theme.title() } else { theme.normal() });
+        if sel {
+            frame = frame.border_style(theme.title());
+        }
+        let mut top = vec![Line::from(t)];
         if let Some(m) = mark {
-            block = block.title(Line::from(m).right_aligned());
+            top.push(Line::from(m).right_aligned());
         }
         if let Some(n) = note {
-            block = block.title(Line::styled(n, theme.dim()).right_aligned());
+            top.push(Line::styled(n, theme.dim()).right_aligned());
         }
-        if sel {
-            block = block.border_style(theme.title());
-        }
+        let mut bottom = Vec::new();
         if unlisted > 0 {
             let more = format!(" +{unlisted} more: Enter ");
             if more.chars().count() + 4 <= usize::from(area.width) {
-                block = block.title_bottom(Line::styled(more, theme.dim()).right_aligned());
+                bottom.push(Line::styled(more, theme.dim()).right_aligned());
             }
         }
-        block.render(area, buf);
+        super::boxed::render(&frame, top, bottom, area, buf);
     });
     p.paint("usage", |buf| {
         super::put::line(
