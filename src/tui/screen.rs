@@ -21,6 +21,8 @@ use ratatui::buffer::{Buffer, Cell, CellDiffOption, CellWidth};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
 
+use crate::tui::ui::put::one_cell;
+
 /// What one cell of the terminal shows, as far as gpumon knows.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Shown {
@@ -82,15 +84,16 @@ fn symbol(cell: &Cell) -> (u32, usize) {
     }
 }
 
-#[cold]
+/// Any other symbol: one character of the screens' own (a chart's braille, a border) is one
+/// cell without a look in the width table.
 fn other_symbol(cell: &Cell) -> (u32, usize) {
     let s = cell.symbol();
     let mut chars = s.chars();
-    let sym = match (chars.next(), chars.next()) {
-        (Some(c), None) => u32::from(c),
-        _ => SEVERAL,
-    };
-    (sym, usize::from(s.cell_width()))
+    match (chars.next(), chars.next()) {
+        (Some(c), None) if one_cell(c) => (u32::from(c), 1),
+        (Some(c), None) => (u32::from(c), usize::from(s.cell_width())),
+        _ => (SEVERAL, usize::from(s.cell_width())),
+    }
 }
 
 #[allow(deprecated)] // `Cell::skip` still means skip to ratatui's own diff: the same here.

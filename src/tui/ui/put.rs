@@ -1,9 +1,10 @@
-//! Text into the buffer, the way ratatui writes it, without splitting printable ASCII into
-//! graphemes. ratatui segments every string it writes (`unicode-segmentation`) and measures
-//! every piece (`unicode-width`), a fifth of a redraw's time for a screen that is almost all
-//! ASCII (issue 21). A string of printable ASCII is one cell a byte, so it is written
-//! straight; anything else (a control character, a non-ASCII name, an aligned line) goes
-//! through ratatui unchanged. The tests hold both ways to the same cells.
+//! Text into the buffer, the way ratatui writes it, without splitting it into graphemes.
+//! ratatui segments every string it writes (`unicode-segmentation`) and measures every piece
+//! (`unicode-width`), a fifth of a redraw's time for a screen that is almost all ASCII and a
+//! few symbols (issue 21). A string of printable ASCII and of the symbols in `one_cell` is one
+//! cell a character, so it is written straight; anything else (a control character, a
+//! combining accent, a wide or emoji character, an aligned line) goes through ratatui
+//! unchanged. The tests hold both ways to the same cells, for every character of `one_cell`.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
@@ -11,9 +12,40 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-/// One cell a byte, nothing dropped: bytes 0x20..=0x7E.
+/// Characters that take one cell and are a grapheme of their own beside any other of them:
+/// printable ASCII, Latin-1's printable letters and signs (not the soft hyphen), and the
+/// blocks of punctuation, arrows, mathematical operators, box drawing, block elements and
+/// braille that the screens draw with. No combining mark, joiner, variation selector or wide
+/// character is among them (`every_one_cell_character_is_written_as_ratatui_writes_it`).
+pub(crate) fn one_cell(c: char) -> bool {
+    matches!(c,
+        ' '..='~'
+        | '\u{A1}'..='\u{AC}'
+        | '\u{AE}'..='\u{FF}'
+        | '\u{2010}'..='\u{2027}'
+        | '\u{2030}'..='\u{205E}'
+        | '\u{2190}'..='\u{21FF}'
+        | '\u{2200}'..='\u{22FF}'
+        | '\u{2500}'..='\u{259F}'
+        | '\u{2800}'..='\u{28FF}')
+}
+
+/// One cell a character, nothing dropped or joined.
 fn plain(s: &str) -> bool {
-    s.bytes().all(|b| (0x20..0x7f).contains(&b))
+    if s.is_ascii() {
+        s.bytes().all(|b| (0x20..0x7f).contains(&b))
+    } else {
+        s.chars().all(one_cell)
+    }
+}
+
+/// Cells a `plain` string takes.
+fn cells(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
 }
 
 /// As `line.render(area, buf)`: a left-aligned line span by span, printable ASCII spans
@@ -26,7 +58,7 @@ pub(crate) fn line(line: &Line, area: Rect, buf: &mut Buffer) {
     let area = area.intersection(buf.area);
     let width = |s: &Span| {
         if plain(&s.content) {
-            s.content.len()
+            cells(&s.content)
         } else {
             s.width()
         }
@@ -49,15 +81,22 @@ pub(crate) fn line(line: &Line, area: Rect, buf: &mut Buffer) {
     }
 }
 
-/// Printable ASCII `s` from (x, y), at most `room` cells; returns the x after it.
+/// A `plain` `s` from (x, y), at most `room` cells; returns the x after it.
 fn put_plain(buf: &mut Buffer, x: u16, y: u16, s: &str, room: u16, style: Style) -> u16 {
-    let n = s.len().min(usize::from(room));
+    let n = cells(s).min(usize::from(room));
     if n == 0 {
         return x;
     }
     let at = buf.index_of(x, y);
-    for (cell, b) in buf.content[at..at + n].iter_mut().zip(s.bytes()) {
-        cell.set_char(char::from(b)).set_style(style);
+    let row = buf.content[at..at + n].iter_mut();
+    if s.is_ascii() {
+        for (cell, b) in row.zip(s.bytes()) {
+            cell.set_char(char::from(b)).set_style(style);
+        }
+    } else {
+        for (cell, c) in row.zip(s.chars()) {
+            cell.set_char(c).set_style(style);
+        }
     }
     x + n as u16
 }
@@ -121,6 +160,12 @@ mod tests {
         "e\u{301}",
         "\u{202e}evil",
         "~!@#$%^&*()_+{}|:\"<>?`-=[]\\;',./",
+        " 12.5 GiB · ‼ 2 … ",
+        "⣿⣀─│▁█┌┐",
+        "→ ≈ × ° µ ±",
+        "soft\u{AD}hyphen",
+        "‼\u{FE0F} emoji",
+        "→\u{20D7} arrow",
     ];
 
     fn styles() -> [Style; 3] {
@@ -143,6 +188,22 @@ mod tests {
         let mut b = Buffer::empty(Rect::new(0, 0, 12, 2));
         b.set_string(0, 0, "xxxxxxxxxxxx", Style::new().italic());
         b
+    }
+
+    #[test]
+    fn every_one_cell_character_is_written_as_ratatui_writes_it() {
+        let mut n = 0;
+        for c in (0..=0x2FFFu32).filter_map(char::from_u32).filter(|&c| one_cell(c)) {
+            // Alone, doubled, and between letters: one cell each, never joined.
+            let s = format!("{c}a{c}{c}b");
+            let (mut want, mut got) = (start(), start());
+            let w = want.set_stringn(1, 0, &s, 99, Style::new().bold());
+            let g = stringn(&mut got, 1, 0, &s, 99, Style::new().bold());
+            assert_eq!((g, cells(&got)), (w, cells(&want)), "U+{:04X}", u32::from(c));
+            assert_eq!(w.0, 6, "U+{:04X} takes one cell", u32::from(c));
+            n += 1;
+        }
+        assert_eq!(n, 95 + 12 + 82 + 24 + 47 + 112 + 256 + 160 + 256);
     }
 
     #[test]
