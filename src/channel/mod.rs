@@ -320,14 +320,15 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
                 self.use_scan(&last).await;
                 self.last = Some(last);
             }
-            _ => self.full_scan().await,
+            // Owed, not reported: the watches are set again too (`watch::Watch::arm`).
+            _ => self.full_scan(true).await,
         }
     }
 
     /// A watched directory changed: look at once, unless a full scan was just made.
     async fn changed(&mut self) {
         if Instant::now() >= self.last_full + self.event_gap() {
-            self.full_scan().await;
+            self.full_scan(false).await;
         } else {
             self.pending = true;
         }
@@ -370,7 +371,7 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
         }
     }
 
-    async fn full_scan(&mut self) {
+    async fn full_scan(&mut self, rearm: bool) {
         let now = Instant::now();
         // When it began, done or not: a scan that cannot be made is not tried again at once.
         self.last_full = now;
@@ -393,7 +394,7 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
         };
         self.uids = uids;
         self.use_scan(&found).await;
-        self.watched = self.watch.arm(&found.looked);
+        self.watched = self.watch.arm(&found.looked, rearm);
         // A change made after a directory was read and before its watch was set: no event
         // tells of it, so another look is owed.
         if self.watched && !scan::unchanged(&found.looked) {

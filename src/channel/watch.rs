@@ -54,8 +54,9 @@ pub(crate) struct Watch {
     fd: Option<AsyncFd<OwnedFd>>,
     /// What each watch descriptor stands for (several paths may share one: the same inode).
     wds: HashMap<RawFd, Watched>,
-    /// The directories the watches are for: the same list again needs no system call.
-    armed_for: Vec<PathBuf>,
+    /// The directories the watches are for, and the inode each was: the same again needs
+    /// no system call.
+    armed_for: Vec<(PathBuf, Option<(u64, u64)>)>,
     complete: bool,
     /// The kernel dropped a watch (its directory removed, renamed or unmounted): the next
     /// `arm` sets them again even for the same directories.
@@ -80,14 +81,19 @@ impl Watch {
     }
 
     /// Watch the directories a scan looked at, in place of the ones watched before; whether
-    /// every one of them is (else the scanner must keep looking on its own).
-    pub(crate) fn arm(&mut self, looked: &[(PathBuf, DirKey)]) -> bool {
+    /// every one of them is (else the scanner must keep looking on its own). `again`: set
+    /// them even if nothing says they moved (no event tells of an ancestor renamed away,
+    /// which leaves a watch on what is no longer at the path).
+    pub(crate) fn arm(&mut self, looked: &[(PathBuf, DirKey)], again: bool) -> bool {
         let Some(fd) = self.fd.as_ref().map(|f| f.get_ref().as_raw_fd()) else {
             return false;
         };
         let same = looked.len() == self.armed_for.len()
-            && looked.iter().zip(&self.armed_for).all(|((p, _), a)| p == a);
-        if same && !self.stale {
+            && looked
+                .iter()
+                .zip(&self.armed_for)
+                .all(|((p, k), (a, id))| p == a && inode(k) == *id);
+        if same && !self.stale && !again {
             return self.complete;
         }
         let mut new: HashMap<RawFd, Watched> = HashMap::new();
@@ -100,7 +106,7 @@ impl Watch {
             unsafe { libc::inotify_rm_watch(fd, *wd) };
         }
         self.wds = new;
-        self.armed_for = looked.iter().map(|(p, _)| p.clone()).collect();
+        self.armed_for = looked.iter().map(|(p, k)| (p.clone(), inode(k))).collect();
         self.complete = complete;
         self.stale = false;
         complete
@@ -134,6 +140,10 @@ impl Watch {
             }
         }
     }
+}
+
+fn inode(k: &DirKey) -> Option<(u64, u64)> {
+    k.map(|(dev, ino, ..)| (dev, ino))
 }
 
 /// inotify events are read whole, aligned as their header wants.
@@ -284,7 +294,7 @@ mod tests {
     async fn an_entry_in_a_watched_directory_wakes_it() {
         let d = tempfile::tempdir().expect("tmp");
         let mut w = Watch::new(true);
-        assert!(w.arm(&looked(&[d.path()])));
+        assert!(w.arm(&looked(&[d.path()]), false));
         assert!(
             !wakes(&mut w, Duration::from_millis(50)).await,
             "nothing yet"
@@ -300,7 +310,7 @@ mod tests {
         let d = tempfile::tempdir().expect("tmp");
         let want = d.path().join("a").join("gpumon");
         let mut w = Watch::new(true);
-        assert!(w.arm(&looked(&[&want])));
+        assert!(w.arm(&looked(&[&want]), false));
         std::fs::create_dir(d.path().join("other")).expect("mkdir");
         assert!(
             !wakes(&mut w, Duration::from_millis(100)).await,
@@ -313,7 +323,7 @@ mod tests {
         );
         // The scan that follows arms again: now `a` awaits `gpumon`.
         assert!(w.stale);
-        assert!(w.arm(&looked(&[&want])));
+        assert!(w.arm(&looked(&[&want]), false));
         assert!(!w.wds.values().any(|v| v.awaited.contains(OsStr::new("a"))));
         assert!(
             w.wds
@@ -330,13 +340,16 @@ mod tests {
         let sub = d.path().join("g");
         std::fs::create_dir(&sub).expect("mkdir");
         let mut w = Watch::new(true);
-        assert!(w.arm(&looked(&[&sub])));
+        assert!(w.arm(&looked(&[&sub]), false));
         std::fs::remove_dir(&sub).expect("rmdir");
         assert!(wakes(&mut w, Duration::from_secs(2)).await);
         // IN_IGNORED may come in a later read; either way the watch is stale.
         let _ = wakes(&mut w, Duration::from_millis(50)).await;
         assert!(w.stale);
-        assert!(w.arm(&looked(&[&sub])), "awaited from the parent now");
+        assert!(
+            w.arm(&looked(&[&sub]), false),
+            "awaited from the parent now"
+        );
         std::fs::create_dir(&sub).expect("mkdir");
         assert!(wakes(&mut w, Duration::from_secs(2)).await);
     }
@@ -346,9 +359,9 @@ mod tests {
         let a = tempfile::tempdir().expect("tmp");
         let b = tempfile::tempdir().expect("tmp");
         let mut w = Watch::new(true);
-        assert!(w.arm(&looked(&[a.path(), b.path()])));
+        assert!(w.arm(&looked(&[a.path(), b.path()]), false));
         assert_eq!(w.wds.len(), 2);
-        assert!(w.arm(&looked(&[b.path()])));
+        assert!(w.arm(&looked(&[b.path()]), false));
         assert_eq!(w.wds.len(), 1);
         std::fs::write(a.path().join("1.sock"), b"").expect("file");
         assert!(
@@ -356,7 +369,24 @@ mod tests {
             "a directory no longer looked at is no longer watched"
         );
         let mut off = Watch::new(false);
-        assert!(!off.arm(&looked(&[b.path()])));
+        assert!(!off.arm(&looked(&[b.path()]), false));
         assert!(!wakes(&mut off, Duration::from_millis(50)).await);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_directory_replaced_behind_a_renamed_ancestor_is_watched_anew() {
+        let d = tempfile::tempdir().expect("tmp");
+        let g = d.path().join("a").join("g");
+        std::fs::create_dir_all(&g).expect("mkdir");
+        let keyed = |p: &Path| vec![(p.to_path_buf(), super::super::scan::dir_key(p))];
+        let mut w = Watch::new(true);
+        assert!(w.arm(&keyed(&g), false));
+        // No event tells of it: the watch goes with the old `g`, now under `b`.
+        std::fs::rename(d.path().join("a"), d.path().join("b")).expect("mv");
+        std::fs::create_dir_all(&g).expect("mkdir");
+        assert!(w.arm(&keyed(&g), false), "another inode at the path");
+        let _ = wakes(&mut w, Duration::from_millis(50)).await;
+        std::fs::write(g.join("1.sock"), b"").expect("file");
+        assert!(wakes(&mut w, Duration::from_secs(2)).await);
     }
 }
