@@ -161,9 +161,12 @@ impl LiveUids {
     }
 
     /// Whether a `read` now lists `/proc` (a scan that skips the directories must not skip
-    /// that listing: `channel::Scanner` scans in full then).
+    /// that listing: `channel::Scanner` scans in full then). A second early: the full scan
+    /// the scanner owes every 10 s begins just before the listing's time, and a listing left
+    /// for a moment later woke both threads a second time for it.
     pub fn listing_due(&self, now: Instant) -> bool {
-        self.next_listing().is_none_or(|t| now >= t)
+        self.next_listing()
+            .is_none_or(|t| now + Duration::from_secs(1) >= t)
     }
 
     /// As `live_uids`, from the last listing of `/proc` between listings, and asking only
@@ -327,15 +330,16 @@ mod tests {
         let fake = tempfile::tempdir().expect("tmp");
         std::fs::create_dir(fake.path().join("12")).expect("mkdir");
         let mut uids = LiveUids::default();
-        // One listing, then the scans of the next 10 s: they answer the same whatever changed.
+        // One listing, then the scans until a second before the next: they answer the same
+        // whatever changed.
         let mut now = Instant::now();
         let mut list = |u: &mut LiveUids| {
             let first = u.read_at(fake.path(), 10, now);
-            for _ in 1..10 {
+            for _ in 1..9 {
                 now += Duration::from_secs(1);
                 assert_eq!(u.read_at(fake.path(), 10, now), first, "between listings");
             }
-            now += Duration::from_secs(1);
+            now += Duration::from_secs(2);
             first
         };
         assert_eq!(list(&mut uids), vec![own_uid()]);
