@@ -48,7 +48,11 @@ pub fn config_any_peer(dir: &Path) -> Config {
 
 /// Serve a hello on every connection to `path`, from this process (each held 5 s).
 pub fn serve(path: &Path) {
-    let l = UnixListener::bind(path).expect("bind");
+    serve_on(UnixListener::bind(path).expect("bind"));
+}
+
+/// `serve`, on a listener made elsewhere.
+pub fn serve_on(l: UnixListener) {
     tokio::spawn(async move {
         while let Ok((mut s, _)) = l.accept().await {
             let _ = s.write_all(format!("{HELLO}\n").as_bytes()).await;
