@@ -211,9 +211,10 @@ struct Scanner<E> {
 const RESCAN_EVERY: Duration = Duration::from_secs(10);
 const RESCAN_SCANS: u32 = 10;
 /// Least time between two full scans made for reported changes (or `scan_interval`, if
-/// shorter): a user who makes and removes files without pause costs gpumon at most four
-/// readings of their directory a second, not one per change.
-const EVENT_GAP: Duration = Duration::from_millis(250);
+/// shorter): the first change after a quiet second is looked at at once, and a user who
+/// makes and removes files without pause costs gpumon a reading of their directory a second,
+/// as looking every second did, not one per change (issue 25).
+const EVENT_GAP: Duration = Duration::from_secs(1);
 
 impl<E: From<Frame> + Send + 'static> Scanner<E> {
     fn new(cfg: Config, tx: Sender<E>, counters: Counters) -> Self {
@@ -270,12 +271,17 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
         self.cfg.dirs.is_none() && self.own_uid == 0
     }
 
+    /// `scan_interval`, as the ticker takes it: a zero one would scan without pause.
+    fn interval(&self) -> Duration {
+        self.cfg.scan_interval.max(Duration::from_millis(1))
+    }
+
     fn rescan_every(&self) -> Duration {
-        RESCAN_EVERY.min(self.cfg.scan_interval.saturating_mul(RESCAN_SCANS))
+        RESCAN_EVERY.min(self.interval().saturating_mul(RESCAN_SCANS))
     }
 
     fn event_gap(&self) -> Duration {
-        EVENT_GAP.min(self.cfg.scan_interval)
+        EVENT_GAP.min(self.interval())
     }
 
     /// When the next scan is due without a change reported: the earliest of the full scan
@@ -283,7 +289,7 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
     /// something is not watched or not yet connected, the next `scan_interval`.
     fn next_scan(&self) -> Instant {
         let now = Instant::now();
-        let every = self.last_scan + self.cfg.scan_interval;
+        let every = self.last_scan + self.interval();
         let mut next = self.last_full + self.rescan_every();
         if !self.watched || self.capped {
             next = next.min(every);

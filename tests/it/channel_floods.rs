@@ -2,7 +2,6 @@
 //! socket files under ever new names, and more sockets than gpumon connects to at once.
 //! None of them may blind the channel or grow what it remembers.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gpumon::channel::dirs::Places;
