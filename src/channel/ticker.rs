@@ -5,8 +5,8 @@
 //! issue 21): tokio's timer wheel parks only until the start of the wheel slot that holds
 //! a far deadline (64 ms slots at this distance) and parks again for the rest, and
 //! re-arming the interval from inside the runtime writes the runtime's own wake-up
-//! eventfd. A periodic timerfd that the runtime polls like any other file descriptor
-//! becomes readable exactly once a period. Where a timerfd cannot be made, tokio's
+//! eventfd. A timerfd that the runtime polls like any other file descriptor becomes
+//! readable exactly once an expiry, however far. Where a timerfd cannot be made, tokio's
 //! interval does the same job at its cost.
 
 use std::io;
