@@ -4,7 +4,7 @@
 
 use std::os::fd::AsFd;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -20,6 +20,20 @@ use super::dirs::{peer_allowed, pid_alive};
 use super::forward::Forwarder;
 use super::{liveness, verify};
 use crate::model::frame::CompanionFrame;
+
+/// A socket file younger than this that refuses a connection is tried again every
+/// `FRESH_RETRY` (`Conn::connect`): at most 20 tries, then the scanner's `retry_after`.
+const FRESH: Duration = Duration::from_secs(1);
+const FRESH_RETRY: Duration = Duration::from_millis(50);
+
+/// Whether the checked socket file was made less than `FRESH` ago.
+fn fresh(checked: &verify::Checked) -> bool {
+    std::fs::metadata(checked.connect_path())
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age < FRESH)
+}
 
 /// After this many refused lines the peer is broken or hostile: hang up.
 pub const MAX_REJECTS: u64 = 1_000;
@@ -98,6 +112,26 @@ impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
         }
     }
 
+    /// Connect within `hello_timeout`. A socket file made a moment ago may be bound and not
+    /// listen yet: the scanner, woken by its creation (`watch`), comes between a companion's
+    /// `bind` and `listen`, and a refusal then would leave it unseen for `retry_after`.
+    async fn connect(&self, checked: &verify::Checked) -> Result<UnixStream, Outcome> {
+        let deadline = tokio::time::Instant::now() + self.cfg.hello_timeout;
+        loop {
+            let connect = UnixStream::connect(checked.connect_path());
+            match tokio::time::timeout_at(deadline, connect).await {
+                Ok(Ok(s)) => return Ok(s),
+                Ok(Err(e))
+                    if e.kind() == std::io::ErrorKind::ConnectionRefused && fresh(checked) =>
+                {
+                    tokio::time::sleep(FRESH_RETRY).await;
+                }
+                Ok(Err(e)) => return Err(Outcome::Unreachable(e.to_string())),
+                Err(_) => return Err(Outcome::Unreachable("connect timed out".into())),
+            }
+        }
+    }
+
     pub(crate) async fn run(&self, path: &Path) -> Outcome {
         // Nothing is written to, or believed from, a socket before it is verified
         // (`verify`): the file, then the process behind it.
@@ -115,11 +149,9 @@ impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
                 Err(liveness::NotAlive::Refused(e)) => return self.refuse(e).await,
             }
         }
-        let connect = UnixStream::connect(checked.connect_path());
-        let stream = match tokio::time::timeout(self.cfg.hello_timeout, connect).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Outcome::Unreachable(e.to_string()),
-            Err(_) => return Outcome::Unreachable("connect timed out".into()),
+        let stream = match self.connect(&checked).await {
+            Ok(s) => s,
+            Err(outcome) => return outcome,
         };
         drop(checked);
         let (peer, peer_pid) = match stream.peer_cred() {

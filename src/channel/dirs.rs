@@ -4,6 +4,7 @@
 use std::ffi::OsStr;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Effective uid of this process.
 pub fn own_uid() -> u32 {
@@ -127,10 +128,11 @@ pub fn live_uids(proc: &Path, cap: usize) -> Vec<u32> {
     LiveUids::default().read(proc, cap)
 }
 
-/// Scans between two listings of `/proc`: the users with a process change rarely, and a
+/// Time between two listings of `/proc`: the users with a process change rarely, and a
 /// listing costs a root monitor ~0.4 ms of a thread woken for it (H200, 182 processes:
-/// `getdents` of every process and the hand-over to the blocking pool; issue 21).
-const UIDS_LIST_EVERY: u32 = 10;
+/// `getdents` of every process and the hand-over to the blocking pool; issue 21). Time, not
+/// scans: a scanner that sleeps until a directory changes scans seldom and unevenly.
+const UIDS_LIST_EVERY: Duration = Duration::from_secs(10);
 /// Listings of `/proc` before every process is asked for its owner again.
 const UIDS_FRESH_EVERY: u32 = 3;
 /// Processes whose owner is remembered between scans (more are asked every time).
@@ -139,7 +141,7 @@ const UIDS_REMEMBERED: usize = 1 << 16;
 /// The owners of processes, remembered between scans. Asking `/proc` for the owner of every
 /// process is a `stat` each (~3 us): a root monitor scanning every second on a machine of a
 /// few hundred processes spent more on it than on its NVML calls (issue 21). `/proc` is
-/// listed every `UIDS_LIST_EVERY` scans (the scans between reuse that list), and only pids
+/// listed every `UIDS_LIST_EVERY` (the scans between answer from that listing), and only pids
 /// new to a listing are asked; so a user whose first process just started is looked for
 /// within 10 s, and a process that changes owner (drops root) or a pid reused by another
 /// user is seen within 30 s. The monitor's own user's places are looked at on every scan.
@@ -147,31 +149,37 @@ const UIDS_REMEMBERED: usize = 1 << 16;
 pub struct LiveUids {
     by_pid: std::collections::HashMap<u32, u32>,
     listed: Vec<u32>,
-    calls: u32,
+    listed_at: Option<Instant>,
     scans: u32,
 }
 
 impl LiveUids {
-    /// Whether the next `read` lists `/proc` (a scan that skips the directories must not
-    /// skip that listing: `channel::Scanner` scans in full then).
-    pub fn listing_due(&self) -> bool {
-        self.calls.is_multiple_of(UIDS_LIST_EVERY)
+    /// When the next `read` lists `/proc` (`None`: the first one does). The scanner wakes
+    /// for it: a listing may add directories to look at.
+    pub fn next_listing(&self) -> Option<Instant> {
+        self.listed_at.map(|t| t + UIDS_LIST_EVERY)
     }
 
-    /// A scan that reused the last one's directories: count it as a `read` between
-    /// listings, so `/proc` is still listed every `UIDS_LIST_EVERY` scans.
-    pub fn skip(&mut self) {
-        self.calls = self.calls.wrapping_add(1);
+    /// Whether a `read` now lists `/proc` (a scan that skips the directories must not skip
+    /// that listing: `channel::Scanner` scans in full then). A second early: the full scan
+    /// the scanner owes every 10 s begins just before the listing's time, and a listing left
+    /// for a moment later woke both threads a second time for it.
+    pub fn listing_due(&self, now: Instant) -> bool {
+        self.next_listing()
+            .is_none_or(|t| now + Duration::from_secs(1) >= t)
     }
 
     /// As `live_uids`, from the last listing of `/proc` between listings, and asking only
     /// about processes new to a listing.
     pub fn read(&mut self, proc: &Path, cap: usize) -> Vec<u32> {
-        let list = self.calls.is_multiple_of(UIDS_LIST_EVERY);
-        self.calls = self.calls.wrapping_add(1);
-        if !list {
+        self.read_at(proc, cap, Instant::now())
+    }
+
+    fn read_at(&mut self, proc: &Path, cap: usize, now: Instant) -> Vec<u32> {
+        if !self.listing_due(now) {
             return self.listed.iter().copied().take(cap).collect();
         }
+        self.listed_at = Some(now);
         self.listed = self.list(proc, cap);
         self.listed.clone()
     }
@@ -322,12 +330,16 @@ mod tests {
         let fake = tempfile::tempdir().expect("tmp");
         std::fs::create_dir(fake.path().join("12")).expect("mkdir");
         let mut uids = LiveUids::default();
-        // One listing, then the scans that reuse it: they answer the same whatever changed.
-        let list = |u: &mut LiveUids| {
-            let first = u.read(fake.path(), 10);
-            for _ in 1..UIDS_LIST_EVERY {
-                assert_eq!(u.read(fake.path(), 10), first, "between listings");
+        // One listing, then the scans until a second before the next: they answer the same
+        // whatever changed.
+        let mut now = Instant::now();
+        let mut list = |u: &mut LiveUids| {
+            let first = u.read_at(fake.path(), 10, now);
+            for _ in 1..9 {
+                now += Duration::from_secs(1);
+                assert_eq!(u.read_at(fake.path(), 10, now), first, "between listings");
             }
+            now += Duration::from_secs(2);
             first
         };
         assert_eq!(list(&mut uids), vec![own_uid()]);

@@ -11,6 +11,7 @@ mod scan;
 mod slots;
 mod ticker;
 mod verify;
+mod watch;
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -33,7 +34,12 @@ pub struct Config {
     /// Directories to scan; `None` = the protocol's default places (and, as
     /// root, every user's).
     pub dirs: Option<Vec<PathBuf>>,
+    /// Longest a change in the directories goes unseen where inotify cannot report it (no
+    /// inotify, a directory that cannot be watched); where it can, a change is seen at once.
     pub scan_interval: Duration,
+    /// Watch the directories with inotify; off, they are looked at every `scan_interval`,
+    /// as where inotify cannot be had (tests of that path).
+    pub watch: bool,
     pub hello_timeout: Duration,
     /// Silence after which gpumon checks that the process still exists.
     pub idle_check: Duration,
@@ -64,6 +70,7 @@ impl Default for Config {
         Config {
             dirs: None,
             scan_interval: Duration::from_secs(1),
+            watch: true,
             hello_timeout: Duration::from_secs(5),
             idle_check: Duration::from_secs(30),
             retry_after: Duration::from_secs(5),
@@ -82,9 +89,16 @@ pub struct ChannelHandle {
     _stop: tokio::sync::oneshot::Sender<()>,
     connected: Arc<AtomicUsize>,
     remembered: Arc<AtomicUsize>,
+    scans: Arc<AtomicUsize>,
 }
 
 impl ChannelHandle {
+    /// Scans so far, full or reusing the last: each is a wake-up of the channel's thread
+    /// that did not come from a connection (tests of how seldom it wakes).
+    pub fn scans(&self) -> usize {
+        self.scans.load(Ordering::Relaxed)
+    }
+
     /// Connections open or being opened right now.
     pub fn connected(&self) -> usize {
         self.connected.load(Ordering::Relaxed)
@@ -120,8 +134,12 @@ pub fn spawn<E: From<Frame> + Send + 'static>(
 pub fn spawn_with<E: From<Frame> + Send + 'static>(cfg: Config, tx: Sender<E>) -> ChannelHandle {
     let connected = Arc::new(AtomicUsize::new(0));
     let remembered = Arc::new(AtomicUsize::new(0));
-    let c = connected.clone();
-    let r = remembered.clone();
+    let scans = Arc::new(AtomicUsize::new(0));
+    let counters = Counters {
+        connected: connected.clone(),
+        remembered: remembered.clone(),
+        scans: scans.clone(),
+    };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let started = std::thread::Builder::new()
         .name("gpumon-channel".into())
@@ -137,7 +155,7 @@ pub fn spawn_with<E: From<Frame> + Send + 'static>(cfg: Config, tx: Sender<E>) -
             };
             rt.block_on(async move {
                 tokio::select! {
-                    () = Scanner::new(cfg, tx, c, r).run() => {}
+                    () = Scanner::new(cfg, tx, counters).run() => {}
                     _ = stop_rx => {}
                 }
             });
@@ -150,7 +168,15 @@ pub fn spawn_with<E: From<Frame> + Send + 'static>(cfg: Config, tx: Sender<E>) -
         _stop: stop_tx,
         connected,
         remembered,
+        scans,
     }
+}
+
+/// What the handle reads of the scanner.
+struct Counters {
+    connected: Arc<AtomicUsize>,
+    remembered: Arc<AtomicUsize>,
+    scans: Arc<AtomicUsize>,
 }
 
 struct Scanner<E> {
@@ -161,60 +187,161 @@ struct Scanner<E> {
     dir_errors: HashMap<PathBuf, String>,
     /// Open or opening connections per directory owner (`MAX_CONNS_PER_OWNER`).
     per_owner: HashMap<u32, usize>,
-    connected: Arc<AtomicUsize>,
-    remembered: Arc<AtomicUsize>,
+    counters: Counters,
     tasks: JoinSet<(PathBuf, u32, Outcome)>,
     /// Owners of processes, kept from one scan to the next (`dirs::LiveUids`).
     uids: dirs::LiveUids,
-    /// The last scan that read the directories, and the scans since that reused it.
+    /// The last scan that read the directories, and when it and the last of any kind began.
     last: Option<scan::Scan>,
-    reused: u32,
+    last_full: Instant,
+    last_scan: Instant,
+    /// What reports changes in the directories, and whether it watches all of them.
+    watch: watch::Watch,
+    watched: bool,
+    /// A change was reported too soon after the last full scan (`EVENT_GAP`).
+    pending: bool,
+    /// The last scan left a socket unconnected for `MAX_CONNS` or `MAX_CONNS_PER_OWNER`.
+    capped: bool,
 }
 
-/// Scans in a row that may reuse the last full one when no directory it looked at changed
-/// (`Scanner::reuse`); every one after that many reads the directories again.
-const REUSE_MAX: u32 = 9;
+/// Longest a full scan is put off, as the ten scans in a row that once reused the last
+/// one's reading when no directory it looked at had changed (or ten `scan_interval`s, if
+/// shorter): what no event reports (a change inside one timestamp tick where nothing watches,
+/// a lost event) is seen within it.
+const RESCAN_EVERY: Duration = Duration::from_secs(10);
+const RESCAN_SCANS: u32 = 10;
+/// Least time between two full scans made for reported changes (or `scan_interval`, if
+/// shorter): the first change after a quiet second is looked at at once, and a user who
+/// makes and removes files without pause costs gpumon a reading of their directory a second,
+/// as looking every second did, not one per change (issue 25).
+const EVENT_GAP: Duration = Duration::from_secs(1);
 
 impl<E: From<Frame> + Send + 'static> Scanner<E> {
-    fn new(
-        cfg: Config,
-        tx: Sender<E>,
-        connected: Arc<AtomicUsize>,
-        remembered: Arc<AtomicUsize>,
-    ) -> Self {
+    fn new(cfg: Config, tx: Sender<E>, counters: Counters) -> Self {
         let fwd = forward::Forwarder::new(tx, cfg.important_wait);
+        let now = Instant::now();
         Scanner {
+            watch: watch::Watch::new(cfg.watch),
             cfg,
             fwd,
             own_uid: dirs::own_uid(),
             slots: slots::Slots::default(),
             dir_errors: HashMap::new(),
             per_owner: HashMap::new(),
-            connected,
-            remembered,
+            counters,
             tasks: JoinSet::new(),
             uids: dirs::LiveUids::default(),
             last: None,
-            reused: 0,
+            last_full: now,
+            last_scan: now,
+            watched: false,
+            pending: false,
+            capped: false,
         }
     }
 
+    /// The thread sleeps until a scan is due (`next_scan`), a watched directory changes,
+    /// or a connection ends.
     async fn run(mut self) {
-        let mut tick = ticker::Ticker::new(self.cfg.scan_interval);
+        let mut alarm = ticker::Ticker::new(self.cfg.scan_interval);
+        let mut set_for = None;
         loop {
             tokio::select! {
-                _ = tick.tick() => self.scan().await,
+                _ = alarm.tick() => {
+                    set_for = None;
+                    self.due().await;
+                }
+                () = self.watch.changed() => self.changed().await,
                 Some(done) = self.tasks.join_next() => {
                     if let Ok((path, owner, outcome)) = done {
                         self.finished(path, owner, outcome);
                     }
                 }
             }
+            let next = self.next_scan();
+            if set_for != Some(next) {
+                alarm.at(next);
+                set_for = Some(next);
+            }
+        }
+    }
+
+    /// A root monitor without explicit directories lists `/proc` for its users.
+    fn lists_proc(&self) -> bool {
+        self.cfg.dirs.is_none() && self.own_uid == 0
+    }
+
+    /// `scan_interval`, as the ticker takes it: a zero one would scan without pause.
+    fn interval(&self) -> Duration {
+        self.cfg.scan_interval.max(Duration::from_millis(1))
+    }
+
+    fn rescan_every(&self) -> Duration {
+        RESCAN_EVERY.min(self.interval().saturating_mul(RESCAN_SCANS))
+    }
+
+    fn event_gap(&self) -> Duration {
+        EVENT_GAP.min(self.interval())
+    }
+
+    /// When the next scan is due without a change reported: the earliest of the full scan
+    /// put off no longer (`RESCAN_EVERY`), the next listing of `/proc`, a retry, and while
+    /// something is not watched or not yet connected, the next `scan_interval`.
+    fn next_scan(&self) -> Instant {
+        let now = Instant::now();
+        let every = self.last_scan + self.interval();
+        let mut next = self.last_full + self.rescan_every();
+        if !self.watched || self.capped {
+            next = next.min(every);
+        }
+        if self.pending {
+            next = next.min(self.last_full + self.event_gap());
+        }
+        if self.lists_proc()
+            && let Some(t) = self.uids.next_listing()
+        {
+            next = next.min(t);
+        }
+        // Retries wait for the next `scan_interval` as they did: a flood of companions
+        // that hang up wakes the thread no more often than looking did.
+        if let Some(t) = self.slots.next_retry(now) {
+            next = next.min(t.max(every));
+        }
+        next
+    }
+
+    /// The time for a scan came: a full one if it is owed, else the last one's reading
+    /// again when no directory it looked at has changed (an `lstat` each, here on the
+    /// channel's thread): reading the directories on the blocking pool woke a second
+    /// thread for nothing (issue 21).
+    async fn due(&mut self) {
+        let now = Instant::now();
+        let full = now >= self.last_full + self.rescan_every()
+            || (self.pending && now >= self.last_full + self.event_gap())
+            || (self.lists_proc() && self.uids.listing_due(now));
+        match self.last.take() {
+            Some(last) if !full && scan::unchanged(&last.looked) => {
+                self.last_scan = now;
+                self.counters.scans.fetch_add(1, Ordering::Relaxed);
+                self.use_scan(&last).await;
+                self.last = Some(last);
+            }
+            // Owed, not reported: the watches are set again too (`watch::Watch::arm`).
+            _ => self.full_scan(true).await,
+        }
+    }
+
+    /// A watched directory changed: look at once, unless a full scan was just made.
+    async fn changed(&mut self) {
+        if Instant::now() >= self.last_full + self.event_gap() {
+            self.full_scan(false).await;
+        } else {
+            self.pending = true;
         }
     }
 
     fn finished(&mut self, path: PathBuf, owner: u32, outcome: Outcome) {
-        self.connected.fetch_sub(1, Ordering::Relaxed);
+        self.counters.connected.fetch_sub(1, Ordering::Relaxed);
         if let Some(n) = self.per_owner.get_mut(&owner) {
             *n -= 1;
             if *n == 0 {
@@ -250,53 +377,35 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
         }
     }
 
-    /// The last scan, when a new one would find the same: no directory it looked at has
-    /// changed (an `lstat` each, here on the channel's thread), no listing of `/proc` is due,
-    /// and it was reused fewer than `REUSE_MAX` times in a row (a change inside the same
-    /// timestamp tick, or a socket's own mode, is seen within that many scans). Reading the
-    /// directories on the blocking pool woke a second thread every second for nothing
-    /// (issue 21).
-    fn reuse(&mut self) -> Option<scan::Scan> {
-        // Only a root monitor without explicit directories lists `/proc` for its users.
-        let lists_proc = self.cfg.dirs.is_none() && self.own_uid == 0;
-        let last = self.last.take()?;
-        if (lists_proc && self.uids.listing_due())
-            || self.reused >= REUSE_MAX
-            || !scan::unchanged(&last.looked)
-        {
-            self.reused = 0;
-            return None;
-        }
-        self.reused += 1;
-        if lists_proc {
-            self.uids.skip();
-        }
-        Some(last)
-    }
-
-    async fn scan(&mut self) {
-        let found = match self.reuse() {
-            Some(found) => found,
-            None => {
-                let explicit = self.cfg.dirs.clone();
-                let places = self.cfg.places.clone();
-                let own = self.own_uid;
-                // Listing directories and reading /proc may take a while under a flood: it
-                // runs beside the connections, never in their way.
-                let mut uids = std::mem::take(&mut self.uids);
-                let Ok((found, uids)) = tokio::task::spawn_blocking(move || {
-                    let found = scan::run(explicit, &places, own, &mut uids);
-                    (found, uids)
-                })
-                .await
-                else {
-                    return;
-                };
-                self.uids = uids;
-                found
-            }
+    async fn full_scan(&mut self, rearm: bool) {
+        let now = Instant::now();
+        // When it began, done or not: a scan that cannot be made is not tried again at once.
+        self.last_full = now;
+        self.last_scan = now;
+        self.pending = false;
+        self.counters.scans.fetch_add(1, Ordering::Relaxed);
+        let explicit = self.cfg.dirs.clone();
+        let places = self.cfg.places.clone();
+        let own = self.own_uid;
+        // Listing directories and reading /proc may take a while under a flood: it
+        // runs beside the connections, never in their way.
+        let mut uids = std::mem::take(&mut self.uids);
+        let Ok((found, uids)) = tokio::task::spawn_blocking(move || {
+            let found = scan::run(explicit, &places, own, &mut uids);
+            (found, uids)
+        })
+        .await
+        else {
+            return;
         };
+        self.uids = uids;
         self.use_scan(&found).await;
+        self.watched = self.watch.arm(&found.looked, rearm);
+        // A change made after a directory was read and before its watch was set: no event
+        // tells of it, so another look is owed.
+        if self.watched && !scan::unchanged(&found.looked) {
+            self.pending = true;
+        }
         self.last = Some(found);
     }
 
@@ -320,24 +429,29 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
         let seen: HashSet<&Path> = found.found.iter().map(|f| f.path.as_path()).collect();
         self.slots.keep_seen(&seen);
         let now = Instant::now();
+        self.capped = false;
         for f in &found.found {
+            if !self.slots.due(&f.path, f.id, now) {
+                continue;
+            }
             if self.tasks.len() >= MAX_CONNS {
+                self.capped = true;
                 break;
             }
             if self.per_owner.get(&f.dir_owner).copied().unwrap_or(0) >= MAX_CONNS_PER_OWNER {
-                continue;
-            }
-            if !self.slots.due(&f.path, f.id, now) {
+                self.capped = true;
                 continue;
             }
             self.spawn_conn(f.path.clone(), f.pid, f.dir_owner);
         }
-        self.remembered.store(self.slots.len(), Ordering::Relaxed);
+        self.counters
+            .remembered
+            .store(self.slots.len(), Ordering::Relaxed);
     }
 
     fn spawn_conn(&mut self, path: PathBuf, pid: u32, owner: u32) {
         self.slots.set(path.clone(), slots::Slot::Connected);
-        self.connected.fetch_add(1, Ordering::Relaxed);
+        self.counters.connected.fetch_add(1, Ordering::Relaxed);
         *self.per_owner.entry(owner).or_insert(0) += 1;
         let cfg = self.cfg.clone();
         let fwd = self.fwd.clone();

@@ -40,6 +40,18 @@ impl Slots {
         }
     }
 
+    /// The earliest retry still to come: the scanner wakes for it (no directory changes
+    /// when a companion that hung up may be tried again).
+    pub(crate) fn next_retry(&self, now: Instant) -> Option<Instant> {
+        self.map
+            .values()
+            .filter_map(|s| match s {
+                Slot::RetryAt(at) if *at > now => Some(*at),
+                _ => None,
+            })
+            .min()
+    }
+
     /// Forget every path the last scan did not see, unless a connection to it is open.
     pub(crate) fn keep_seen(&mut self, seen: &HashSet<&Path>) {
         self.map
@@ -83,6 +95,8 @@ mod tests {
             s.due(Path::new("/d/2.sock"), Some((1, 2, 4)), now),
             "replaced"
         );
+        assert_eq!(s.next_retry(now), Some(later));
+        assert_eq!(s.next_retry(later), None, "only retries still to come");
         s.keep_seen(&HashSet::new());
         assert_eq!(s.len(), 1, "only the open connection is left");
     }

@@ -1,16 +1,17 @@
-//! The scanner's clock: one wake-up of the channel's thread a scan.
+//! The scanner's clock: one wake-up of the channel's thread a scan, at the next time a scan
+//! is due (`at`: where inotify reports changes, that is seconds apart).
 //!
 //! A `tokio::time::interval` of a second woke the thread three to four times a tick (strace,
 //! issue 21): tokio's timer wheel parks only until the start of the wheel slot that holds
 //! a far deadline (64 ms slots at this distance) and parks again for the rest, and
 //! re-arming the interval from inside the runtime writes the runtime's own wake-up
-//! eventfd. A periodic timerfd that the runtime polls like any other file descriptor
-//! becomes readable exactly once a period. Where a timerfd cannot be made, tokio's
+//! eventfd. A timerfd that the runtime polls like any other file descriptor becomes
+//! readable exactly once an expiry, however far. Where a timerfd cannot be made, tokio's
 //! interval does the same job at its cost.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
@@ -37,6 +38,30 @@ impl Ticker {
         let mut i = tokio::time::interval(period);
         i.set_missed_tick_behavior(MissedTickBehavior::Skip);
         Ticker::Tokio(i)
+    }
+
+    /// Ticks once at `deadline` (at once if it has passed), and no more until set again.
+    pub(crate) fn at(&mut self, deadline: Instant) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Ticker::Timerfd(fd) = self {
+            let its = libc::itimerspec {
+                it_interval: spec(Duration::ZERO),
+                it_value: spec(left.max(Duration::from_nanos(1))),
+            };
+            // SAFETY: `its` is a valid itimerspec; the old value is not asked for.
+            let rc = unsafe {
+                libc::timerfd_settime(fd.get_ref().as_raw_fd(), 0, &its, std::ptr::null_mut())
+            };
+            if rc == 0 {
+                return;
+            }
+            // Never seen; a timer that keeps its old time could stay silent for good.
+            *self = Ticker::interval(Duration::from_secs(1));
+        }
+        if let Ticker::Tokio(i) = self {
+            // Its period follows only if nobody sets it again (the scanner always does).
+            i.reset_at(tokio::time::Instant::now() + left);
+        }
     }
 
     pub(crate) async fn tick(&mut self) {
@@ -87,10 +112,6 @@ fn timerfd(period: Duration) -> io::Result<OwnedFd> {
     // SAFETY: the fd was just returned to us and nothing else owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     let period = period.max(Duration::from_millis(1));
-    let spec = |d: Duration| libc::timespec {
-        tv_sec: d.as_secs() as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
-    };
     let its = libc::itimerspec {
         it_interval: spec(period),
         // Zero would disarm it: the first expiry 1 ns from now is "at once".
@@ -102,6 +123,13 @@ fn timerfd(period: Duration) -> io::Result<OwnedFd> {
         return Err(io::Error::last_os_error());
     }
     Ok(fd)
+}
+
+fn spec(d: Duration) -> libc::timespec {
+    libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    }
 }
 
 #[cfg(test)]
@@ -156,6 +184,25 @@ mod tests {
                 e >= Duration::from_millis(40),
                 "the missed ticks are one, not a burst: {e:?}"
             );
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn set_to_a_time_it_ticks_then_and_only_then() {
+        for mut t in both(Duration::from_millis(20)) {
+            t.tick().await;
+            let start = Instant::now();
+            t.at(start + Duration::from_millis(150));
+            t.tick().await;
+            let e = start.elapsed();
+            assert!(e >= Duration::from_millis(145), "not before: {e:?}");
+            assert!(e < Duration::from_millis(1000), "{e:?}");
+            t.at(Instant::now() + Duration::from_secs(30));
+            let quiet = tokio::time::timeout(Duration::from_millis(150), t.tick()).await;
+            assert!(quiet.is_err(), "no tick of the old period");
+            t.at(Instant::now());
+            let past = tokio::time::timeout(Duration::from_millis(100), t.tick()).await;
+            assert!(past.is_ok(), "a time passed: at once");
         }
     }
 }

@@ -2,51 +2,15 @@
 //! socket files under ever new names, and more sockets than gpumon connects to at once.
 //! None of them may blind the channel or grow what it remembers.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gpumon::channel::dirs::Places;
 use gpumon::channel::{Config, MAX_CONNS_PER_OWNER, spawn_with};
-use gpumon::model::frame::{CompanionFrame, Frame};
-use tokio::io::AsyncWriteExt;
-use tokio::net::UnixListener;
+use gpumon::model::frame::Frame;
 use tokio::sync::mpsc;
 
-use crate::support::channel::{HELLO, config, config_any_peer, private_dir};
+use crate::support::channel::{config, config_any_peer, first_frame_of, private_dir, serve};
 use crate::support::serial::flood;
-
-/// Serve a hello on every connection to `path`, from this process.
-fn serve(path: &Path) {
-    let l = UnixListener::bind(path).expect("bind");
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = l.accept().await {
-            let _ = s.write_all(format!("{HELLO}\n").as_bytes()).await;
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(5)).await;
-                drop(s);
-            });
-        }
-    });
-}
-
-async fn first_frame_of(
-    rx: &mut mpsc::Receiver<Frame>,
-    pid: u32,
-    within: Duration,
-) -> Option<Duration> {
-    let t0 = Instant::now();
-    let deadline = t0 + within;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, rx.recv()).await {
-            Ok(Some(Frame::Companion(CompanionFrame { pid: p, .. }))) if p == pid => {
-                return Some(t0.elapsed());
-            }
-            Ok(Some(_)) => {}
-            _ => return None,
-        }
-    }
-}
 
 /// N2: 15,000 empty `gpumon-<N>` directories (made by another user in the review) took
 /// a root gpumon's channel thread whole: 0 companion frames in 30 s. The channel no

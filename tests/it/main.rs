@@ -29,6 +29,7 @@ mod channel_fairness;
 mod channel_floods;
 mod channel_fuzz;
 mod channel_identity;
+mod channel_watch;
 mod cli;
 mod cli_conventions;
 mod cli_exit_status;

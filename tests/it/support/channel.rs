@@ -4,9 +4,13 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpumon::channel::Config;
+use gpumon::model::frame::{CompanionFrame, Frame};
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixListener;
+use tokio::sync::mpsc;
 
 /// A torch companion's hello with one device and no UUID.
 pub const HELLO: &str = r#"{"v":1,"type":"hello","role":"companion","framework":"torch","started":1,"devices":[{"dev":0}]}"#;
@@ -39,5 +43,43 @@ pub fn config_any_peer(dir: &Path) -> Config {
     Config {
         check_peer_pid: false,
         ..config(dir)
+    }
+}
+
+/// Serve a hello on every connection to `path`, from this process (each held 5 s).
+pub fn serve(path: &Path) {
+    serve_on(UnixListener::bind(path).expect("bind"));
+}
+
+/// `serve`, on a listener made elsewhere.
+pub fn serve_on(l: UnixListener) {
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let _ = s.write_all(format!("{HELLO}\n").as_bytes()).await;
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                drop(s);
+            });
+        }
+    });
+}
+
+/// How long until the first frame of companion `pid` (`None`: not within `within`).
+pub async fn first_frame_of(
+    rx: &mut mpsc::Receiver<Frame>,
+    pid: u32,
+    within: Duration,
+) -> Option<Duration> {
+    let t0 = Instant::now();
+    let deadline = t0 + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(Frame::Companion(CompanionFrame { pid: p, .. }))) if p == pid => {
+                return Some(t0.elapsed());
+            }
+            Ok(Some(_)) => {}
+            _ => return None,
+        }
     }
 }
