@@ -6,8 +6,8 @@
 //! the other on every frame: `Cell::eq`, which decodes both symbols, and the unicode width of
 //! both cells, before it knows a cell is unchanged. That was a quarter of the instructions of
 //! a live redraw (callgrind of `bench/draw.rs`, issue 21). Here a cell shown is 20 bytes (its
-//! character and style as plain integers), the comparison is of those, and the width is
-//! known at once for the one-byte symbols that fill a screen.
+//! character as an integer, its colors and modifiers), the comparison is of those, and the
+//! width is known at once for the one-cell symbols that fill a screen (`put::one_cell`).
 //!
 //! What reaches the terminal is the same as with ratatui for a screen of single-codepoint
 //! symbols (tests below compare the cells each sends). Wide characters are handled more
