@@ -193,13 +193,21 @@ mod tests {
     #[test]
     fn every_one_cell_character_is_written_as_ratatui_writes_it() {
         let mut n = 0;
-        for c in (0..=0x2FFFu32).filter_map(char::from_u32).filter(|&c| one_cell(c)) {
+        for c in (0..=0x2FFFu32)
+            .filter_map(char::from_u32)
+            .filter(|&c| one_cell(c))
+        {
             // Alone, doubled, and between letters: one cell each, never joined.
             let s = format!("{c}a{c}{c}b");
             let (mut want, mut got) = (start(), start());
             let w = want.set_stringn(1, 0, &s, 99, Style::new().bold());
             let g = stringn(&mut got, 1, 0, &s, 99, Style::new().bold());
-            assert_eq!((g, cells(&got)), (w, cells(&want)), "U+{:04X}", u32::from(c));
+            assert_eq!(
+                (g, cells(&got)),
+                (w, cells(&want)),
+                "U+{:04X}",
+                u32::from(c)
+            );
             assert_eq!(w.0, 6, "U+{:04X} takes one cell", u32::from(c));
             n += 1;
         }
