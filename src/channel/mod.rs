@@ -243,7 +243,7 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
     /// The thread sleeps until a scan is due (`next_scan`), a watched directory changes,
     /// or a connection ends.
     async fn run(mut self) {
-        let mut alarm = ticker::Ticker::new(self.cfg.scan_interval);
+        let mut alarm = ticker::Ticker::new();
         let mut set_for = None;
         loop {
             tokio::select! {

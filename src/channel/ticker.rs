@@ -4,70 +4,64 @@
 //! A `tokio::time::interval` of a second woke the thread three to four times a tick (strace,
 //! issue 21): tokio's timer wheel parks only until the start of the wheel slot that holds
 //! a far deadline (64 ms slots at this distance) and parks again for the rest, and
-//! re-arming the interval from inside the runtime writes the runtime's own wake-up
-//! eventfd. A timerfd that the runtime polls like any other file descriptor becomes
-//! readable exactly once an expiry, however far. Where a timerfd cannot be made, tokio's
-//! interval does the same job at its cost.
+//! re-arming from inside the runtime writes the runtime's own wake-up eventfd. A timerfd
+//! that the runtime polls like any other file descriptor becomes readable exactly once an
+//! expiry, however far. Where a timerfd cannot be made, tokio's sleep does the same job at
+//! its cost.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
-use tokio::time::{Interval, MissedTickBehavior};
+use tokio::time::Sleep;
 
 pub(crate) enum Ticker {
     Timerfd(AsyncFd<OwnedFd>),
-    Tokio(Interval),
+    Tokio(Pin<Box<Sleep>>),
 }
 
+/// A fired sleep is set this far ahead until `at` sets it again: it ticks once an `at`.
+const IDLE: Duration = Duration::from_secs(24 * 3600);
+
 impl Ticker {
-    /// Ticks at once, then every `period` (a scan that overran skips the ticks it missed).
-    /// Must be called inside a tokio runtime.
-    pub(crate) fn new(period: Duration) -> Ticker {
-        let registered = timerfd(period).ok().and_then(|fd| {
+    /// Ticks at once, then only at the times `at` sets. Must be called inside a tokio
+    /// runtime.
+    pub(crate) fn new() -> Ticker {
+        let registered = timerfd().ok().and_then(|fd| {
             // SAFETY: an OwnedFd is open and keeps its descriptor until the AsyncFd drops it.
             unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
         });
-        registered.map_or_else(|| Ticker::interval(period), Ticker::Timerfd)
+        registered.map_or_else(Ticker::sleep, Ticker::Timerfd)
     }
 
-    /// tokio's interval, with the same ticks: the fallback where no timerfd can be had.
-    fn interval(period: Duration) -> Ticker {
-        let mut i = tokio::time::interval(period);
-        i.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        Ticker::Tokio(i)
+    /// tokio's sleep, with the same ticks: the fallback where no timerfd can be had.
+    fn sleep() -> Ticker {
+        Ticker::Tokio(Box::pin(tokio::time::sleep(Duration::ZERO)))
     }
 
     /// Ticks once at `deadline` (at once if it has passed), and no more until set again.
     pub(crate) fn at(&mut self, deadline: Instant) {
         let left = deadline.saturating_duration_since(Instant::now());
         if let Ticker::Timerfd(fd) = self {
-            let its = libc::itimerspec {
-                it_interval: spec(Duration::ZERO),
-                it_value: spec(left.max(Duration::from_nanos(1))),
-            };
-            // SAFETY: `its` is a valid itimerspec; the old value is not asked for.
-            let rc = unsafe {
-                libc::timerfd_settime(fd.get_ref().as_raw_fd(), 0, &its, std::ptr::null_mut())
-            };
-            if rc == 0 {
+            if arm(fd.get_ref(), left).is_ok() {
                 return;
             }
             // Never seen; a timer that keeps its old time could stay silent for good.
-            *self = Ticker::interval(Duration::from_secs(1));
+            *self = Ticker::sleep();
         }
-        if let Ticker::Tokio(i) = self {
-            // Its period follows only if nobody sets it again (the scanner always does).
-            i.reset_at(tokio::time::Instant::now() + left);
+        if let Ticker::Tokio(s) = self {
+            s.as_mut().reset(tokio::time::Instant::now() + left);
         }
     }
 
     pub(crate) async fn tick(&mut self) {
         let fd = match self {
-            Ticker::Tokio(i) => {
-                i.tick().await;
+            Ticker::Tokio(s) => {
+                s.as_mut().await;
+                s.as_mut().reset(tokio::time::Instant::now() + IDLE);
                 return;
             }
             Ticker::Timerfd(fd) => fd,
@@ -97,8 +91,8 @@ impl Ticker {
     }
 }
 
-/// A non-blocking CLOCK_MONOTONIC timerfd that first expires at once, then every `period`.
-fn timerfd(period: Duration) -> io::Result<OwnedFd> {
+/// A non-blocking CLOCK_MONOTONIC timerfd that expires at once.
+fn timerfd() -> io::Result<OwnedFd> {
     // SAFETY: plain flags; returns a new fd or -1.
     let fd = unsafe {
         libc::timerfd_create(
@@ -111,18 +105,22 @@ fn timerfd(period: Duration) -> io::Result<OwnedFd> {
     }
     // SAFETY: the fd was just returned to us and nothing else owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let period = period.max(Duration::from_millis(1));
+    arm(&fd, Duration::ZERO)?;
+    Ok(fd)
+}
+
+/// Expire once, `left` from now (zero would disarm it: 1 ns is "at once").
+fn arm(fd: &OwnedFd, left: Duration) -> io::Result<()> {
     let its = libc::itimerspec {
-        it_interval: spec(period),
-        // Zero would disarm it: the first expiry 1 ns from now is "at once".
-        it_value: spec(Duration::from_nanos(1)),
+        it_interval: spec(Duration::ZERO),
+        it_value: spec(left.max(Duration::from_nanos(1))),
     };
     // SAFETY: `its` is a valid itimerspec; the old value is not asked for.
     let rc = unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &its, std::ptr::null_mut()) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(fd)
+    Ok(())
 }
 
 fn spec(d: Duration) -> libc::timespec {
@@ -137,38 +135,32 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
-    /// The timerfd and, where it cannot be had, tokio's interval: both tick the same way.
-    fn both(period: Duration) -> [Ticker; 2] {
-        let fd = Ticker::new(period);
+    /// The timerfd and, where it cannot be had, tokio's sleep: both tick the same way.
+    fn both() -> [Ticker; 2] {
+        let fd = Ticker::new();
         assert!(matches!(fd, Ticker::Timerfd(_)), "a timerfd on Linux");
-        [fd, Ticker::interval(period)]
+        [fd, Ticker::sleep()]
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn ticks_at_once_then_once_a_period() {
-        for mut t in both(Duration::from_millis(40)) {
+    async fn ticks_at_once_then_only_when_set() {
+        for mut t in both() {
             let start = Instant::now();
             t.tick().await;
             assert!(
                 start.elapsed() < Duration::from_millis(30),
                 "the first tick is at once"
             );
-            for _ in 0..3 {
-                t.tick().await;
-            }
-            let e = start.elapsed();
-            assert!(
-                e >= Duration::from_millis(115),
-                "three periods later, not sooner: {e:?}"
-            );
-            assert!(e < Duration::from_millis(1000), "{e:?}");
+            let quiet = tokio::time::timeout(Duration::from_millis(150), t.tick()).await;
+            assert!(quiet.is_err(), "no second tick unless set");
         }
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn a_tick_missed_by_a_long_scan_is_skipped_not_made_up() {
-        for mut t in both(Duration::from_millis(20)) {
+    async fn a_time_missed_by_a_long_scan_ticks_once_not_in_a_burst() {
+        for mut t in both() {
             t.tick().await;
+            t.at(Instant::now() + Duration::from_millis(20));
             std::thread::sleep(Duration::from_millis(110));
             let start = Instant::now();
             t.tick().await;
@@ -176,20 +168,14 @@ mod tests {
                 start.elapsed() < Duration::from_millis(15),
                 "overdue: at once"
             );
-            for _ in 0..3 {
-                t.tick().await;
-            }
-            let e = start.elapsed();
-            assert!(
-                e >= Duration::from_millis(40),
-                "the missed ticks are one, not a burst: {e:?}"
-            );
+            let again = tokio::time::timeout(Duration::from_millis(60), t.tick()).await;
+            assert!(again.is_err(), "the missed time is one tick, not a burst");
         }
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn set_to_a_time_it_ticks_then_and_only_then() {
-        for mut t in both(Duration::from_millis(20)) {
+        for mut t in both() {
             t.tick().await;
             let start = Instant::now();
             t.at(start + Duration::from_millis(150));
@@ -199,7 +185,7 @@ mod tests {
             assert!(e < Duration::from_millis(1000), "{e:?}");
             t.at(Instant::now() + Duration::from_secs(30));
             let quiet = tokio::time::timeout(Duration::from_millis(150), t.tick()).await;
-            assert!(quiet.is_err(), "no tick of the old period");
+            assert!(quiet.is_err(), "not before the time set");
             t.at(Instant::now());
             let past = tokio::time::timeout(Duration::from_millis(100), t.tick()).await;
             assert!(past.is_ok(), "a time passed: at once");

@@ -22,51 +22,46 @@ pub(crate) fn render<'a>(
     buf: &mut Buffer,
 ) {
     let area = area.intersection(buf.area);
+    let side = |borders| frame.clone().borders(borders);
     if area.height < 2 || area.width < 2 {
         // Too small for rows of their own: the block as it is (and as cheap).
-        let mut b = frame.clone().borders(Borders::ALL);
-        for t in top {
-            b = b.title_top(t);
-        }
-        for t in bottom {
-            b = b.title_bottom(t);
-        }
-        b.render(area, buf);
+        titled(side(Borders::ALL), top, bottom).render(area, buf);
         return;
     }
-    let side = |borders| frame.clone().borders(borders);
-    let mut t = side(Borders::LEFT | Borders::TOP | Borders::RIGHT);
-    for line in top {
-        t = t.title_top(line);
-    }
-    t.render(Rect { height: 1, ..area }, buf);
-    let mut b = side(Borders::LEFT | Borders::BOTTOM | Borders::RIGHT);
-    for line in bottom {
-        b = b.title_bottom(line);
-    }
-    let last = area.bottom() - 1;
-    b.render(
-        Rect {
-            y: last,
-            height: 1,
-            ..area
-        },
-        buf,
-    );
-    let inner = Rect {
+    let top_row = Rect { height: 1, ..area };
+    titled(
+        side(Borders::LEFT | Borders::TOP | Borders::RIGHT),
+        top,
+        vec![],
+    )
+    .render(top_row, buf);
+    let bottom_row = Rect {
+        y: area.bottom() - 1,
+        ..top_row
+    };
+    titled(
+        side(Borders::LEFT | Borders::BOTTOM | Borders::RIGHT),
+        vec![],
+        bottom,
+    )
+    .render(bottom_row, buf);
+    let left = Rect {
         y: area.y + 1,
         height: area.height - 2,
         width: 1,
         ..area
     };
-    side(Borders::LEFT).render(inner, buf);
-    side(Borders::RIGHT).render(
-        Rect {
-            x: area.right() - 1,
-            ..inner
-        },
-        buf,
-    );
+    side(Borders::LEFT).render(left, buf);
+    let right = Rect {
+        x: area.right() - 1,
+        ..left
+    };
+    side(Borders::RIGHT).render(right, buf);
+}
+
+fn titled<'a>(block: Block<'a>, top: Vec<Line<'a>>, bottom: Vec<Line<'a>>) -> Block<'a> {
+    let block = top.into_iter().fold(block, Block::title_top);
+    bottom.into_iter().fold(block, Block::title_bottom)
 }
 
 #[cfg(test)]

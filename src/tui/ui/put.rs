@@ -30,40 +30,37 @@ pub(crate) fn one_cell(c: char) -> bool {
         | '\u{2800}'..='\u{28FF}')
 }
 
-/// One cell a character, nothing dropped or joined.
-fn plain(s: &str) -> bool {
+/// The cells `s` takes when each of its characters is one cell of its own (`one_cell`),
+/// found in one pass; `None` for any other string (ratatui's to write).
+fn plain(s: &str) -> Option<usize> {
     if s.is_ascii() {
-        s.bytes().all(|b| (0x20..0x7f).contains(&b))
-    } else {
-        s.chars().all(one_cell)
+        return s
+            .bytes()
+            .all(|b| (0x20..0x7f).contains(&b))
+            .then_some(s.len());
     }
+    let mut n = 0;
+    for c in s.chars() {
+        if !one_cell(c) {
+            return None;
+        }
+        n += 1;
+    }
+    Some(n)
 }
 
-/// Cells a `plain` string takes.
-fn cells(s: &str) -> usize {
-    if s.is_ascii() {
-        s.len()
-    } else {
-        s.chars().count()
-    }
-}
-
-/// As `line.render(area, buf)`: a left-aligned line span by span, printable ASCII spans
-/// straight, any other span by ratatui (as `Line` itself renders each span).
+/// As `line.render(area, buf)`: a left-aligned line span by span, `plain` spans straight,
+/// any other span by ratatui (as `Line` itself renders each span).
 pub(crate) fn line(line: &Line, area: Rect, buf: &mut Buffer) {
     if !matches!(line.alignment, None | Some(Alignment::Left)) {
         line.render(area, buf);
         return;
     }
     let area = area.intersection(buf.area);
-    let width = |s: &Span| {
-        if plain(&s.content) {
-            cells(&s.content)
-        } else {
-            s.width()
-        }
-    };
-    if area.is_empty() || line.spans.iter().map(width).sum::<usize>() == 0 {
+    let width = |s: &Span| plain(&s.content).unwrap_or_else(|| s.width());
+    // As ratatui: a line of no width leaves even its style unset. Asked span by span, it
+    // stops at the first one that has width (usually the first).
+    if area.is_empty() || line.spans.iter().all(|s| width(s) == 0) {
         return;
     }
     buf.set_style(Rect { height: 1, ..area }, line.style);
@@ -72,24 +69,34 @@ pub(crate) fn line(line: &Line, area: Rect, buf: &mut Buffer) {
         if x >= right {
             return;
         }
-        if plain(&span.content) {
-            x = put_plain(buf, x, y, &span.content, right - x, span.style);
-        } else {
-            span.render(Rect::new(x, y, right - x, 1), buf);
-            x = x.saturating_add(u16::try_from(span.width()).unwrap_or(u16::MAX));
+        match plain(&span.content) {
+            Some(n) => x = put_plain(buf, x, y, &span.content, n, right - x, span.style),
+            None => {
+                span.render(Rect::new(x, y, right - x, 1), buf);
+                x = x.saturating_add(u16::try_from(span.width()).unwrap_or(u16::MAX));
+            }
         }
     }
 }
 
-/// A `plain` `s` from (x, y), at most `room` cells; returns the x after it.
-fn put_plain(buf: &mut Buffer, x: u16, y: u16, s: &str, room: u16, style: Style) -> u16 {
-    let n = cells(s).min(usize::from(room));
+/// A `plain` `s` of `cells` cells from (x, y), at most `room` of them; returns the x after it.
+fn put_plain(
+    buf: &mut Buffer,
+    x: u16,
+    y: u16,
+    s: &str,
+    cells: usize,
+    room: u16,
+    style: Style,
+) -> u16 {
+    let n = cells.min(usize::from(room));
     if n == 0 {
         return x;
     }
     let at = buf.index_of(x, y);
     let row = buf.content[at..at + n].iter_mut();
-    if s.is_ascii() {
+    // A plain string of as many cells as bytes is ASCII.
+    if cells == s.len() {
         for (cell, b) in row.zip(s.bytes()) {
             cell.set_char(char::from(b)).set_style(style);
         }
@@ -111,12 +118,12 @@ pub(crate) fn stringn(
     style: impl Into<Style>,
 ) -> (u16, u16) {
     let (s, style) = (s.as_ref(), style.into());
-    if !plain(s) {
+    let Some(cells) = plain(s) else {
         return buf.set_stringn(x, y, s, max_width, style);
-    }
+    };
     let max_width = u16::try_from(max_width).unwrap_or(u16::MAX);
     let room = buf.area.right().saturating_sub(x).min(max_width);
-    (put_plain(buf, x, y, s, room, style), y)
+    (put_plain(buf, x, y, s, cells, room, style), y)
 }
 
 /// `s` on line `y` of `area`, from its left edge and cut at its width: as
