@@ -3,6 +3,8 @@
 //! Replays a bundled recording into the app as the live screen shows it, then, second by
 //! second of the recording, applies that second's frames and draws into a crossterm
 //! backend that writes to nothing (the cell diff and escape codes are made, not sent).
+//! gpumon's `Screen` writes through its own escape-code writer (`tui::ansi`), ratatui's
+//! `Terminal` through crossterm's, as each does in use.
 //! Prints the draw's and the apply's cost per second of data, drawn by gpumon's `Screen` and,
 //! beside it in the same run (alternating which goes first), by ratatui's `Terminal`. `DRAW_REPEAT=N` draws each
 //! second N times (for a profiler: the repeats find the screen unchanged, so they time
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 use gpumon::model::frame::Frame;
 use gpumon::pipeline::Pipeline;
 use gpumon::record::{Next, Reader};
+use gpumon::tui::ansi::Direct;
 use gpumon::tui::app::{App, SourceKind};
 use gpumon::tui::screen::Screen;
 use gpumon::tui::ui::theme::Theme;
@@ -65,7 +68,7 @@ fn main() {
         color: true,
         utc: true,
     };
-    let mut screen = Screen::fixed(CrosstermBackend::new(io::sink()), w, h);
+    let mut screen = Screen::fixed(Direct::new(io::sink()), w, h);
     let mut term = Terminal::with_options(
         CrosstermBackend::new(io::sink()),
         TerminalOptions {

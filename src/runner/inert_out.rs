@@ -33,6 +33,23 @@ fn seq_len(b: u8) -> usize {
     }
 }
 
+/// Whether one UTF-8 sequence is a steering character (`fmt::is_steering`) of more than one
+/// byte: C1 controls, U+061C, U+200B-200F, U+2028-202E, U+2060-2069, U+FEFF, U+FFF9-FFFB.
+/// Spelled as bytes because a frame is mostly braille and box drawing (three bytes from
+/// 0xE2): decoding each of them to ask was a twentieth of a live redraw (issue 21). A test
+/// holds this to `is_steering` for every character.
+fn steers(seq: &[u8]) -> bool {
+    match *seq {
+        [0xC2, b] => b < 0xA0,
+        [0xD8, 0x9C] => true,
+        [0xE2, 0x80, b] => matches!(b, 0x8B..=0x8F | 0xA8..=0xAE),
+        [0xE2, 0x81, b] => matches!(b, 0xA0..=0xA9),
+        [0xEF, 0xBB, 0xBF] => true,
+        [0xEF, 0xBF, b] => matches!(b, 0xB9..=0xBB),
+        _ => false,
+    }
+}
+
 impl<W: Write> Write for InertWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // Most frames are escape codes and ASCII text: nothing to look at.
@@ -40,8 +57,15 @@ impl<W: Write> Write for InertWriter<W> {
             self.inner.write_all(buf)?;
             return Ok(buf.len());
         }
-        let mut data = std::mem::take(&mut self.pending);
-        data.extend_from_slice(buf);
+        let joined;
+        let data = if self.pending.is_empty() {
+            buf
+        } else {
+            let mut d = std::mem::take(&mut self.pending);
+            d.extend_from_slice(buf);
+            joined = d;
+            &joined[..]
+        };
         // Hold back a sequence the next write completes.
         let mut end = data.len();
         for back in 1..=3.min(data.len()) {
@@ -54,23 +78,23 @@ impl<W: Write> Write for InertWriter<W> {
                 break;
             }
         }
-        self.pending = data[end..].to_vec();
-        let mut out = Vec::with_capacity(end);
+        // What is kept is written as it stands, in runs between the sequences dropped.
+        let mut run = 0;
         let mut i = 0;
         while i < end {
+            if data[i] < 0x80 {
+                i += 1;
+                continue;
+            }
             let n = seq_len(data[i]).min(end - i);
-            let piece = &data[i..i + n];
-            let steering = n > 1
-                && std::str::from_utf8(piece)
-                    .ok()
-                    .and_then(|s| s.chars().next())
-                    .is_some_and(crate::fmt::is_steering);
-            if !steering {
-                out.extend_from_slice(piece);
+            if steers(&data[i..i + n]) {
+                self.inner.write_all(&data[run..i])?;
+                run = i + n;
             }
             i += n;
         }
-        self.inner.write_all(&out)?;
+        self.inner.write_all(&data[run..end])?;
+        self.pending = data[end..].to_vec();
         Ok(buf.len())
     }
 
@@ -97,6 +121,15 @@ mod tests {
                 "\x1b[1;1Hpython3 abcdefg █ ü ✓ 😀\x1b[0m",
                 "chunks of {chunk}"
             );
+        }
+    }
+
+    #[test]
+    fn the_bytes_checked_are_exactly_the_steering_characters_of_several_bytes() {
+        for c in ('\u{80}'..=char::MAX).filter(|c| !c.is_ascii()) {
+            let mut b = [0; 4];
+            let seq = c.encode_utf8(&mut b).as_bytes();
+            assert_eq!(steers(seq), crate::fmt::is_steering(c), "{:?}", c);
         }
     }
 }

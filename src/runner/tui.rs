@@ -6,13 +6,14 @@ use crate::model::frame::Frame;
 use crate::record::validate;
 use crate::source::replay;
 use crate::source::replay::Speed;
+use crate::tui::ansi::Direct;
 use crate::tui::app::{App, Effect, SourceKind};
 use crate::tui::event::Event;
 use crate::tui::screen::Screen;
 use crate::tui::term::TerminalGuard;
 use crate::tui::ui::theme::Theme;
 use anyhow::{Context, Result};
-use ratatui::backend::{Backend, CrosstermBackend};
+use ratatui::backend::Backend;
 use std::io;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{self, Receiver, Sender};
@@ -167,7 +168,7 @@ pub(super) async fn run_tui(
     // Not ratatui's `Terminal`: `Screen` keeps one buffer and a small record of what the
     // terminal shows (issue 21). Neither asks the terminal for the cursor position, which
     // pseudo-terminals of some harnesses and multiplexers never answer.
-    let mut screen = Screen::new(SizedBackend::new(CrosstermBackend::new(out)));
+    let mut screen = Screen::new(SizedBackend::new(Direct::new(out)));
     let result = event_loop(&mut screen, &mut app, &mut rx, &theme, replay.as_ref()).await;
     drop(guard);
     if let Some(reason) = &app.quit_reason {

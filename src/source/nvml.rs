@@ -39,11 +39,7 @@ pub(crate) fn spawn<E: From<Frame> + Send + 'static>(
     interval: Duration,
     tx: Sender<E>,
 ) -> Result<Header, NvmlUnavailable> {
-    // NVML is opened on the caller's thread and handed to the sampler's: a failure comes back
-    // as it is, and no thread is started when there is nothing to sample. (Opening it on the
-    // sampler's own thread left that stack ~100 kB deeper; on the H200 the process's
-    // anonymous memory did not change measurably either way: issue 21, third pass.)
-    let (nvml, header) = Sampler::init(interval)?;
+    let (nvml, header) = open(interval)?;
     let sampled = header.clone();
     thread::Builder::new()
         .name("nvml-sampler".into())
@@ -55,7 +51,7 @@ pub(crate) fn spawn<E: From<Frame> + Send + 'static>(
 /// One sample of everything, for `gpumon snapshot`.
 pub(crate) fn snapshot()
 -> Result<(Header, Tick, Vec<crate::model::sample::ProcInfo>), NvmlUnavailable> {
-    let (nvml, header) = Sampler::init(Duration::from_secs(1))?;
+    let (nvml, header) = open(Duration::from_secs(1))?;
     let devices = handles(&nvml, &header);
     let tick = sample_all(&devices);
     let mut pids: Vec<u32> = tick
@@ -67,6 +63,26 @@ pub(crate) fn snapshot()
     pids.dedup();
     let procs = pids.into_iter().map(procfs::read).collect();
     Ok((header, tick, procs))
+}
+
+/// NVML opened on a thread of its own that ends at once, the instance boxed. Its binding
+/// table (one entry per NVML function) is ~40 kB, built on the stack and moved by value a few
+/// times on the way out: opened on the caller's thread, that left the main thread's stack
+/// ~130 kB deep, and a stack's pages stay resident for the life of the process (they were
+/// most of its 172 kB of stack on the H200, issue 21). A thread that ends gives its stack's
+/// pages back (glibc drops them when the thread exits); a failure still comes back as it is,
+/// and no sampler thread is started when there is nothing to sample.
+fn open(interval: Duration) -> Result<(Box<Nvml>, Header), NvmlUnavailable> {
+    let opening = thread::Builder::new()
+        .name("nvml-open".into())
+        .spawn(move || Sampler::init(interval).map(|(nvml, header)| (Box::new(nvml), header)));
+    match opening {
+        Ok(t) => t
+            .join()
+            .unwrap_or_else(|_| Err(NvmlUnavailable::Init("NVML panicked while opening".into()))),
+        // No thread to spare: open it here, at the price of the deeper stack.
+        Err(_) => Sampler::init(interval).map(|(nvml, header)| (Box::new(nvml), header)),
+    }
 }
 
 struct Sampler;

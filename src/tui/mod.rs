@@ -3,6 +3,7 @@
 //! one key table, `event` the loop's inputs, `term` the guard that always restores the
 //! terminal.
 
+pub mod ansi;
 pub mod app;
 pub mod event;
 pub mod keys;
