@@ -224,6 +224,7 @@ fn link_order() {
     if !lld || env("PROFILE") != "release" {
         return;
     }
+    packed_relocations();
     if let Ok(map) = std::env::var("GPUMON_LINK_MAP") {
         println!("cargo:rustc-link-arg-bin=gpumon=-Wl,-Map={map}");
     }
@@ -234,6 +235,65 @@ fn link_order() {
         );
         println!("cargo:rustc-link-arg-bin=gpumon=-Wl,--no-warn-symbol-ordering");
     }
+}
+
+/// Relative relocations packed (DT_RELR): gpumon's ~4,900 of them are 116 kB as RELA entries,
+/// which the loader reads at every start, so they stay resident (issue 21); packed they are a
+/// few kB. The loader must know DT_RELR (glibc 2.36), and the linker then marks the binary as
+/// needing `GLIBC_ABI_DT_RELR`, so an older loader refuses it by name rather than crashing.
+/// Only for a binary built for the machine that builds it (`cargo install`) when that machine
+/// has glibc 2.36 or newer; a wheel is linked by zig (no lld: see the caller) for glibc 2.17.
+/// `GPUMON_NO_PACKED_RELOCS` leaves them unpacked (a binary to copy to older systems).
+fn packed_relocations() {
+    println!("cargo:rerun-if-env-changed=GPUMON_NO_PACKED_RELOCS");
+    let env = |k: &str| std::env::var(k).unwrap_or_default();
+    if std::env::var_os("GPUMON_NO_PACKED_RELOCS").is_some() || env("TARGET") != env("HOST") {
+        return;
+    }
+    if host_glibc().is_some_and(|v| v >= (2, 36)) {
+        println!("cargo:rustc-link-arg-bin=gpumon=-Wl,-z,pack-relative-relocs");
+        static_unwinder();
+    }
+}
+
+/// The unwinder linked in (`libgcc_eh.a`) instead of loaded (`libgcc_s.so.1`): the loader
+/// maps, relocates and looks symbols up in libgcc_s at every start, 104 kB resident on the
+/// H200 for code that runs only when a thread panics (issue 21). It is the same unwinder
+/// (gcc's `-static-libgcc`); Rust names `gcc_s` itself, so a linker script of that name in a
+/// directory searched first stands for the archive. Built for this machine only (the
+/// caller): gcc 12's unwinder asks glibc 2.35's loader for `_dl_find_object`.
+fn static_unwinder() {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let Ok(out) = Command::new(cc)
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+    else {
+        return;
+    };
+    let archive = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    // An unknown file comes back as its bare name.
+    if !archive.is_absolute() || !archive.is_file() {
+        return;
+    }
+    let dir =
+        PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("unwinder");
+    let script = format!("INPUT({})\n", archive.display());
+    if std::fs::create_dir_all(&dir).is_ok()
+        && std::fs::write(dir.join("libgcc_s.so"), script).is_ok()
+    {
+        println!("cargo:rustc-link-search=native={}", dir.display());
+    }
+}
+
+/// The glibc of the machine building this (`getconf GNU_LIBC_VERSION`: `glibc 2.36`).
+fn host_glibc() -> Option<(u32, u32)> {
+    let out = Command::new("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let (major, minor) = text.strip_prefix("glibc ")?.trim().split_once('.')?;
+    Some((major.parse().ok()?, minor.split('.').next()?.parse().ok()?))
 }
 
 /// The minor version of the compiler building this (`rustc 1.95.0 (...)` -> 95).
