@@ -243,7 +243,8 @@ fn link_order() {
 /// needing `GLIBC_ABI_DT_RELR`, so an older loader refuses it by name rather than crashing.
 /// Only for a binary built for the machine that builds it (`cargo install`) when that machine
 /// has glibc 2.36 or newer; a wheel is linked by zig (no lld: see the caller) for glibc 2.17.
-/// `GPUMON_NO_PACKED_RELOCS` leaves them unpacked (a binary to copy to older systems).
+/// `GPUMON_NO_PACKED_RELOCS` leaves them unpacked and libgcc_s loaded (a binary to copy to
+/// systems older than glibc 2.36).
 fn packed_relocations() {
     println!("cargo:rerun-if-env-changed=GPUMON_NO_PACKED_RELOCS");
     let env = |k: &str| std::env::var(k).unwrap_or_default();
