@@ -25,7 +25,7 @@ use std::process::Command;
 const LIB: &str = "libgpumon_preload.so";
 
 fn main() {
-    link_order();
+    release_link();
     println!("cargo:rerun-if-env-changed=GPUMON_PRELOAD_SO");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let dest = out.join(LIB);
@@ -185,8 +185,10 @@ fn copy(from: &Path, to: &Path) {
     println!("cargo:rustc-env=GPUMON_PRELOAD_HASH={h:016x}");
 }
 
-/// The functions a live watch runs, in the order of `scripts/link-order.txt`, at the front of
-/// the binary's code (issue 21, item 4). The kernel maps a file's pages 64 KiB at a time
+/// How the release binary is linked, for resident memory (issue 21, item 4). The functions a
+/// live watch runs, in the order of `scripts/link-order.txt`, at the front of the binary's
+/// code; and, for a binary made for this machine (`for_this_machine`), packed relocations
+/// and the unwinder linked in. The kernel maps a file's pages 64 KiB at a time
 /// around each page a process touches, so the ~1 MB of code a watch runs, spread over
 /// 4 MB of code, made nearly all of it resident; packed together, about that 1 MB is. Only
 /// for release builds of the `gpumon` binary, with rust-lld (rustc's default linker on
@@ -194,7 +196,7 @@ fn copy(from: &Path, to: &Path) {
 /// the build does not (another toolchain or lock) is skipped, so a stale list costs
 /// resident memory, never a build. `scripts/link_order.sh` remakes the list;
 /// `GPUMON_LINK_MAP=FILE` writes the linker's map there (it reads the map).
-fn link_order() {
+fn release_link() {
     const LIST: &str = "scripts/link-order.txt";
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let list = root.join(LIST);
@@ -203,7 +205,12 @@ fn link_order() {
     if list.is_file() {
         println!("cargo:rerun-if-changed={LIST}");
     }
-    for v in ["GPUMON_LINK_MAP", "GPUMON_NO_LINK_ORDER", "RUSTC_LINKER"] {
+    for v in [
+        "GPUMON_LINK_MAP",
+        "GPUMON_NO_LINK_ORDER",
+        "GPUMON_NO_PACKED_RELOCS",
+        "RUSTC_LINKER",
+    ] {
         println!("cargo:rerun-if-env-changed={v}");
     }
     let env = |k: &str| std::env::var(k).unwrap_or_default();
@@ -224,7 +231,10 @@ fn link_order() {
     if !lld || env("PROFILE") != "release" {
         return;
     }
-    packed_relocations();
+    if for_this_machine() {
+        println!("cargo:rustc-link-arg-bin=gpumon=-Wl,-z,pack-relative-relocs");
+        static_unwinder();
+    }
     if let Ok(map) = std::env::var("GPUMON_LINK_MAP") {
         println!("cargo:rustc-link-arg-bin=gpumon=-Wl,-Map={map}");
     }
@@ -237,32 +247,29 @@ fn link_order() {
     }
 }
 
-/// Relative relocations packed (DT_RELR): gpumon's ~4,900 of them are 116 kB as RELA entries,
-/// which the loader reads at every start, so they stay resident (issue 21); packed they are a
-/// few kB. The loader must know DT_RELR (glibc 2.36), and the linker then marks the binary as
-/// needing `GLIBC_ABI_DT_RELR`, so an older loader refuses it by name rather than crashing.
-/// Only for a binary built for the machine that builds it (`cargo install`) when that machine
-/// has glibc 2.36 or newer; a wheel is linked by zig (no lld: see the caller) for glibc 2.17.
-/// `GPUMON_NO_PACKED_RELOCS` leaves them unpacked and libgcc_s loaded (a binary to copy to
-/// systems older than glibc 2.36).
-fn packed_relocations() {
-    println!("cargo:rerun-if-env-changed=GPUMON_NO_PACKED_RELOCS");
+/// Whether the binary is made for the machine that builds it (`cargo install`), on glibc 2.36
+/// or newer, and may need what that machine's loader has:
+/// - relative relocations packed (DT_RELR): gpumon's ~4,900 of them are 116 kB as RELA
+///   entries, which the loader reads at every start, so they stay resident; packed they are
+///   a few kB. The loader must know DT_RELR (glibc 2.36), and the linker then marks the
+///   binary as needing `GLIBC_ABI_DT_RELR`, so an older loader refuses it by name;
+/// - the unwinder linked in (`static_unwinder`, glibc 2.35).
+///
+/// Not for another target, nor a wheel (linked by zig for glibc 2.17: no lld, see the
+/// caller). `GPUMON_NO_PACKED_RELOCS` leaves both out (a binary to copy to older systems).
+fn for_this_machine() -> bool {
     let env = |k: &str| std::env::var(k).unwrap_or_default();
-    if std::env::var_os("GPUMON_NO_PACKED_RELOCS").is_some() || env("TARGET") != env("HOST") {
-        return;
-    }
-    if host_glibc().is_some_and(|v| v >= (2, 36)) {
-        println!("cargo:rustc-link-arg-bin=gpumon=-Wl,-z,pack-relative-relocs");
-        static_unwinder();
-    }
+    std::env::var_os("GPUMON_NO_PACKED_RELOCS").is_none()
+        && env("TARGET") == env("HOST")
+        && host_glibc().is_some_and(|v| v >= (2, 36))
 }
 
 /// The unwinder linked in (`libgcc_eh.a`) instead of loaded (`libgcc_s.so.1`): the loader
 /// maps, relocates and looks symbols up in libgcc_s at every start, 104 kB resident on the
 /// H200 for code that runs only when a thread panics (issue 21). It is the same unwinder
 /// (gcc's `-static-libgcc`); Rust names `gcc_s` itself, so a linker script of that name in a
-/// directory searched first stands for the archive. Built for this machine only (the
-/// caller): gcc 12's unwinder asks glibc 2.35's loader for `_dl_find_object`.
+/// directory searched first stands for the archive. Built for this machine only
+/// (`for_this_machine`): gcc 12's unwinder asks glibc 2.35's loader for `_dl_find_object`.
 fn static_unwinder() {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let Ok(out) = Command::new(cc)

@@ -71,18 +71,15 @@ pub(crate) fn snapshot()
 /// ~130 kB deep, and a stack's pages stay resident for the life of the process (they were
 /// most of its 172 kB of stack on the H200, issue 21). A thread that ends gives its stack's
 /// pages back (glibc drops them when the thread exits); a failure still comes back as it is,
-/// and no sampler thread is started when there is nothing to sample.
+/// and no sampler thread is started when there is nothing to sample. A process that cannot
+/// start this thread could not start the sampler's either: that is the same error.
 fn open(interval: Duration) -> Result<(Box<Nvml>, Header), NvmlUnavailable> {
-    let opening = thread::Builder::new()
+    thread::Builder::new()
         .name("nvml-open".into())
-        .spawn(move || Sampler::init(interval).map(|(nvml, header)| (Box::new(nvml), header)));
-    match opening {
-        Ok(t) => t
-            .join()
-            .unwrap_or_else(|_| Err(NvmlUnavailable::Init("NVML panicked while opening".into()))),
-        // No thread to spare: open it here, at the price of the deeper stack.
-        Err(_) => Sampler::init(interval).map(|(nvml, header)| (Box::new(nvml), header)),
-    }
+        .spawn(move || Sampler::init(interval).map(|(nvml, header)| (Box::new(nvml), header)))
+        .map_err(|e| NvmlUnavailable::Init(e.to_string()))?
+        .join()
+        .unwrap_or_else(|_| Err(NvmlUnavailable::Init("NVML panicked while opening".into())))
 }
 
 struct Sampler;

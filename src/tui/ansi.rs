@@ -184,18 +184,7 @@ impl Seq {
     }
 
     fn num(&mut self, n: u16) {
-        let mut digits = [0u8; 5];
-        let mut i = digits.len();
-        let mut n = n;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.text(&digits[i..]);
+        self.text(itoa::Buffer::new().format(n).as_bytes());
     }
 
     /// crossterm's `Colored` as text: ratatui's colour mapped as `IntoCrossterm` maps it.
@@ -300,20 +289,7 @@ impl<W: Write> Backend for Direct<W> {
 mod tests {
     use super::*;
 
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::tui::xorshift::Rng;
 
     fn color(rng: &mut Rng) -> Color {
         const NAMED: [Color; 17] = [

@@ -12,3 +12,5 @@ pub mod selection;
 pub mod signal;
 pub(crate) mod term;
 pub mod ui;
+#[cfg(test)]
+pub(crate) mod xorshift;

@@ -374,19 +374,7 @@ mod tests {
         }
     }
 
-    /// xorshift: the same frames on every run.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn pick<T: Copy>(&mut self, from: &[T]) -> T {
-            from[(self.next() % from.len() as u64) as usize]
-        }
-    }
+    use crate::tui::xorshift::Rng;
 
     const COLORS: [Color; 5] = [
         Color::Reset,

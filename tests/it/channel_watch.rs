@@ -35,6 +35,18 @@ async fn found_soon(rx: &mut mpsc::Receiver<Frame>, me: u32, since: std::time::I
     );
 }
 
+/// A channel watching a private directory with `LONG` intervals, after a quiet second past its
+/// first scan (a change then is looked at at once, not owed).
+async fn watching_quietly() -> (tempfile::TempDir, ChannelHandle, mpsc::Receiver<Frame>) {
+    let dir = private_dir();
+    let (h, rx) = start(Config {
+        scan_interval: LONG,
+        ..config_any_peer(dir.path())
+    });
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    (dir, h, rx)
+}
+
 /// After the first scan has been made (and the watches set).
 async fn settled() {
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -49,13 +61,7 @@ fn mkdir_0700(path: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socket_made_in_a_watched_directory_is_connected_at_once() {
-    let dir = private_dir();
-    let (_h, mut rx) = start(Config {
-        scan_interval: LONG,
-        ..config_any_peer(dir.path())
-    });
-    // A quiet second after the first scan: the change is looked at at once, not owed.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let (dir, _h, mut rx) = watching_quietly().await;
     let me = std::process::id();
     let t0 = std::time::Instant::now();
     serve(&dir.path().join(format!("{me}.sock")));
@@ -116,12 +122,7 @@ fn fd_raw(fd: &OwnedFd) -> libc::c_int {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_socket_that_listens_a_moment_after_it_is_made_is_still_connected() {
-    let dir = private_dir();
-    let (_h, mut rx) = start(Config {
-        scan_interval: LONG,
-        ..config_any_peer(dir.path())
-    });
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let (dir, _h, mut rx) = watching_quietly().await;
     let me = std::process::id();
     let t0 = std::time::Instant::now();
     bind_then_listen(
