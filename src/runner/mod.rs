@@ -47,6 +47,7 @@ mod inert_out;
 pub mod man;
 mod report;
 mod sized;
+mod startup_pages;
 mod threads;
 mod tui;
 
