@@ -130,11 +130,14 @@ pub fn live_uids(proc: &Path, cap: usize) -> Vec<u32> {
 
 /// Time between two listings of `/proc`: the users with a process change rarely, and a
 /// listing costs a root monitor ~0.4 ms of a thread woken for it (H200, 182 processes:
-/// `getdents` of every process and the hand-over to the blocking pool; issue 21). Time, not
-/// scans: a scanner that sleeps until a directory changes scans seldom and unevenly.
-const UIDS_LIST_EVERY: Duration = Duration::from_secs(10);
+/// `getdents` of every process and the hand-over to the blocking pool). Every 10 s that
+/// was 7 % of a root monitor's CPU at 1 s (issue 21), for a fallback: the places of a user
+/// already seen are watched, and a change in them is seen at once; only a user with no
+/// process before waits for a listing. Time, not scans: a scanner that sleeps until a
+/// directory changes scans seldom and unevenly.
+const UIDS_LIST_EVERY: Duration = Duration::from_secs(30);
 /// Listings of `/proc` before every process is asked for its owner again.
-const UIDS_FRESH_EVERY: u32 = 3;
+const UIDS_FRESH_EVERY: u32 = 2;
 /// Processes whose owner is remembered between scans (more are asked every time).
 const UIDS_REMEMBERED: usize = 1 << 16;
 
@@ -143,8 +146,8 @@ const UIDS_REMEMBERED: usize = 1 << 16;
 /// few hundred processes spent more on it than on its NVML calls (issue 21). `/proc` is
 /// listed every `UIDS_LIST_EVERY` (the scans between answer from that listing), and only pids
 /// new to a listing are asked; so a user whose first process just started is looked for
-/// within 10 s, and a process that changes owner (drops root) or a pid reused by another
-/// user is seen within 30 s. The monitor's own user's places are looked at on every scan.
+/// within 30 s, and a process that changes owner (drops root) or a pid reused by another
+/// user is seen within 60 s. The monitor's own user's places are looked at on every scan.
 #[derive(Debug, Default)]
 pub struct LiveUids {
     by_pid: std::collections::HashMap<u32, u32>,
@@ -162,7 +165,7 @@ impl LiveUids {
 
     /// Whether a `read` now lists `/proc` (a scan that skips the directories must not skip
     /// that listing: `channel::Scanner` scans in full then). A second early: the full scan
-    /// the scanner owes every 10 s begins just before the listing's time, and a listing left
+    /// the scanner owes every 30 s begins just before the listing's time, and a listing left
     /// for a moment later woke both threads a second time for it.
     pub fn listing_due(&self, now: Instant) -> bool {
         self.next_listing()
@@ -335,7 +338,7 @@ mod tests {
         let mut now = Instant::now();
         let mut list = |u: &mut LiveUids| {
             let first = u.read_at(fake.path(), 10, now);
-            for _ in 1..9 {
+            for _ in 1..UIDS_LIST_EVERY.as_secs() - 1 {
                 now += Duration::from_secs(1);
                 assert_eq!(u.read_at(fake.path(), 10, now), first, "between listings");
             }

@@ -204,11 +204,11 @@ struct Scanner<E> {
     capped: bool,
 }
 
-/// Longest a full scan is put off, as the ten scans in a row that once reused the last
-/// one's reading when no directory it looked at had changed (or ten `scan_interval`s, if
-/// shorter): what no event reports (a change inside one timestamp tick where nothing watches,
-/// a lost event) is seen within it.
-const RESCAN_EVERY: Duration = Duration::from_secs(10);
+/// Longest a full scan is put off (or ten `scan_interval`s, if shorter): what no event
+/// reports (a change inside one timestamp tick where nothing watches, a lost event) is seen
+/// within it. As long as the listing of `/proc` (`dirs::UIDS_LIST_EVERY`), which a root
+/// monitor makes in the same scan: a full scan is a wake-up of a second thread.
+const RESCAN_EVERY: Duration = Duration::from_secs(30);
 const RESCAN_SCANS: u32 = 10;
 /// Least time between two full scans made for reported changes (or `scan_interval`, if
 /// shorter): the first change after a quiet second is looked at at once, and a user who

@@ -6,7 +6,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Widget};
+use ratatui::widgets::Widget;
 
 use super::cards::{Slot, plan};
 use super::chart::{Col, Grid, Scale, extent, sample, sparkline};
@@ -266,10 +266,7 @@ fn card(
     theme: &Theme,
 ) {
     let s = app.view_state();
-    let block = Block::new()
-        .borders(Borders::ALL)
-        .border_set(theme.border());
-    let inner = block.inner(area);
+    let inner = super::boxed::Frame::inner(area);
     if inner.height == 0 || inner.width == 0 {
         return;
     }
@@ -313,10 +310,15 @@ fn card(
             .find(|n| n.chars().count() + taken <= usize::from(area.width))
     });
     p.paint("card border", |buf| {
-        let mut frame = block.title_style(if sel { theme.title() } else { theme.normal() });
-        if sel {
-            frame = frame.border_style(theme.title());
-        }
+        let frame = super::boxed::Frame {
+            set: theme.border(),
+            border: if sel {
+                theme.title()
+            } else {
+                ratatui::style::Style::new()
+            },
+            title: if sel { theme.title() } else { theme.normal() },
+        };
         let mut top = vec![Line::from(t)];
         if let Some(m) = mark {
             top.push(Line::from(m).right_aligned());
@@ -331,7 +333,7 @@ fn card(
                 bottom.push(Line::styled(more, theme.dim()).right_aligned());
             }
         }
-        super::boxed::render(&frame, top, bottom, area, buf);
+        super::boxed::render(&frame, &top, &bottom, area, buf);
     });
     p.paint("usage", |buf| {
         super::put::line(

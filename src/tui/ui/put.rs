@@ -49,22 +49,39 @@ fn plain(s: &str) -> Option<usize> {
     Some(n)
 }
 
-/// As `line.render(area, buf)`: a left-aligned line span by span, `plain` spans straight,
-/// any other span by ratatui (as `Line` itself renders each span).
+/// The cells `line` takes, as `line.width()`.
+pub(crate) fn width(line: &Line) -> usize {
+    line.spans.iter().map(span_width).sum()
+}
+
+fn span_width(s: &Span) -> usize {
+    plain(&s.content).unwrap_or_else(|| s.width())
+}
+
+/// As `line.render(area, buf)`: span by span, `plain` spans straight, any other span by
+/// ratatui (as `Line` itself renders each span). A line that fits is placed by its
+/// alignment; one that does not and is not left-aligned (ratatui then cuts its left) is
+/// ratatui's.
 pub(crate) fn line(line: &Line, area: Rect, buf: &mut Buffer) {
-    if !matches!(line.alignment, None | Some(Alignment::Left)) {
-        line.render(area, buf);
-        return;
-    }
     let area = area.intersection(buf.area);
-    let width = |s: &Span| plain(&s.content).unwrap_or_else(|| s.width());
-    // As ratatui: a line of no width leaves even its style unset. Asked span by span, it
-    // stops at the first one that has width (usually the first).
-    if area.is_empty() || line.spans.iter().all(|s| width(s) == 0) {
+    // As ratatui: a line of no width leaves even its style unset.
+    let total = width(line);
+    if area.is_empty() || total == 0 {
         return;
     }
+    let room = usize::from(area.width);
+    let indent = match line.alignment {
+        None | Some(Alignment::Left) => 0,
+        _ if total > room => {
+            line.render(area, buf);
+            return;
+        }
+        Some(Alignment::Center) => (room - total) / 2,
+        Some(Alignment::Right) => room - total,
+    };
     buf.set_style(Rect { height: 1, ..area }, line.style);
-    let (mut x, y, right) = (area.x, area.y, area.right());
+    // `indent` is at most `area.width`.
+    let (mut x, y, right) = (area.x + indent as u16, area.y, area.right());
     for span in &line.spans {
         if x >= right {
             return;
@@ -229,7 +246,12 @@ mod tests {
             Rect::new(11, 1, 4, 1),
             Rect::new(0, 0, 0, 1),
         ];
-        let aligns = [None, Some(Alignment::Left), Some(Alignment::Right)];
+        let aligns = [
+            None,
+            Some(Alignment::Left),
+            Some(Alignment::Center),
+            Some(Alignment::Right),
+        ];
         for a in TEXTS {
             for b in TEXTS.iter().take(4) {
                 for (s1, s2) in styles().into_iter().zip(styles().into_iter().rev()) {
