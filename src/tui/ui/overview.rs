@@ -5,6 +5,7 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
@@ -312,11 +313,7 @@ fn card(
     p.paint("card border", |buf| {
         let frame = super::boxed::Frame {
             set: theme.border(),
-            border: if sel {
-                theme.title()
-            } else {
-                ratatui::style::Style::new()
-            },
+            border: if sel { theme.title() } else { Style::new() },
             title: if sel { theme.title() } else { theme.normal() },
         };
         let mut top = vec![Line::from(t)];

@@ -64,20 +64,25 @@ fn span_width(s: &Span) -> usize {
 /// ratatui's.
 pub(crate) fn line(line: &Line, area: Rect, buf: &mut Buffer) {
     let area = area.intersection(buf.area);
-    // As ratatui: a line of no width leaves even its style unset.
-    let total = width(line);
-    if area.is_empty() || total == 0 {
+    if area.is_empty() {
         return;
     }
+    // As ratatui: a line of no width leaves even its style unset. A left-aligned line (nearly
+    // every line drawn) needs no total: asked span by span, it stops at the first one that
+    // has width (usually the first).
     let room = usize::from(area.width);
     let indent = match line.alignment {
+        None | Some(Alignment::Left) if line.spans.iter().all(|s| span_width(s) == 0) => return,
         None | Some(Alignment::Left) => 0,
-        _ if total > room => {
-            line.render(area, buf);
-            return;
-        }
-        Some(Alignment::Center) => (room - total) / 2,
-        Some(Alignment::Right) => room - total,
+        Some(align) => match width(line) {
+            0 => return,
+            total if total > room => {
+                line.render(area, buf);
+                return;
+            }
+            total if align == Alignment::Center => (room - total) / 2,
+            total => room - total,
+        },
     };
     buf.set_style(Rect { height: 1, ..area }, line.style);
     // `indent` is at most `area.width`.
