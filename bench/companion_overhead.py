@@ -216,7 +216,11 @@ def ab(args, torch, step, c, sw):
     st = c.selftime
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
           for _ in range(args.block_steps)]
+    t_ab = time.monotonic()
     for r in range(args.rounds):
+        if args.max_seconds and time.monotonic() - t_ab > args.max_seconds:
+            args.rounds = r  # the report says how many rounds ran
+            break
         order = MODES[:]
         rng.shuffle(order)
         orders.append("".join(m[0] if m != "off2" else "2" for m in order))
@@ -386,7 +390,17 @@ def main():
     ap.add_argument("--epoch-calls", type=int, default=8)
     ap.add_argument("--skip-probe", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="modes to alternate, `off` (the reference) first; fewer modes give "
+                         "each more rounds in the same time")
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="end the A/B after the round that passes this many seconds, so a "
+                         "time limit still leaves a result")
     args = ap.parse_args()
+    modes = args.modes.split(",")
+    if modes[0] != "off" or any(m not in MODES for m in modes) or len(set(modes)) != len(modes):
+        ap.error("--modes: distinct modes from %s, `off` first" % ",".join(MODES))
+    MODES[:] = modes
     if args.block_steps is None:
         args.block_steps = 3 if args.workload == "bert" else 10
 
@@ -457,7 +471,7 @@ def report(res, args):
     w = res["selftime_whole_run"]["hold_us_per_wakeup"]
     print("hold per wake-up (whole run): mean %.0f us, p99 %.0f us, max %.0f us" % (
         w["mean"] or 0, w["p99"] or 0, w["max"] or 0))
-    for m in ("watched", "max"):
+    for m in [m for m in ("watched", "max") if m in MODES]:
         print("calls in %s: %s" % (m, json.dumps(res["ab"]["modes"][m]["direct"]["calls"])))
     if "probe" in res:
         p = res["probe"]
