@@ -35,7 +35,7 @@ pub fn compact_signed(bytes: f64) -> String {
 
 /// Compact GiB with one decimal, for tight columns (`61.2`).
 pub fn gib1(bytes: u64) -> String {
-    format!("{:.1}", bytes as f64 / GIB)
+    crate::fixed::string(bytes as f64 / GIB, 1)
 }
 
 /// Age or uptime: `45s`, `12m`, `3h05m`, `2d04h`.
@@ -176,13 +176,18 @@ fn quote_at(s: &str, max: usize) -> String {
 }
 
 fn fmt3(v: f64, unit: &str) -> String {
-    if v >= 100.0 {
-        format!("{v:.0} {unit}")
+    let decimals = if v >= 100.0 {
+        0
     } else if v >= 10.0 {
-        format!("{v:.1} {unit}")
+        1
     } else {
-        format!("{v:.2} {unit}")
-    }
+        2
+    };
+    let mut out = String::with_capacity(8 + unit.len());
+    crate::fixed::push(&mut out, v, decimals);
+    out.push(' ');
+    out.push_str(unit);
+    out
 }
 
 #[cfg(test)]

@@ -276,7 +276,11 @@ impl Scale {
         } else {
             2
         };
-        format!("{x:.decimals$} {}", self.unit_name)
+        let mut out = String::with_capacity(8 + self.unit_name.len());
+        crate::fixed::push(&mut out, x, decimals);
+        out.push(' ');
+        out.push_str(self.unit_name);
+        out
     }
 }
 

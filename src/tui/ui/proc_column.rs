@@ -222,6 +222,27 @@ fn pad(text: &str, width: usize, align: Align) -> String {
     }
 }
 
+/// `gap` spaces, then the text of `cell` padded to `width` as `pad` pads it, in one string
+/// made once: a row's columns were each joined, padded and prefixed in three (issue 21).
+fn gapped(cell: &[Span], gap: usize, width: usize, align: Align) -> String {
+    let chars: usize = cell.iter().map(|s| s.content.chars().count()).sum();
+    let fill = width.saturating_sub(chars);
+    let bytes: usize = cell.iter().map(|s| s.content.len()).sum();
+    let mut out = String::with_capacity(gap + fill + bytes);
+    let spaces = |out: &mut String, n: usize| out.extend(std::iter::repeat_n(' ', n));
+    spaces(&mut out, gap);
+    if align == Align::Right {
+        spaces(&mut out, fill);
+    }
+    for s in cell {
+        out.push_str(&s.content);
+    }
+    if align == Align::Left {
+        spaces(&mut out, fill);
+    }
+    out
+}
+
 /// One process row, `width` cells wide, the table sorted by `sort`.
 pub fn row(ctx: &RowCtx, width: u16, sort: Option<SortKey>) -> Line<'static> {
     let mut spans: Vec<Span<'static>> = Vec::new();
@@ -230,13 +251,9 @@ pub fn row(ctx: &RowCtx, width: u16, sort: Option<SortKey>) -> Line<'static> {
         let mut cell = (s.cell)(ctx, usize::from(at.width));
         match s.width {
             Width::Fixed { gap, width, align } => {
-                let text: String = cell.iter().map(|s| s.content.as_ref()).collect();
                 let style = cell.first().map_or_else(Style::default, |s| s.style);
-                let text = pad(&text, usize::from(width), align);
-                spans.push(Span::styled(
-                    format!("{}{text}", " ".repeat(gap.into())),
-                    style,
-                ));
+                let text = gapped(&cell, gap.into(), width.into(), align);
+                spans.push(Span::styled(text, style));
             }
             Width::Rest { gap } => {
                 spans.push(Span::raw(" ".repeat(gap.into())));
@@ -398,6 +415,34 @@ pub fn growth_label(rate: Option<f64>, theme: &Theme) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_column_is_gapped_and_padded_as_its_pieces_joined_and_padded() {
+        let cells: [&[&str]; 5] = [
+            &[],
+            &["12.5 GiB"],
+            &["cuda:", "0"],
+            &["ïé", "→x"],
+            &["much too long"],
+        ];
+        for cell in cells {
+            let spans: Vec<Span> = cell.iter().map(|t| Span::raw(*t)).collect();
+            for (gap, width, align) in [
+                (0, 0, Align::Left),
+                (1, 8, Align::Right),
+                (2, 10, Align::Left),
+                (3, 4, Align::Right),
+            ] {
+                let joined: String = cell.concat();
+                let want = format!("{}{}", " ".repeat(gap), pad(&joined, width, align));
+                assert_eq!(
+                    gapped(&spans, gap, width, align),
+                    want,
+                    "{cell:?} {gap} {width} {align:?}"
+                );
+            }
+        }
+    }
 
     /// Every sort key is some column's, under the title the sort names; every column a
     /// sort key names has that key.

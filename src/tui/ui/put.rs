@@ -13,21 +13,38 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 /// Characters that take one cell and are a grapheme of their own beside any other of them:
-/// printable ASCII, Latin-1's printable letters and signs (not the soft hyphen), and the
-/// blocks of punctuation, arrows, mathematical operators, box drawing, block elements and
-/// braille that the screens draw with. No combining mark, joiner, variation selector or wide
-/// character is among them (`every_one_cell_character_is_written_as_ratatui_writes_it`).
+/// printable ASCII, Latin-1's printable letters and signs (not the soft hyphen), Greek
+/// letters (σ), and the blocks of punctuation, arrows, mathematical operators, box drawing,
+/// block elements, geometric shapes (the sort arrows ▲▼, ▶, ●) and braille that the screens
+/// draw with, and the few other signs they use (ℹ ⚠ ✓ ✗). A line with any other character
+/// goes through ratatui's segmentation whole. No combining mark, joiner, variation selector
+/// or wide character is among them
+/// (`every_one_cell_character_is_written_as_ratatui_writes_it`).
+///
+/// Asked of every cell of every frame that is not ASCII (a chart's braille, twice: when it
+/// is written and when it is compared with what the terminal shows), so by the character's
+/// block of 256 first: a chain of the ranges cost 60 instructions a call, a twentieth of a
+/// redraw (callgrind of `bench/draw.rs`, issue 21).
+#[inline]
 pub(crate) fn one_cell(c: char) -> bool {
-    matches!(c,
-        ' '..='~'
-        | '\u{A1}'..='\u{AC}'
-        | '\u{AE}'..='\u{FF}'
-        | '\u{2010}'..='\u{2027}'
-        | '\u{2030}'..='\u{205E}'
-        | '\u{2190}'..='\u{21FF}'
-        | '\u{2200}'..='\u{22FF}'
-        | '\u{2500}'..='\u{259F}'
-        | '\u{2800}'..='\u{28FF}')
+    one_cell_code(u32::from(c))
+}
+
+/// `one_cell` of a character's code point.
+#[inline]
+pub(crate) fn one_cell_code(c: u32) -> bool {
+    match c >> 8 {
+        0x00 => (0x20..0x7F).contains(&c) || (c >= 0xA1 && c != 0xAD),
+        0x03 => matches!(c, 0x391..=0x3A1 | 0x3A3..=0x3A9 | 0x3B1..=0x3C9),
+        0x20 => matches!(c, 0x2010..=0x2027 | 0x2030..=0x205E),
+        0x21 => c == 0x2139 || c >= 0x2190,
+        0x22 | 0x28 => true,
+        // Not U+25FD and U+25FE: emoji, two cells wide.
+        0x25 => c <= 0x25FC,
+        0x26 => c == 0x26A0,
+        0x27 => c == 0x2713 || c == 0x2717,
+        _ => false,
+    }
 }
 
 /// The cells `s` takes when each of its characters is one cell of its own (`one_cell`),
@@ -84,7 +101,11 @@ pub(crate) fn line(line: &Line, area: Rect, buf: &mut Buffer) {
             total => room - total,
         },
     };
-    buf.set_style(Rect { height: 1, ..area }, line.style);
+    // A line's own style over its whole row: nearly always none (the spans have theirs),
+    // and setting no style on each of a row's cells was 4,600 instructions a line.
+    if line.style != Style::default() {
+        buf.set_style(Rect { height: 1, ..area }, line.style);
+    }
     // `indent` is at most `area.width`.
     let (mut x, y, right) = (area.x + indent as u16, area.y, area.right());
     for span in &line.spans {
@@ -120,7 +141,12 @@ fn put_plain(
     // A plain string of as many cells as bytes is ASCII.
     if cells == s.len() {
         for (cell, b) in row.zip(s.bytes()) {
-            cell.set_char(char::from(b)).set_style(style);
+            // Padding mostly lands on the blank a frame starts as: a space there needs no
+            // new symbol (`set_char` builds one, 63 instructions).
+            if b != b' ' || cell.symbol() != " " {
+                cell.set_char(char::from(b));
+            }
+            cell.set_style(style);
         }
     } else {
         for (cell, c) in row.zip(s.chars()) {
@@ -240,7 +266,10 @@ mod tests {
             assert_eq!(w.0, 6, "U+{:04X} takes one cell", u32::from(c));
             n += 1;
         }
-        assert_eq!(n, 95 + 12 + 82 + 24 + 47 + 112 + 256 + 160 + 256);
+        assert_eq!(
+            n,
+            95 + 12 + 82 + 49 + 24 + 47 + 1 + 112 + 256 + 160 + 93 + 3 + 256
+        );
     }
 
     #[test]
