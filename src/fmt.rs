@@ -1,6 +1,8 @@
 //! Bytes and durations as people read them, shared by the screen, logs, exports and alert
 //! messages: one spelling per meaning (binary units, as nvidia-smi).
 
+pub mod fixed;
+
 const KIB: f64 = 1024.0;
 const MIB: f64 = KIB * 1024.0;
 const GIB: f64 = MIB * 1024.0;
@@ -35,7 +37,7 @@ pub fn compact_signed(bytes: f64) -> String {
 
 /// Compact GiB with one decimal, for tight columns (`61.2`).
 pub fn gib1(bytes: u64) -> String {
-    crate::fixed::string(bytes as f64 / GIB, 1)
+    fixed::string(bytes as f64 / GIB, 1)
 }
 
 /// Age or uptime: `45s`, `12m`, `3h05m`, `2d04h`.
@@ -184,7 +186,7 @@ fn fmt3(v: f64, unit: &str) -> String {
         2
     };
     let mut out = String::with_capacity(8 + unit.len());
-    crate::fixed::push(&mut out, v, decimals);
+    fixed::push(&mut out, v, decimals);
     out.push(' ');
     out.push_str(unit);
     out

@@ -33,7 +33,6 @@ pub mod cli;
 pub mod config;
 pub(crate) mod embed;
 pub mod export;
-pub mod fixed;
 pub mod fmt;
 pub(crate) mod launch;
 pub mod model;

@@ -277,7 +277,7 @@ impl Scale {
             2
         };
         let mut out = String::with_capacity(8 + self.unit_name.len());
-        crate::fixed::push(&mut out, x, decimals);
+        crate::fmt::fixed::push(&mut out, x, decimals);
         out.push(' ');
         out.push_str(self.unit_name);
         out
