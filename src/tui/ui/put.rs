@@ -13,8 +13,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 /// Characters that take one cell and are a grapheme of their own beside any other of them:
-/// printable ASCII, Latin-1's printable letters and signs (not the soft hyphen), Greek
-/// letters (σ), and the blocks of punctuation, arrows, mathematical operators, box drawing,
+/// printable ASCII, Latin-1's printable letters and signs (not the soft hyphen), unaccented
+/// Greek letters (σ), and the blocks of punctuation, arrows, mathematical operators, box drawing,
 /// block elements, geometric shapes (the sort arrows ▲▼, ▶, ●) and braille that the screens
 /// draw with, and the few other signs they use (ℹ ⚠ ✓ ✗). A line with any other character
 /// goes through ratatui's segmentation whole. No combining mark, joiner, variation selector
