@@ -35,7 +35,7 @@ fn report(what: &str, mut d: Vec<Duration>) {
         return;
     }
     d.sort();
-    let mean = d.iter().sum::<Duration>() / d.len().max(1) as u32;
+    let mean = d.iter().sum::<Duration>() / d.len() as u32;
     println!(
         "{what:<36} n={:<5} mean={:>9.1?} p50={:>9.1?} p99={:>9.1?}",
         d.len(),

@@ -185,11 +185,7 @@ fn fmt3(v: f64, unit: &str) -> String {
     } else {
         2
     };
-    let mut out = String::with_capacity(8 + unit.len());
-    fixed::push(&mut out, v, decimals);
-    out.push(' ');
-    out.push_str(unit);
-    out
+    fixed::with_unit(v, decimals, unit)
 }
 
 #[cfg(test)]

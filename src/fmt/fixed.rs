@@ -67,6 +67,15 @@ pub fn string(v: f64, decimals: usize) -> String {
     out
 }
 
+/// `format!("{v:.decimals$} {unit}")`: a size or an axis label.
+pub fn with_unit(v: f64, decimals: usize, unit: &str) -> String {
+    let mut out = String::with_capacity(12 + unit.len());
+    push(&mut out, v, decimals);
+    out.push(' ');
+    out.push_str(unit);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +84,11 @@ mod tests {
         for d in 0..=4 {
             assert_eq!(string(v, d), format!("{v:.d$}"), "{v:e} at {d}");
         }
+        assert_eq!(
+            with_unit(v, 1, "GiB"),
+            format!("{v:.1} GiB"),
+            "{v:e} with a unit"
+        );
     }
 
     #[test]

@@ -258,7 +258,7 @@ impl Scale {
         }
         // `140 GiB`, not `140.4GiB`: the unit keeps its space, the decimals go.
         let x = v / self.unit;
-        let whole = format!("{x:.0} {}", self.unit_name);
+        let whole = crate::fmt::fixed::with_unit(x, 0, self.unit_name);
         if whole.len() <= w {
             whole
         } else {
@@ -276,11 +276,7 @@ impl Scale {
         } else {
             2
         };
-        let mut out = String::with_capacity(8 + self.unit_name.len());
-        crate::fmt::fixed::push(&mut out, x, decimals);
-        out.push(' ');
-        out.push_str(self.unit_name);
-        out
+        crate::fmt::fixed::with_unit(x, decimals, self.unit_name)
     }
 }
 

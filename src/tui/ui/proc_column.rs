@@ -213,34 +213,29 @@ pub fn layout(width: u16, sort: Option<SortKey>) -> Vec<Placed> {
     placed
 }
 
-/// `text` padded to `width` as the column aligns it (never cut: a fixed column is wide
-/// enough for what it holds).
-fn pad(text: &str, width: usize, align: Align) -> String {
-    match align {
-        Align::Left => format!("{text:<width$}"),
-        Align::Right => format!("{text:>width$}"),
-    }
-}
-
-/// `gap` spaces, then the text of `cell` padded to `width` as `pad` pads it, in one string
-/// made once: a row's columns were each joined, padded and prefixed in three (issue 21).
-fn gapped(cell: &[Span], gap: usize, width: usize, align: Align) -> String {
-    let chars: usize = cell.iter().map(|s| s.content.chars().count()).sum();
+/// `gap` spaces, then `pieces` together padded to `width` characters as the column aligns
+/// them (never cut: a fixed column is wide enough for what it holds), onto `out`: as
+/// `format!("{text:<width$}")` or `{text:>width$}` of the joined pieces, without making
+/// the joined, padded and prefixed strings one after another (issue 21).
+fn push_padded<'a>(
+    out: &mut String,
+    gap: usize,
+    pieces: impl Iterator<Item = &'a str> + Clone,
+    width: usize,
+    align: Align,
+) {
+    let chars: usize = pieces.clone().map(|p| p.chars().count()).sum();
     let fill = width.saturating_sub(chars);
-    let bytes: usize = cell.iter().map(|s| s.content.len()).sum();
-    let mut out = String::with_capacity(gap + fill + bytes);
+    out.reserve(gap + fill + pieces.clone().map(str::len).sum::<usize>());
     let spaces = |out: &mut String, n: usize| out.extend(std::iter::repeat_n(' ', n));
-    spaces(&mut out, gap);
+    spaces(out, gap);
     if align == Align::Right {
-        spaces(&mut out, fill);
+        spaces(out, fill);
     }
-    for s in cell {
-        out.push_str(&s.content);
-    }
+    pieces.for_each(|p| out.push_str(p));
     if align == Align::Left {
-        spaces(&mut out, fill);
+        spaces(out, fill);
     }
-    out
 }
 
 /// One process row, `width` cells wide, the table sorted by `sort`.
@@ -252,7 +247,9 @@ pub fn row(ctx: &RowCtx, width: u16, sort: Option<SortKey>) -> Line<'static> {
         match s.width {
             Width::Fixed { gap, width, align } => {
                 let style = cell.first().map_or_else(Style::default, |s| s.style);
-                let text = gapped(&cell, gap.into(), width.into(), align);
+                let pieces = cell.iter().map(|s| s.content.as_ref());
+                let mut text = String::new();
+                push_padded(&mut text, gap.into(), pieces, width.into(), align);
                 spans.push(Span::styled(text, style));
             }
             Width::Rest { gap } => {
@@ -278,10 +275,18 @@ pub fn header(
     for at in layout(width, sort) {
         let s = at.col.spec();
         let t = title(&s);
-        out.push_str(&" ".repeat(s.width.gap().into()));
         match s.width {
-            Width::Fixed { width, align, .. } => out.push_str(&pad(&t, width.into(), align)),
-            Width::Rest { .. } => {
+            Width::Fixed { gap, width, align } => {
+                push_padded(
+                    &mut out,
+                    gap.into(),
+                    std::iter::once(t.as_str()),
+                    width.into(),
+                    align,
+                );
+            }
+            Width::Rest { gap } => {
+                out.push_str(&" ".repeat(gap.into()));
                 let w = usize::from(at.width);
                 let t: String = rest_title(t, w).chars().take(w).collect();
                 out.push_str(&format!("{t:<w$} "));
@@ -417,7 +422,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_column_is_gapped_and_padded_as_its_pieces_joined_and_padded() {
+    fn a_column_is_gapped_and_padded_as_format_pads_its_pieces_joined() {
         let cells: [&[&str]; 5] = [
             &[],
             &["12.5 GiB"],
@@ -426,18 +431,22 @@ mod tests {
             &["much too long"],
         ];
         for cell in cells {
-            let spans: Vec<Span> = cell.iter().map(|t| Span::raw(*t)).collect();
             for (gap, width, align) in [
                 (0, 0, Align::Left),
                 (1, 8, Align::Right),
                 (2, 10, Align::Left),
                 (3, 4, Align::Right),
             ] {
-                let joined: String = cell.concat();
-                let want = format!("{}{}", " ".repeat(gap), pad(&joined, width, align));
+                let t = cell.concat();
+                let padded = match align {
+                    Align::Left => format!("{t:<width$}"),
+                    Align::Right => format!("{t:>width$}"),
+                };
+                let mut got = String::from("x");
+                push_padded(&mut got, gap, cell.iter().copied(), width, align);
                 assert_eq!(
-                    gapped(&spans, gap, width, align),
-                    want,
+                    got,
+                    format!("x{}{padded}", " ".repeat(gap)),
                     "{cell:?} {gap} {width} {align:?}"
                 );
             }
