@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from . import _paths, _proto, _selftime, _sources
+from . import _epochgc, _paths, _proto, _selftime, _sources
 from ._inbox import Inbox
 from ._server import Server
 
@@ -80,7 +80,7 @@ class Companion(object):
         self._lock = threading.Lock()
         self._detect_lock = threading.Lock()
         self._epoch_max = {}
-        self._last_floor = {}
+        self._floor_gate = _epochgc.FloorGate()
         # Per device: when the block map was last read at a new in-epoch high of
         # `allocated` (the largest hole at the step's peak, issue 13 item 2).
         self._peak_frag_t = {}
@@ -197,21 +197,23 @@ class Companion(object):
         self._collect(full=False)
         read = self._read()
         if self.cfg.epoch_gc == "auto" and any(
-                s.get("allocated") is not None
-                and s["allocated"] > self._last_floor.get((name, s.get("dev", 0)), s["allocated"])
+                self._floor_gate.needs_full((name, s.get("dev", 0)), s.get("allocated"))
                 for name, s in read):
-            # The floor rose: garbage in older generations (reference cycles holding
-            # tensors) must not read as growth, so collect fully and read it again. A flat
-            # or falling floor needs no full pass, and the floor stays comparable because
-            # every rise is measured after a full collection.
+            # The floor rose past its own noise since the last full collection: garbage in
+            # older generations (reference cycles holding tensors) must not read as growth,
+            # so collect fully and read it again. Rises within the noise skip the full pass
+            # (it walks every object: 150-260 ms on a BERT process), and since each rise is
+            # measured from the last fully collected floor, garbage that piles up slowly
+            # still triggers one once it reaches the noise.
             self._collect(full=True)
             read = self._read()
+            for name, s in read:
+                self._floor_gate.collected((name, s.get("dev", 0)), s.get("allocated"))
         records = []
         for name, s in read:
             dev = s.get("dev", 0)
             alloc = s.get("allocated")
-            if alloc is not None:
-                self._last_floor[(name, dev)] = alloc
+            self._floor_gate.seen((name, dev), alloc)
             life = s.get("peak_allocated")
             with self._lock:
                 sampled = self._epoch_max.pop((name, dev), None)

@@ -6,6 +6,7 @@ from conftest import Mon
 from gpumon import _companion
 
 GIB = 1 << 30
+MIB = 1 << 20
 
 
 def _epochs(m, n):
@@ -75,3 +76,31 @@ def test_full_and_off(companion, fake_torch, monkeypatch):
     calls.clear()
     c2.epoch()
     assert calls == []
+
+
+def test_auto_gc_skips_rises_within_the_noise(companion, fake_torch, monkeypatch):
+    c = companion(epoch_gc="auto")
+    calls = _count_collections(monkeypatch, c)
+    c.epoch()
+    for i in range(12):
+        # a floor that moves by half a MiB up and down (rounding, metric tensors)
+        fake_torch.alloc += (MIB // 2) if i % 2 == 0 else -(MIB // 2)
+        c.epoch()
+    assert calls == [0] * 13, "no full pass for noise"
+    # a slow rise below the threshold each epoch still gets a full pass once it adds up
+    for _ in range(6):
+        fake_torch.alloc += MIB
+        c.epoch()
+    assert calls.count(2) == 2, calls
+
+
+def test_floor_gate_threshold_follows_the_noise():
+    from gpumon._epochgc import FloorGate, MiB
+    g = FloorGate()
+    k = ("torch", 0)
+    base = 1000 * MiB
+    for i in range(16):
+        g.seen(k, base + (3 * MiB if i % 2 else 0))
+    # steps of 3 MiB: noise 12 MiB; a 10 MiB rise over the low is within it
+    assert not g.needs_full(k, base + 10 * MiB)
+    assert g.needs_full(k, base + 13 * MiB)
