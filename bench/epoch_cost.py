@@ -21,6 +21,9 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--tag", default="")
+    ap.add_argument("--jitter-mib", type=float, default=0.0,
+                    help="a metric tensor of random size up to this, replaced each epoch: "
+                         "the floor moves as a real run's does")
     a = ap.parse_args()
     import torch
     from transformers import BertConfig, BertForMaskedLM
@@ -30,6 +33,8 @@ def main():
     model = BertForMaskedLM(BertConfig()).cuda().train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
     calls, steps_ms = [], []
+    metric = None
+    gen = torch.Generator().manual_seed(os.getpid())
     for e in range(a.epochs):
         for _ in range(a.steps):
             t0 = time.perf_counter()
@@ -40,13 +45,21 @@ def main():
             opt.zero_grad(set_to_none=True)
             torch.cuda.synchronize()
             steps_ms.append((time.perf_counter() - t0) * 1e3)
+        if a.jitter_mib:
+            n = int(torch.rand(1, generator=gen).item() * a.jitter_mib * (1 << 20)) + 512
+            metric = torch.empty(n, dtype=torch.uint8, device="cuda")
         t0 = time.perf_counter()
         gpumon.epoch(e)
         calls.append((time.perf_counter() - t0) * 1e3)
+    import gc
+    t0 = time.perf_counter()
+    gc.collect()
+    full_gc_ms = (time.perf_counter() - t0) * 1e3
+    del metric
     calls_s = sorted(calls[1:])
     print(json.dumps(dict(
         type="epoch_cost", tag=a.tag, pid=os.getpid(), gpumon=os.path.dirname(gpumon.__file__),
-        epochs=a.epochs, median_ms=round(statistics.median(calls_s), 3),
+        epochs=a.epochs, jitter_mib=a.jitter_mib, full_gc_ms=round(full_gc_ms, 2), median_ms=round(statistics.median(calls_s), 3),
         p90_ms=round(calls_s[int(0.9 * (len(calls_s) - 1))], 3), max_ms=round(max(calls_s), 3),
         step_median_ms=round(statistics.median(steps_ms), 2), calls_ms=[round(c, 3) for c in calls])),
         flush=True)
