@@ -36,6 +36,11 @@ struct Seen {
     epoch_start: BTreeMap<u64, i64>,
     last_epoch_end: Option<i64>,
     ended: bool,
+    /// Every change that left the alert critical (raised, worsened): kind and message.
+    criticals: Vec<(String, String)>,
+    /// Growth forecasts as said at the raise and at each severity change:
+    /// (severity, newest epoch point, OOM epoch said).
+    said: Vec<(String, f64, f64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -84,6 +89,23 @@ fn replay(path: &Path, pids: &[u32]) -> Res<BTreeMap<u32, Seen>> {
             if v["change"] == "cleared" && text("message").contains("ended: process exited") {
                 s.ended = true;
             }
+            if v["severity"] == "critical" && (v["change"] == "raised" || v["change"] == "worsened")
+            {
+                s.criticals.push((text("kind"), text("message")));
+            }
+            if v["kind"] == "growth"
+                && (v["change"] == "raised"
+                    || s.said.last().is_some_and(|l| l.0 != text("severity")))
+                && let (Some(at), Some(x)) = (
+                    v["evidence"]["forecast"]["at_epoch"].as_f64(),
+                    v["evidence"]["points"]
+                        .as_array()
+                        .and_then(|p| p.last())
+                        .and_then(|p| p["x"].as_f64()),
+                )
+            {
+                s.said.push((text("severity"), x, at));
+            }
             if v["change"] == "raised" {
                 s.kinds.push(text("kind"));
                 s.raised.push(Raised {
@@ -109,6 +131,11 @@ struct Half {
     forecast_err: Vec<f64>,
     frag_lead_epochs: Vec<f64>,
     frag_lead_s: Vec<f64>,
+    /// Forecast at the first growth warning: |epochs said − epochs left| / epochs left, %.
+    first_forecast_err: Vec<f64>,
+    /// Runs that survived and saw a critical alert.
+    survivor_criticals: Vec<String>,
+    survivors: usize,
     failures: Vec<String>,
     /// Misses the labels record as known limits, held at their looser bound.
     known: Vec<String>,
@@ -178,11 +205,27 @@ pub fn labels_hold(dir: &Path, labels_file: &str) -> Res<()> {
         for e in &expect {
             ok_kinds.extend(kinds(&e["kind"]));
         }
+        // A kind a label allows only early (a floor that rises for a while, then stays).
+        let allowed_early = |r: &Raised| {
+            sc["allow_before_epoch"][&r.kind]
+                .as_u64()
+                .is_some_and(|until| r.epoch.is_some_and(|e| e < until))
+        };
         let wrong: Vec<&Raised> = s
             .raised
             .iter()
-            .filter(|r| !ok_kinds.contains(&r.kind))
+            .filter(|r| !ok_kinds.contains(&r.kind) && !allowed_early(r))
             .collect();
+        if labels["survivors_no_critical"] == true && t["ok"] == true {
+            h.survivors += 1;
+            if !s.criticals.is_empty() {
+                h.survivor_criticals.push(name.clone());
+                h.failures.push(format!(
+                    "{name}: survived but saw a critical alert: {:?}",
+                    s.criticals
+                ));
+            }
+        }
         if expect.is_empty() {
             h.clean_runs += 1;
         }
@@ -251,7 +294,41 @@ pub fn labels_hold(dir: &Path, labels_file: &str) -> Res<()> {
                             .push(format!("{name}: growth raised {d} epochs after onset"));
                     }
                 }
-                if let Some(oom) = e["oom_epoch"].as_f64() {
+                if let (Some(oom), Some(pct)) =
+                    (e["oom_epoch"].as_f64(), e["first_forecast_pct"].as_f64())
+                {
+                    // the first warning's forecast: epochs said against epochs really left
+                    match s.said.first() {
+                        Some((_, x, at)) if oom - x >= 1.0 => {
+                            let (said, real) = (at - x, oom - x);
+                            let err = 100.0 * (said - real) / real;
+                            h.first_forecast_err.push(err.abs());
+                            let changes: Vec<String> = s
+                                .said
+                                .iter()
+                                .map(|(sev, x, at)| {
+                                    format!("{sev} at {x}: {:.0} said, {:.0} real", at - x, oom - x)
+                                })
+                                .collect();
+                            timing.push(format!(
+                                "first forecast {err:+.0} % ({})",
+                                changes.join(", ")
+                            ));
+                            if err.abs() > pct {
+                                h.failures.push(format!(
+                                    "{name}: first forecast {said:.0} epochs, {real:.0} really left ({err:+.0} %)"
+                                ));
+                            }
+                        }
+                        _ => h
+                            .failures
+                            .push(format!("{name}: no growth forecast before the OOM")),
+                    }
+                }
+                if let Some(oom) = e["oom_epoch"]
+                    .as_f64()
+                    .filter(|_| e["first_forecast_pct"].is_null())
+                {
                     // from the 3rd epoch after the raise: within 10 % of the real OOM epoch
                     let errs: Vec<f64> = s
                         .forecasts
@@ -377,6 +454,13 @@ pub fn labels_hold(dir: &Path, labels_file: &str) -> Res<()> {
         "leak detection delay, s after the onset epoch began",
         &|h| fmt_stats(&h.delays_s, " s"),
     );
+    line(
+        "forecast at the first warning, error of epochs said vs left",
+        &|h| fmt_stats(&h.first_forecast_err, " %"),
+    );
+    line("critical alerts on runs that survived", &|h| {
+        format!("{} of {}", h.survivor_criticals.len(), h.survivors)
+    });
     line("markerless detection, s after onset", &|h| {
         fmt_stats(&h.markerless_s, " s")
     });
