@@ -88,8 +88,10 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
         .and_then(|s| s.epoch)
         .or(d.epochs.back().map(|e| e.epoch));
     let keep = g.max_window + g.confirm;
-    // The interposer's live bytes are exact: no cache, so a short window's minimum already
-    // is the program's floor (its windows only need to span a few steps).
+    // The interposer's live bytes and an allocator's allocated count are both exact: no
+    // cache, so a short window's minimum already is the program's floor between requests
+    // (a window only needs to span a few steps or requests). 30-second windows after a
+    // minute's warm-up left a server leaking 2.5 MiB/s unflagged for 150 s.
     let (width, warmup) = if d.interposer {
         (g.exact_window_ms, g.exact_window_warmup_ms)
     } else {

@@ -372,13 +372,13 @@ pub fn window_growth(
         tr.t.push(p.t);
         tr.y.push(p.min);
     }
-    // The interposer's live bytes are exact: judged on their noise (its windows have their
-    // own time warm-up, so the epoch warm-up does not apply).
+    // The interposer's live bytes and the allocator's allocated count are exact: judged on
+    // their noise (windows have their own time warm-up, so the epoch warm-up does not apply).
     let exact_cfg = GrowthConfig {
         warmup_epochs: cfg.warmup_epochs,
         ..cfg.exact()
     };
-    let gates = if source == WindowSource::Exact {
+    let gates = if source != WindowSource::Nvml {
         &exact_cfg
     } else {
         cfg
