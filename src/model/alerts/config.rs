@@ -25,6 +25,12 @@ pub struct GrowthConfig {
     /// Most points a trend is judged on; every trailing window from min to max is tried,
     /// so a leak that starts mid-run is seen without waiting for old flat points to leave.
     pub max_window: usize,
+    /// Epochs before a trend window that it must rise above: the newest level of a window
+    /// must top every point of this many epochs before it. A trendless floor (a rotating
+    /// cache) drifts up and down inside its own range, and every epoch is a new look for a
+    /// trend, so over hundreds of epochs some stretch always passes the trend gates; a leak
+    /// leaves the range within a few epochs. 0: off.
+    pub envelope_epochs: usize,
     /// One-sided Mann–Kendall significance level.
     pub alpha: f64,
     /// Theil–Sen slope must reach this many bytes per epoch (or per window).
@@ -99,6 +105,7 @@ impl Default for GrowthConfig {
             warmup_epochs: 1,
             min_window: 6,
             max_window: 20,
+            envelope_epochs: 200,
             alpha: 0.01,
             min_slope_bytes: 8 * MIB_U64,
             min_growth_bytes: 64 * MIB_U64,

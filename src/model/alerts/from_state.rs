@@ -62,9 +62,9 @@ fn runtime(p: &ProcAlloc) -> Runtime {
 
 fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> CompanionView {
     let g = &cfg.growth;
-    // The rules look at most twice the longest window back (noise history) plus the
-    // confirmation endings; the companion may hold 10,000 epochs.
-    let keep_epochs = 2 * g.max_window + g.confirm + 2;
+    // The companion may hold 10,000 epochs; the rules look at most twice the longest window
+    // back (noise history) plus the confirmation endings, and the envelope before that.
+    let keep_epochs = (2 * g.max_window).max(g.envelope_epochs + g.max_window) + g.confirm + 2;
     let skip = d.epochs.len().saturating_sub(keep_epochs);
     let mut epochs = Vec::with_capacity(d.epochs.len() - skip);
     epochs.extend(d.epochs.range(skip..).filter_map(|e| {

@@ -18,6 +18,8 @@ named! {
         NotAJump = "not a jump",
         /// Exact series: the median step carries the rise.
         MedianStep = "median step",
+        /// The window's newest level tops the series' range before it.
+        NewHigh = "new high",
         // Fragmentation risk.
         FitsTotal = "T ≥ R",
         FitsNoHole = "R > max(L, D)",

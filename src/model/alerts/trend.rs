@@ -229,9 +229,34 @@ pub fn detect(trace: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendT
             theil_sen(&hist.x, &hy).map_or(0.0, |b| residual_noise(&hist.x, &hy, b))
         })
     };
-    (min..=max)
-        .rev()
-        .find_map(|k| window_trend(&trace.suffix(k), &noise, capacity, cfg))
+    (min..=max).rev().find_map(|k| {
+        let mut test = window_trend(&trace.suffix(k), &noise, capacity, cfg)?;
+        test.gates.push(new_high(trace, k, cfg)?);
+        Some(test)
+    })
+}
+
+/// The envelope gate: the newest level of the window (median of its last three points)
+/// must top every point of the `envelope_epochs` before the window. `None` when it does
+/// not; with too little history to have a range (the run's first epochs), it passes.
+fn new_high(trace: &Trace, k: usize, cfg: &GrowthConfig) -> Option<Gate> {
+    let start = trace.len() - k;
+    let before = &trace.y[start.saturating_sub(cfg.envelope_epochs)..start];
+    let mut last: Vec<f64> = trace.y[trace.len().saturating_sub(3)..]
+        .iter()
+        .map(|&v| v as f64)
+        .collect();
+    let level = median(&mut last).unwrap_or(0.0);
+    let top = before.iter().copied().max();
+    let passed = cfg.envelope_epochs == 0
+        || before.len() < cfg.min_window
+        || top.is_none_or(|m| level > m as f64);
+    passed.then(|| Gate {
+        name: GateName::NewHigh,
+        value: sig4(level),
+        threshold: sig4(top.unwrap_or(0) as f64),
+        passed,
+    })
 }
 
 /// `detect` on the newest `cfg.confirm` endings of the series. A new alert needs all of

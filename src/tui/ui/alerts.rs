@@ -275,6 +275,7 @@ fn gate_label(name: &GateName) -> &str {
         GateName::Sustained => "sustained",
         GateName::NotAJump => "spread",
         GateName::MedianStep => "median",
+        GateName::NewHigh => "high",
         GateName::FitsTotal | GateName::FreeShare => "T",
         GateName::FitsNoHole | GateName::FitsNoHoleAtPeak => "R",
         GateName::FragIndex => "F",
