@@ -10,7 +10,8 @@ use super::config::GrowthConfig;
 use super::format::{fit_summary, p_value, steps, who};
 use super::inputs::{EpochPoint, WindowPoint};
 use super::stats::median;
-use super::trend::{Trace, TrendTest, current_rate, detect_confirmed, epoch_trends};
+use super::trend::{Trace, TrendTest, current_rate, detect_confirmed, epoch_trends, usable_epochs};
+use super::workset;
 use super::{
     AlertKey, AlertKind, Basis, CeilingSource, Evidence, Finding, Forecast, Severity, StepUnit,
     TrendSeries,
@@ -20,6 +21,13 @@ use crate::fmt::{compact, rough_duration, rough_duration_short};
 /// A positive rate in words (`100 MiB`); the sentence says "rose by".
 fn per(bytes: f64) -> String {
     human(bytes.max(0.0).round() as u64)
+}
+
+/// A rate in a summary: `100M`, `1.5G`.
+fn short_bytes(bytes: f64) -> String {
+    compact(bytes.max(0.0) as u64)
+        .replace("MiB", "M")
+        .replace("GiB", "G")
 }
 
 /// Where the forecast's ceiling comes from.
@@ -218,20 +226,73 @@ pub fn epoch_growth(
         // and then jumps: JAX's moved in steps of 90-130 MB on the issue-13 corpus and
         // made the peak's rate read half again too fast).
         let rate_of = floor_t.as_ref().unwrap_or(main);
-        let fc = ctx.ceiling.as_ref().map(|c| {
+        let floor_rate = floor_t
+            .as_ref()
+            .map_or(0.0, |f| current_rate(&f.window, cfg.min_window, f.slope));
+        let ms_step = ms_per_step(&main.window);
+        let mut fc = ctx.ceiling.as_ref().map(|c| {
             forecast(
                 current,
                 current_rate(&rate_of.window, cfg.min_window, rate_of.slope),
                 c,
-                ms_per_step(&main.window),
+                ms_step,
                 Some(last.epoch as f64),
             )
         });
+        // The working set (peak above floor) may be what grows: a curriculum or growing
+        // sequences make the step's peak meet the limit long before a slowly rising floor
+        // would. Its crossing, with the floor's own rise added, wins when it comes first.
+        // On an exact floor the peak is the allocator's too: judged from the first epoch.
+        let ws_cfg = if ctx.exact { cfg.exact() } else { cfg.clone() };
+        let ws = workset::trend(&usable_epochs(points, baseline_from, &ws_cfg), &ws_cfg)
+            .filter(|w| w.last_x == last.epoch as f64);
+        let ws_fc = ws.as_ref().zip(ctx.ceiling.as_ref()).and_then(|(w, c)| {
+            let steps = workset::epochs_to(w, last.floor as f64, floor_rate, c.bytes as f64)?;
+            Some(Forecast {
+                ceiling: c.bytes,
+                ceiling_source: c.source.clone(),
+                current: (last.floor as f64 + w.now).round() as u64,
+                rate: (w.bytes_per_epoch() + floor_rate).round(),
+                steps: (steps * 100.0).round() / 100.0,
+                ms: ms_step.map(|m| (m * steps).min(i64::MAX as f64 / 2.0) as i64),
+                at_epoch: Some(last.epoch as f64 + steps),
+            })
+        });
+        let by_workset = match (&ws_fc, &fc) {
+            (Some(w), Some(f)) => w.steps < f.steps,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if by_workset {
+            fc = ws_fc;
+        }
         let sev = severity(fc.as_ref(), cfg, ctx.last_epoch);
         let shown = floor_t.as_ref().unwrap_or(main);
         let n = shown.window.len();
         let (first_e, last_e) = (shown.window.x[0] as i64, shown.window.x[n - 1] as i64);
-        let what = if floor_t.is_some() {
+        let what = if let (true, Some(w)) = (by_workset, &ws) {
+            let grows = if w.geometric {
+                format!("grows {:.1} % per epoch", 100.0 * w.rate)
+            } else {
+                format!("grows by {} per epoch", per(w.rate))
+            };
+            let floor_too = if floor_t.is_some() {
+                format!(
+                    " The floor also rose by {} per epoch over epochs {first_e}–{last_e}.",
+                    per(shown.slope)
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "the working set (each epoch's peak above its floor, now {}) {grows} over epochs {}–{} (Theil–Sen{}; Mann–Kendall {}), not a leak: each epoch needs more transient memory (a curriculum, growing batches or sequence lengths, a cache filled during the step), and the step's peak is what meets the limit.{floor_too}",
+                human(w.now.max(0.0) as u64),
+                w.first_x as i64,
+                w.last_x as i64,
+                if w.geometric { " on its logarithm" } else { "" },
+                p_value(w.p)
+            )
+        } else if floor_t.is_some() {
             format!(
                 "the allocated floor at each epoch end rose by {} per epoch over epochs {first_e}–{last_e} (Theil–Sen; Mann–Kendall {}): a steady leak, usually tensors kept alive across epochs (accumulated losses, growing lists or caches).",
                 per(shown.slope),
@@ -248,14 +309,21 @@ pub fn epoch_growth(
             .as_ref()
             .map(|f| format!(" {}", forecast_sentence(f, StepUnit::Epoch)))
             .unwrap_or_default();
-        let label = if floor_t.is_some() { "leak" } else { "peak" };
+        let (label, rate_s) = match (&ws, by_workset) {
+            (Some(w), true) if w.geometric => ("peak", format!("{:.0}%", 100.0 * w.rate)),
+            (Some(w), true) => ("peak", short_bytes(w.rate)),
+            _ if floor_t.is_some() => ("leak", short_bytes(shown.slope)),
+            _ => ("peak", short_bytes(shown.slope)),
+        };
         let summary = format!(
-            "{who_s} {label} +{}/ep{}",
-            compact(shown.slope.max(0.0) as u64)
-                .replace("MiB", "M")
-                .replace("GiB", "G"),
+            "{who_s} {label} +{rate_s}/ep{}",
             summary_forecast(fc.as_ref(), StepUnit::Epoch)
         );
+        let series = if by_workset {
+            TrendSeries::Peak
+        } else {
+            series
+        };
         return Some(Finding {
             key: AlertKey {
                 kind: AlertKind::Growth,

@@ -26,6 +26,7 @@ pub mod retry_risk;
 pub mod staircase;
 pub mod stats;
 pub mod trend;
+pub mod workset;
 
 use serde::{Deserialize, Serialize};
 
