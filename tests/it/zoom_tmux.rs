@@ -199,9 +199,9 @@ fn without_colour_every_series_has_its_glyph_and_v_shows_one_alone() {
         return;
     }
     let s = gpumon("nocolour", 80, 24, "NO_COLOR=1");
-    // The alerts panel (it opens on the most severe alert): from the top, the second
+    // The alerts panel (it opens on the most severe alert): from the top, the third
     // alert is the leak of PID 786; Enter opens its process.
-    keys(&s, &["a", "g", "Down", "Enter"]);
+    keys(&s, &["a", "g", "Down", "Down", "Enter"]);
     let p = pane(&s);
     let legend = p
         .lines()
@@ -286,9 +286,10 @@ fn the_alerts_panel_charts_the_selected_alert_in_its_free_rows() {
     if !have_tmux() {
         return;
     }
-    for (w, h) in [(80u16, 24u16), (120, 40), (200, 60)] {
+    // At 80x24 this recording's six past alerts leave the chart fewer rows than it needs.
+    for (w, h) in [(120u16, 40u16), (200, 60)] {
         let s = gpumon(&format!("alertchart{w}"), w, h, "");
-        keys(&s, &["a", "g", "Down"]);
+        keys(&s, &["a", "g", "Down", "Down"]);
         let p = pane(&s);
         let lines: Vec<&str> = p.lines().collect();
         assert!(

@@ -9,8 +9,8 @@
 //! more epochs (a 640 MiB and a 256 MiB request, each fitting one hole of exactly its size).
 //!
 //! Warning when the holes that fit are few (at most one spare beyond what a step needs at
-//! once) or fit with little margin; critical when none is spare and the one it needs just
-//! fits. Retries are not required. Expandable segments map pages into one segment, so a
+//! once) or fit with little margin, even none; never critical, since a run can sit at zero
+//! margin for hundreds of epochs. Retries are not required. Expandable segments map pages into one segment, so a
 //! request needs no contiguous cached hole there and the rule stays silent.
 
 use crate::fmt::{MIB_U64, compact};
@@ -123,12 +123,14 @@ pub fn check(
     let spare = i.holes.saturating_sub(i.need);
     let just = (cfg.just_fit_frac * r as f64).max(cfg.just_fit_bytes as f64);
     let just_fits = i.margin.is_some_and(|m| (m as f64) < just);
-    let severity = match (spare, just_fits) {
-        (0, true) => Severity::Critical,
-        (s, _) if s <= cfg.few_spare_holes => Severity::Warning,
-        (_, true) => Severity::Warning,
-        _ => return None,
-    };
+    // A warning, never critical: on the H200 two runs sat with no spare hole and zero
+    // margin for 300 and 1,000 epochs and never ran out, while the ones that did ran out in
+    // the step a tensor landed in the hole, with nothing to see before. The warning says
+    // how close the run is; it does not say the OOM is likely.
+    if !(spare <= cfg.few_spare_holes || just_fits) {
+        return None;
+    }
+    let severity = Severity::Warning;
     let learnt = match i.recurrence {
         Recurrence::Companion => format!("allocated anew {} times", i.times),
         Recurrence::LargestBlock => {
@@ -270,10 +272,14 @@ mod tests {
     }
 
     #[test]
-    fn a_request_fitting_only_its_own_hole_under_a_cap_is_critical_and_named() {
+    fn a_request_fitting_only_its_own_hole_under_a_cap_is_a_warning_named() {
         let f = check_(&own_hole(), &Runtime::torch_native()).expect("risk");
         assert_eq!(f.key.kind, AlertKind::FragmentationRisk);
-        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.severity,
+            Severity::Warning,
+            "zero margin is not certainty"
+        );
         for needle in [
             "recurring 640MiB request",
             "leaves 320MiB",
@@ -324,7 +330,7 @@ mod tests {
         };
         assert_eq!(
             check_(&need_two, &rt).map(|f| f.severity),
-            Some(Severity::Critical)
+            Some(Severity::Warning)
         );
     }
 

@@ -105,7 +105,7 @@ impl Default for GrowthConfig {
             warmup_epochs: 1,
             min_window: 6,
             max_window: 20,
-            envelope_epochs: 200,
+            envelope_epochs: 500,
             alpha: 0.01,
             min_slope_bytes: 8 * MIB_U64,
             min_growth_bytes: 64 * MIB_U64,

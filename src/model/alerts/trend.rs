@@ -215,7 +215,9 @@ fn window_trend(
 /// Try every trailing window from the longest to the shortest allowed; the longest
 /// passing one wins (best slope estimate). A leak that starts after a flat stretch is
 /// found by the short windows, without waiting for the flat points to slide out.
-pub fn detect(trace: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendTest> {
+/// `sticky`: the alert is active, so the envelope need only be topped, not cleared by a
+/// margin (a long leak's own earlier rise widens the range it is measured against).
+pub fn detect(trace: &Trace, capacity: u64, cfg: &GrowthConfig, sticky: bool) -> Option<TrendTest> {
     let max = cfg.max_window.min(trace.len());
     let min = cfg.min_window.max(3);
     // Noise from up to twice the longest window: a lucky, nearly sorted stretch of noise
@@ -231,15 +233,16 @@ pub fn detect(trace: &Trace, capacity: u64, cfg: &GrowthConfig) -> Option<TrendT
     };
     (min..=max).rev().find_map(|k| {
         let mut test = window_trend(&trace.suffix(k), &noise, capacity, cfg)?;
-        test.gates.push(new_high(trace, k, cfg)?);
+        test.gates.push(new_high(trace, k, cfg, !sticky)?);
         Some(test)
     })
 }
 
 /// The envelope gate: the newest level of the window (median of its last three points)
-/// must top every point of the `envelope_epochs` before the window. `None` when it does
+/// must top every point of the `envelope_epochs` before the window, by a quarter of their
+/// range. `None` when it does
 /// not; with too little history to have a range (the run's first epochs), it passes.
-fn new_high(trace: &Trace, k: usize, cfg: &GrowthConfig) -> Option<Gate> {
+fn new_high(trace: &Trace, k: usize, cfg: &GrowthConfig, margin: bool) -> Option<Gate> {
     let start = trace.len() - k;
     let before = &trace.y[start.saturating_sub(cfg.envelope_epochs)..start];
     let mut last: Vec<f64> = trace.y[trace.len().saturating_sub(3)..]
@@ -247,14 +250,19 @@ fn new_high(trace: &Trace, k: usize, cfg: &GrowthConfig) -> Option<Gate> {
         .map(|&v| v as f64)
         .collect();
     let level = median(&mut last).unwrap_or(0.0);
-    let top = before.iter().copied().max();
-    let passed = cfg.envelope_epochs == 0
-        || before.len() < cfg.min_window
-        || top.is_none_or(|m| level > m as f64);
+    // Above the top by a quarter of the range: a wandering series sets a record now and
+    // then by a little, a leak leaves the range for good.
+    let (lo, hi) = (before.iter().min(), before.iter().max());
+    let share = if margin { 0.25 } else { 0.0 };
+    let top = hi
+        .zip(lo)
+        .map(|(h, l)| *h as f64 + share * (*h - *l) as f64);
+    let passed =
+        cfg.envelope_epochs == 0 || before.len() < cfg.min_window || top.is_none_or(|m| level > m);
     passed.then(|| Gate {
         name: GateName::NewHigh,
         value: sig4(level),
-        threshold: sig4(top.unwrap_or(0) as f64),
+        threshold: sig4(top.unwrap_or(0.0)),
         passed,
     })
 }
@@ -281,7 +289,8 @@ fn detect_confirmed_uncached(
     if trace.len() < cfg.min_window + endings - 1 {
         return None;
     }
-    let mut results = (0..endings).map(|e| detect(&trace.prefix(trace.len() - e), capacity, cfg));
+    let mut results =
+        (0..endings).map(|e| detect(&trace.prefix(trace.len() - e), capacity, cfg, sticky));
     if sticky {
         results.find_map(|r| r)
     } else {
