@@ -213,8 +213,10 @@ class Companion(object):
                 prev_life = self._lifetime_at_epoch.get((name, dev))
                 self._lifetime_at_epoch[(name, dev)] = life
             peak = sampled
-            if life is not None and (prev_life is None or life > prev_life):
-                # The lifetime peak moved during this epoch, so it is this epoch's peak.
+            if life is not None and (prev_life is None or life != prev_life):
+                # The lifetime peak moved during this epoch, so it is this epoch's peak. A
+                # lower one means the program reset the counter (to print its own epoch
+                # peak): what it holds now is the peak since then, also this epoch's.
                 peak = life if peak is None else max(peak, life)
             if alloc is not None and peak is not None:
                 peak = max(peak, alloc)
