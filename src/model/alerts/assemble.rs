@@ -218,8 +218,18 @@ impl<'a> Subject<'a> {
                 let (r, n) = self.memory.alternating_block(p.pid, p.gpu)?;
                 (r, n, Recurrence::LargestBlock)
             } else {
-                let &(r, n) = latest.requests.iter().max_by_key(|(s, _)| *s)?;
-                (r, n, Recurrence::Companion)
+                let seen = latest.requests.iter().max_by_key(|(s, _)| *s).copied();
+                // A larger request that is never alive when a map is read shows only as
+                // its freed hole; it is the one that meets the limit first.
+                match (
+                    seen,
+                    cache_fit::recurring_hole(self.memory.recent_free_tops(p.pid, p.gpu)),
+                ) {
+                    (Some((r, n)), Some((h, _))) if r >= h => (r, n, Recurrence::Companion),
+                    (_, Some((h, n))) => (h, n, Recurrence::FreedHole),
+                    (Some((r, n)), None) => (r, n, Recurrence::Companion),
+                    (None, None) => return None,
+                }
             };
         // Over the span: the most holes any reading had, the most copies a step held at
         // once, the widest margin: a reading taken mid-step (the request's own hole in

@@ -30,6 +30,30 @@ pub enum Recurrence {
     Companion,
     /// The largest live block came and went `times` times (older companions).
     LargestBlock,
+    /// Never seen alive: a free block of exactly its size stood in each of the last
+    /// `times` block maps (the hole its own transient copy leaves, made and freed within
+    /// a step, as a large buffer or a one-shot gather is).
+    FreedHole,
+}
+
+/// Fewest block maps a freed hole must recur in before it counts as a request's, out of
+/// the newest `HOLE_SPAN` (a map read while the request is alive lacks its hole).
+pub const HOLE_MAPS: usize = 3;
+pub const HOLE_SPAN: usize = 6;
+
+/// The largest free block size present, exactly, among the largest free blocks of at
+/// least `HOLE_MAPS` of the newest block maps, with how many. A transient request is never
+/// alive when a map is read, so its trace is this hole; the room check (`room < R`) keeps
+/// it to runs where only the cache could serve it again.
+pub fn recurring_hole<'a>(free_tops: impl Iterator<Item = &'a [u64]>) -> Option<(u64, u64)> {
+    let tops: Vec<&[u64]> = free_tops.collect();
+    let mut sizes: Vec<u64> = tops.iter().flat_map(|t| t.iter().copied()).collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    sizes.dedup();
+    sizes.into_iter().find_map(|s| {
+        let n = tops.iter().filter(|t| t.contains(&s)).count();
+        (n >= HOLE_MAPS && s > 0).then_some((s, n as u64))
+    })
 }
 
 /// How a recurring request can be served now, over the block maps of the last two epochs.
@@ -136,6 +160,10 @@ pub fn check(
         Recurrence::LargestBlock => {
             format!("its largest block, seen come and go {} times", i.times)
         }
+        Recurrence::FreedHole => format!(
+            "never alive when a block map is read: made and freed within a step, it leaves a free block of exactly its size, seen in {} of the last maps",
+            i.times
+        ),
     };
     let room = match i.limit {
         Some(l) => format!(
@@ -332,6 +360,24 @@ mod tests {
             check_(&need_two, &rt).map(|f| f.severity),
             Some(Severity::Warning)
         );
+    }
+
+    #[test]
+    fn a_hole_that_recurs_in_most_maps_is_a_request() {
+        let m = 768 * M;
+        let maps: Vec<Vec<u64>> = vec![
+            vec![m, 142 * M],
+            vec![m, 138 * M],
+            vec![140 * M], // read while the request was alive
+            vec![m, 136 * M],
+        ];
+        assert_eq!(
+            recurring_hole(maps.iter().map(|v| v.as_slice())),
+            Some((m, 3))
+        );
+        assert_eq!(recurring_hole(maps[..2].iter().map(|v| v.as_slice())), None);
+        let wandering: Vec<Vec<u64>> = (1..6).map(|i| vec![i * 100 * M]).collect();
+        assert_eq!(recurring_hole(wandering.iter().map(|v| v.as_slice())), None);
     }
 
     #[test]

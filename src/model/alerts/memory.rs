@@ -31,6 +31,9 @@ struct ProcMemory {
     /// The largest live block of each reading, over a longer span (older companions send
     /// no recurring requests: a size that comes and goes is one).
     blocks: VecDeque<u64>,
+    /// The largest free blocks of the newest block maps, whatever the epochs (a freed hole
+    /// must recur across maps, and short epochs hold fewer than one map each).
+    free_tops: VecDeque<Vec<u64>>,
     /// `alternating_block` of `blocks`, worked out when they change (at a block map)
     /// instead of at every evaluation.
     alternating: Option<(u64, u64)>,
@@ -67,6 +70,10 @@ impl Memory {
                 m.holes.push_back((f.t, l));
             }
             m.readings.push_back(f.clone());
+            m.free_tops.push_back(f.free_top.clone());
+            while m.free_tops.len() > super::cache_fit::HOLE_SPAN {
+                m.free_tops.pop_front();
+            }
             if let Some(b) = f.largest_block {
                 m.blocks.push_back(b);
                 while m.blocks.len() > READINGS_KEPT {
@@ -87,6 +94,14 @@ impl Memory {
     }
 
     /// Block-map readings of the current and the previous epoch, oldest first.
+    /// The largest free blocks of the newest `cache_fit::HOLE_SPAN` block maps.
+    pub fn recent_free_tops(&self, pid: u32, gpu: u32) -> impl Iterator<Item = &[u64]> {
+        self.procs
+            .get(&(pid, gpu))
+            .into_iter()
+            .flat_map(|m| m.free_tops.iter().map(|v| v.as_slice()))
+    }
+
     pub fn readings(&self, pid: u32, gpu: u32) -> impl Iterator<Item = &FragView> {
         self.procs
             .get(&(pid, gpu))
