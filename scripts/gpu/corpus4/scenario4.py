@@ -73,6 +73,27 @@ SCENARIOS = {
                      pin_frac=0.5, pin_every=7, epoch_s=0.8),
 }
 
+# A second batch, recorded after the rules were tuned on the first, as a held-out check:
+# other sizes, caps, rates and seeds, and transient requests that are never alive when a
+# block map is read (`touch`: False).
+SCENARIOS.update({
+    "h5_ws_geo_3": dict(kind="workset", cap_mib=5120, base_mib=1000, ws_mib=450, grow=0.03,
+                        epoch_s=0.6, seed=41),
+    "h5_ws_lin": dict(kind="workset", cap_mib=4096, base_mib=1200, ws_mib=600, grow_mib=35,
+                      epoch_s=0.6, seed=43),
+    "h5_tr_hidden_eaten": dict(kind="transient", base_mib=1100, r_mib=640, room_mib=150,
+                               acts_mib=80, eat_at=40, eat_mib=90, epoch_s=0.5, seed=45,
+                               ring=0, touch=False),
+    "h5_tr_hidden_survive": dict(kind="transient", base_mib=500, r_mib=256, room_mib=60,
+                                 acts_mib=40, eat_at=None, eat_mib=0, epoch_s=0.25, seed=47,
+                                 ring=0, touch=False),
+    "h5_rw": dict(kind="randwalk", entries=70, lo_mib=3, hi_mib=25, swap=2, acts_mib=150,
+                  epoch_s=0.2, seed=49),
+    "h5_srv_leak_3": dict(kind="server", keep_mib=2, keep_every=2, onset_s=25, rate=3.5, seed=51),
+    "h5_srv_clean": dict(kind="server", keep_mib=0, keep_every=1, onset_s=0, rate=6.0, seed=53),
+    "h5_leak_mark_5": dict(kind="leak", leak_mib=5, onset=15, epoch_s=0.5, batch=256),
+})
+
 
 def mk(run, mib):
     return run.torch.empty(int(mib * MiB), dtype=run.torch.uint8, device="cuda")
@@ -130,7 +151,10 @@ def transient(run, sc, truth):
         if sc["ring"]:
             stats_ring(run, ring, rng, n=sc["ring"])
         x = run.torch.empty(r, dtype=run.torch.uint8, device="cuda")
-        run.work(x, sc["epoch_s"] / 8)
+        if sc.get("touch", True):
+            run.work(x, sc["epoch_s"] / 8)
+        else:
+            x[: 1 << 20].fill_(1)  # used and freed at once, as a one-shot gather is
         del x
         if sc["eat_at"] is not None and e >= sc["eat_at"]:
             # made while the request's hole is free and larger than every other
