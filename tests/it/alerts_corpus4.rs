@@ -24,3 +24,12 @@ fn corpus_dev_labels_hold() -> Res<()> {
         "labels_dev.json",
     )
 }
+
+/// The batch recorded after the rules were tuned: every run held out.
+#[test]
+fn corpus5_heldout_labels_hold() -> Res<()> {
+    labels_hold(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus5"),
+        "labels5.json",
+    )
+}
