@@ -171,7 +171,7 @@ impl<'a> Subject<'a> {
     /// ending, or a tick was missed) or after its companion said goodbye while it still
     /// holds the share, it stands as it is until the process is listed again or has
     /// exited (and the engine ends it then, saying so), rather than easing to NVML's
-    /// "cannot tell" guess about an allocator it has seen (issue 20: PID 600).
+    /// "cannot tell" guess about an allocator it has seen (corpus2's PID 600).
     fn grab_all(&self) -> Option<Finding> {
         let (p, cfg) = (self.proc, &self.cfg.grab_all);
         let c = p.companion.as_ref();
@@ -448,7 +448,7 @@ fn allocator_ceiling(c: &CompanionView, free: Option<u64>, total: u64) -> Option
 /// last OOM's request, with where it came from.
 fn largest_request(c: &CompanionView) -> Option<(u64, RequestSource)> {
     // A companion that reports recurring requests names the requests to come; the largest
-    // block ever seen may be a parameter that is never requested again (issue 20).
+    // block ever seen may be a parameter that is never requested again.
     let recurring = c
         .frag
         .as_ref()

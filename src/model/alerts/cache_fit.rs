@@ -1,4 +1,4 @@
-//! Fragmentation risk from its mechanism (issue 20, item 1): a request the program makes
+//! Fragmentation risk from its mechanism: a request the program makes
 //! again and again (a step's buffer, an activation) and how it can be served. Under an
 //! allocator limit (PyTorch's memory fraction, a pool) that leaves less than the request
 //! above what is reserved, it can come only from a cached hole. While holes that fit are

@@ -56,11 +56,11 @@ pub struct GrowthConfig {
     /// Fallback: windows that start within this long of the process's first sighting are warm-up.
     pub window_warmup_ms: i64,
     /// The same for the native interposer's live bytes: exact (every allocation counted, no
-    /// cache), so a window need only span a few steps (issue 13: flagged within 2 minutes).
+    /// cache), so a window need only span a few steps (a leak is flagged within 2 minutes).
     pub exact_window_ms: i64,
     pub exact_window_warmup_ms: i64,
     /// The same for NVML usage without a companion: it moves in the allocator's segment
-    /// steps, so windows are longer (issue 13: within 10 minutes of the onset).
+    /// steps, so windows are longer (a leak is flagged within 10 minutes of its onset).
     pub nvml_window_ms: i64,
     pub nvml_window_warmup_ms: i64,
     /// Exact series (the allocator's floor after gc, the interposer's live bytes) have no
@@ -237,7 +237,7 @@ impl Default for EngineConfig {
 
 impl AlertConfig {
     /// Values a rule cannot work with, named by key: a window of 0 points or `confirm = 0`
-    /// would make a rule fire on nothing or never, silently (issue 25: config values
+    /// would make a rule fire on nothing or never, silently (config values
     /// range-checked). JSON/TOML already refused wrong types and unknown keys.
     pub fn check(&self) -> Result<(), String> {
         let g = &self.growth;

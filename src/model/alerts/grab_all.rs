@@ -1,8 +1,7 @@
 //! Grab-all: a process holds a large share of a card while its allocator uses a small part
 //! of it (TensorFlow's default preallocation, JAX's 75 % pool, a PyTorch cache kept after a
 //! phase that needed it). "Large" is a share of the card that hurts the others, not a
-//! fraction fitted to one recording (issue 13, item 1): half the card or more. (The issue's
-//! other case, a pool larger than the others on the card can spare, is not implemented: an
+//! fraction fitted to one recording: half the card or more. (The other case, a pool larger than the others on the card can spare, is not implemented: an
 //! idle-versus-card-free test also fired on a fragmented cache, whose idle bytes are holes
 //! no policy setting returns.) With a companion the
 //! allocator's policy is known and the message names the setting and its value; with NVML
@@ -95,8 +94,8 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 /// What the rule makes of a process whose allocator is known, before persistence: the
-/// one definition of its gates, which the screen also words beside an idle pool (issue 20,
-/// item 6: why a large pool is not an alert).
+/// one definition of its gates, which the screen also words beside an idle pool (why a
+/// large pool is not an alert).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Verdict {
     /// Both gates pass: an alert once it lasts `persist_ms`.

@@ -33,7 +33,7 @@ pub struct ProcView {
     /// (`from_state` leaves them out when the companion gives epochs: they are not read then).
     pub nvml_windows: Vec<WindowPoint>,
     /// Epoch markers from a companion that could read no framework (CuPy, a CUDA library it
-    /// does not know): the floor of each is NVML's usage at the marker (issue 13, item 3).
+    /// does not know): the floor of each is NVML's usage at the marker.
     pub nvml_epochs: Vec<EpochPoint>,
     pub companion: Option<CompanionView>,
     /// The process is gone: NVML no longer lists it and its companion left (or never was).

@@ -1,6 +1,6 @@
 //! Answers remembered by their inputs. The engine evaluates every second, but a trend's
 //! points (epochs, completed windows) change once an epoch or a window: between them the
-//! same series were tested again and again (issue 19: most of a 24-hour report's time, up
+//! same series were tested again and again (most of a 24-hour report's time, up
 //! to 90 Mann–Kendall windows per process and second, and the copies to set them up).
 //! An answer is used only when every input equals the one it was computed from, so it is
 //! the function's own, bit for bit.

@@ -1,5 +1,5 @@
 //! What the engine remembers about each process between evaluations, for rules that need
-//! a signal's course across epochs rather than its latest value (issue 13, item 2):
+//! a signal's course across epochs rather than its latest value:
 //!
 //! * `num_alloc_retries` at each epoch end: the allocator found no room under its ceiling,
 //!   flushed its cache and retried. A rise during recent epochs means the run already lives

@@ -1,5 +1,5 @@
 //! Alerts that see an OOM coming: steady growth with a forecast, fragmentation risk,
-//! grab-all allocators and low headroom (issue 4, docs/alerts.md).
+//! grab-all allocators and low headroom (docs/alerts.md).
 //!
 //! Rules are pure functions over plain inputs, so they are tested without a GPU, a
 //! companion or a terminal. `from_state` builds a snapshot of the world (`inputs`) from the

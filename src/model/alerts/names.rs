@@ -125,7 +125,6 @@ mod tests {
             (GateName::AllocatorShare, "allocator share of held"),
             (GateName::HeldShareNvml, "held share of card (NVML only)"),
             (GateName::Headroom, "headroom < request"),
-            // new in issue 20
             (GateName::MedianStep, "median step"),
             (GateName::CacheOnly, "D < R: only the cache serves R"),
             (GateName::SpareHoles, "holes fitting R beyond a step's need"),

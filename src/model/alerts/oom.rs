@@ -107,7 +107,7 @@ pub fn oom_cause(ev: &OomEvent, ctx: &OomContext) -> OomCause {
             && ev.largest_free.is_none_or(|l| l < r) && share_ok(t)
     );
     let ceiling = ceiling_met(ev);
-    // The mechanism the risk rule watches (issue 20): a request that only a cached hole could
+    // The mechanism the risk rule watches: a request that only a cached hole could
     // serve, and the hole gone. The free total may be below the request (an 8 MiB tensor
     // split a 640 MiB hole) or a minor share of the cache, so the rule above misses it.
     let hole_gone = matches!((ev.largest_free, ev.requested), (Some(l), Some(r)) if l < r);

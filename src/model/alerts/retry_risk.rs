@@ -1,4 +1,4 @@
-//! Fragmentation risk from the allocator's own distress (issue 13, item 2): it had to
+//! Fragmentation risk from the allocator's own distress: it had to
 //! flush its cache and retry during the last epochs (`num_alloc_retries` rose), the
 //! largest request fits in no hole at the step's peak (the lowest L read since the
 //! previous epoch end), and the free pieces are a real share of the cache, not the

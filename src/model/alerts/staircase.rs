@@ -1,4 +1,4 @@
-//! A leak in steps meeting its ceiling (issue 20, the `expandable_pinned` run of corpus 3):
+//! A leak in steps meeting its ceiling (corpus3's `expandable_pinned` run):
 //! a tensor kept every few epochs raises the allocated floor by the same amount each time
 //! and leaves it flat in between. The growth rule's statistics see a staircase as flat
 //! most of the time (the median step is zero, by design: batch-size steps look the same),
