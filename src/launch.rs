@@ -28,6 +28,10 @@ pub(crate) const PY_FILES: &[(&str, &str)] = &[
         "gpumon/_companion.py",
         include_str!("../python/gpumon/_companion.py"),
     ),
+    (
+        "gpumon/_epochgc.py",
+        include_str!("../python/gpumon/_epochgc.py"),
+    ),
     ("gpumon/_frag.py", include_str!("../python/gpumon/_frag.py")),
     (
         "gpumon/_helpers.py",

@@ -759,6 +759,8 @@ mod tests {
             "Mann–Kendall p" => "p".to_string(),
             "growth vs noise" => "noise".to_string(),
             "not a jump" => "spread".to_string(),
+            // newer than that panel: its word is the one that says what it tests
+            "new high" => "high".to_string(),
             n => n.split([' ', '=']).next().unwrap_or("").to_string(),
         };
         for &name in GateName::KNOWN {
