@@ -47,7 +47,6 @@ mod inert_out;
 pub mod man;
 mod report;
 mod sized;
-mod startup_pages;
 mod threads;
 mod tui;
 

@@ -87,9 +87,6 @@ pub(super) async fn watch(w: WatchArgs, settings: &Settings) -> Result<i32> {
     code
 }
 
-/// By then every thread has done what it does only once (`startup_pages`).
-const STARTING: Duration = Duration::from_secs(6);
-
 /// The demo opens this far into its recording, so the charts already have history.
 const DEMO_SKIP_MS: i64 = 40_000;
 
@@ -218,12 +215,6 @@ where
     let mut dirty: Option<Duration> = Some(Duration::ZERO);
     let mut last_draw = Instant::now();
     let mut looped_from = None;
-    // Starting is over: its code is given back before the first frame's buffers are made,
-    // and after each frame while the other threads start too (the channel builds its
-    // runtime and makes its first scans, the sampler reads its first processes), so that
-    // what only starting ran never adds to the peak.
-    let starting_until = Instant::now() + STARTING;
-    startup_pages::give_back();
     loop {
         if let Some(cap) = dirty
             && last_draw.elapsed() >= cap - cap / EARLY
@@ -231,9 +222,6 @@ where
             screen.draw(|buf| crate::tui::ui::draw_buffer(buf, app, theme))?;
             last_draw = Instant::now();
             dirty = None;
-            if last_draw <= starting_until {
-                startup_pages::give_back();
-            }
         }
         let wait = match dirty {
             Some(cap) => cap.saturating_sub(last_draw.elapsed()),
