@@ -378,6 +378,33 @@ fn every_room_imports_only_rooms_below_it() {
     assert!(bad.is_empty(), "imports against the floor plan: {bad:#?}");
 }
 
+/// A drawn frame reaches the terminal through one room: only `tui::output`'s own files name
+/// its steps (the cell diff, the size and cursor memory, the escape codes, the filter) or a
+/// ratatui backend, and the others ask it for a whole `Terminal`. So a frame never goes up
+/// into the runner to be wrapped and down again, and a ratatui or crossterm upgrade has one
+/// room to check.
+#[test]
+fn a_frame_reaches_the_terminal_through_tui_output_alone() {
+    let mut bad = Vec::new();
+    for (m, deps) in graph(&src()) {
+        if m == "tui::output" || m.starts_with("tui::output::") {
+            continue;
+        }
+        for d in deps.iter().filter(|d| d.starts_with("tui::output::")) {
+            bad.push(format!("{m} -> {d}"));
+        }
+    }
+    for (m, path) in modules(&src()) {
+        if !m.starts_with("tui::output") && code(&path).contains("ratatui::backend") {
+            bad.push(format!("{m} names ratatui::backend"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "terminal output outside tui::output: {bad:#?}"
+    );
+}
+
 /// The map in lib.rs, the table above and the tree name the same rooms in the same order,
 /// and each room's allowance reaches only rooms listed before it: the map's "each imports
 /// only rooms listed before it" is then what `every_room_imports_only_rooms_below_it` checks.
