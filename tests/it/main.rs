@@ -36,6 +36,7 @@ mod cli_exit_status;
 mod cli_headless;
 mod cli_nothing_silent;
 mod distributed_launch;
+mod docs_index;
 mod exit_killed;
 mod export_assets;
 mod export_flat;
