@@ -58,7 +58,10 @@ fn the_docs_index_links_every_page() {
 fn the_measurements_index_links_every_run() {
     let dir = docs().join("measurements");
     let mut runs = Vec::new();
-    for e in std::fs::read_dir(&dir).expect("docs/measurements/").flatten() {
+    for e in std::fs::read_dir(&dir)
+        .expect("docs/measurements/")
+        .flatten()
+    {
         if e.path().is_dir() {
             runs.push(e.file_name().to_string_lossy().into_owned());
         }
