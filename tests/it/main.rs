@@ -35,6 +35,7 @@ mod cli_conventions;
 mod cli_exit_status;
 mod cli_headless;
 mod cli_nothing_silent;
+mod companion_fields;
 mod distributed_launch;
 mod docs_index;
 mod exit_killed;
