@@ -69,3 +69,26 @@ fn the_measurements_index_links_every_run() {
     assert!(runs.len() > 10, "read docs/measurements/: {runs:?}");
     check(&dir.join("README.md"), &runs);
 }
+
+/// CONTRIBUTING.md's "What a change meets" names every module of this test binary, so a
+/// change's author finds every test it can trip, not only the ones near it.
+#[test]
+fn contributing_names_every_test_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let main = std::fs::read_to_string(root.join("tests/it/main.rs")).expect("main.rs");
+    let contributing = std::fs::read_to_string(root.join("CONTRIBUTING.md")).expect("CONTRIBUTING");
+    let modules: Vec<&str> = main
+        .lines()
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .filter(|m| *m != "support")
+        .collect();
+    assert!(modules.len() > 50, "read tests/it/main.rs: {modules:?}");
+    let missing: Vec<&&str> = modules
+        .iter()
+        .filter(|m| !contributing.contains(&format!("`{m}::`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "CONTRIBUTING.md (\"What a change meets\") does not name {missing:?}"
+    );
+}
