@@ -111,7 +111,7 @@ fn sample(t: i64, i: u64) -> Message {
         largest_alloc: Some(4 * GIB),
         num_alloc_retries: Some(2),
         num_ooms: Some(0),
-        epoch: Some(i as u64 / 10),
+        epoch: Some(i / 10),
         cost_us: Some(35),
         dropped: Some(1),
         na: na(
