@@ -3,7 +3,7 @@
 //! Replays a bundled recording into the app as the live screen shows it, then, second by
 //! second of the recording, applies that second's frames and draws into a crossterm
 //! backend that writes to nothing (the cell diff and escape codes are made, not sent).
-//! gpumon's `Screen` writes through its own escape-code writer (`tui::ansi`), ratatui's
+//! gpumon's `Screen` writes through its own escape-code writer (`tui::output::ansi`), ratatui's
 //! `Terminal` through crossterm's, as each does in use.
 //! Prints the draw's and the apply's cost per second of data, drawn by gpumon's `Screen` and,
 //! beside it in the same run (alternating which goes first), by ratatui's `Terminal`. `DRAW_REPEAT=N` draws each
@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use gpumon::model::frame::Frame;
 use gpumon::pipeline::Pipeline;
 use gpumon::record::{Next, Reader};
-use gpumon::tui::ansi::Direct;
 use gpumon::tui::app::{App, SourceKind};
-use gpumon::tui::screen::Screen;
+use gpumon::tui::output::ansi::Direct;
+use gpumon::tui::output::screen::Screen;
 use gpumon::tui::ui::theme::Theme;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;

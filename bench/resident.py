@@ -1,5 +1,5 @@
 """What of a running process is resident, mapping by mapping, and for chosen files which ELF
-sections and which symbols the resident pages hold (issue 21, item 4).
+sections and which symbols the resident pages hold.
 
 usage: python3 bench/resident.py PID [--syms FILE=SYMBOLS_ELF ...] [--folios FILE]
   PID            a running process (same user, or root: /proc/PID/pagemap)
@@ -7,8 +7,9 @@ usage: python3 bench/resident.py PID [--syms FILE=SYMBOLS_ELF ...] [--folios FIL
                  `libm.so.6`) read from ELF E (`nm`, and `nm -D` when E has no .symtab): an
                  unstripped build of the same binary (`cargo rustc --release --bin gpumon --
                  -C strip=none` keeps the release layout), or F itself for a shared library
-  --map F=MAP    symbols for mapped file F from rust-lld's map of its link (build.rs:
-                 GPUMON_LINK_MAP=MAP): every input section, so a stripped release build works
+  --map F=MAP    symbols for mapped file F from rust-lld's map of its link
+                 (RUSTFLAGS="-C link-arg=-Wl,-Map=MAP" cargo build --release): every input
+                 section, so a stripped release build works
   --folios F     list each resident 64 KiB block of file F with the largest symbols in it
 
 Resident means the page-table entry is present (bit 63 of /proc/PID/pagemap): what RSS counts.

@@ -16,6 +16,17 @@ start=$(date +%s)
 
 cargo install --quiet --locked --debug --path . --root "$work/inst" --target-dir "$root/target"
 bin=$work/inst/bin/gpumon
+
+# What the installed binary asks of the system it runs on: no glibc symbol version newer than
+# a plain Rust program linked here needs (the start files and the standard library take
+# GLIBC_2.34 from a glibc 2.34 or newer), and no newer loader's feature (packed relocations,
+# DT_RELR): such a binary would refuse to start on an older system of the same cluster. The
+# interposer embedded in it is read too. (The wheel is held to glibc 2.17:
+# scripts/wheel_check.sh.) build.rs passes the linker nothing that depends on the profile
+# (tests/it/packaging.rs), so this debug install is linked as a release install is.
+printf 'fn main() { std::thread::spawn(|| println!("plain")).join().unwrap(); }\n' > "$work/plain.rs"
+"${RUSTC:-rustc}" -O -o "$work/plain" "$work/plain.rs"
+python3 scripts/wheel_glibc.py --elf "$bin" --baseline "$work/plain"
 cd "$work"
 export XDG_CACHE_HOME="$work/cache" HOME="$work/home"
 mkdir -p "$HOME"

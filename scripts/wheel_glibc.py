@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks what a gpumon wheel asks of the machine it is installed on.
+"""Checks what a gpumon wheel, or an installed gpumon binary, asks of the machine it runs on.
 
 auditwheel reads the ELF files it sees in a wheel, but the LD_PRELOAD interposer is carried
 *inside* the gpumon binary (src/embed.rs, include_bytes!) and is invisible to it, so a
@@ -10,10 +10,20 @@ when `gpumon run` preloads it into a job on an old cluster. This script reads th
   given (2.17 = manylinux2014 by default);
 * every ELF file in the wheel, and every ELF file embedded in one (found by its header and
   cut out by its section table), needs no GLIBC_ symbol version above that; at least one
-  embedded ELF (the interposer) must be found, so the check cannot pass by reading nothing.
+  embedded ELF (the interposer) must be found, so the check cannot pass by reading nothing;
+* none of them needs a newer loader's feature: no packed relocations (DT_RELR, glibc 2.36,
+  which the linker marks by requiring `GLIBC_ABI_DT_RELR`) and no other `GLIBC_ABI_` version.
+
+`--elf BINARY` checks one binary (`cargo install`'s) and what is embedded in it the same way.
+`--baseline PROGRAM` raises the limit to the newest glibc version PROGRAM needs: a plain Rust
+program linked on the same machine, which needs what the start files and Rust's standard
+library take from that glibc (GLIBC_2.34 on glibc 2.34 or newer). A binary that needs more
+than that took it from its own code or a dependency, and refuses to run on systems that the
+plain program runs on.
 
 Standard library only (the release machine may have no binutils).
 Usage: wheel_glibc.py WHEEL [--max-glibc 2.17]
+       wheel_glibc.py --elf BINARY [--max-glibc 2.17] [--baseline PROGRAM]
 """
 
 import re
@@ -22,6 +32,10 @@ import sys
 import zipfile
 
 SHT_GNU_VERNEED = 0x6FFFFFFE
+SHT_DYNAMIC = 6
+# DT_RELRSZ, DT_RELR, DT_RELRENT: relative relocations packed, which only glibc 2.36's
+# loader applies (an older one would leave every pointer of the binary unrelocated).
+DT_RELR_TAGS = {35, 36, 37}
 
 
 def version(text):
@@ -42,18 +56,37 @@ def elf_size(data, off):
     return end
 
 
-def glibc_needs(elf):
-    """The GLIBC_x.y versions an ELF file (64-bit little-endian) requires."""
+def sections(elf):
     e_shoff = struct.unpack_from("<Q", elf, 40)[0]
     e_shentsize, e_shnum = struct.unpack_from("<HH", elf, 58)
-    sections = [
+    return [
         struct.unpack_from("<IIQQQQIIQQ", elf, e_shoff + i * e_shentsize) for i in range(e_shnum)
     ]
+
+
+def packed_relocs(elf):
+    """Whether the ELF file's dynamic section has DT_RELR entries."""
+    for _name, kind, _flags, _addr, offset, size, _link, _info, _align, _entsize in sections(elf):
+        if kind != SHT_DYNAMIC:
+            continue
+        for pos in range(offset, offset + size - 15, 16):
+            tag = struct.unpack_from("<q", elf, pos)[0]
+            if tag == 0:
+                break
+            if tag in DT_RELR_TAGS:
+                return True
+    return False
+
+
+def glibc_needs(elf, abi=None):
+    """The GLIBC_x.y versions an ELF file (64-bit little-endian) requires; the GLIBC_ABI_
+    names (loader features, not versions) are added to `abi` when given."""
+    secs = sections(elf)
     out = set()
-    for _name, kind, _flags, _addr, offset, _size, link, info, _align, _entsize in sections:
+    for _name, kind, _flags, _addr, offset, _size, link, info, _align, _entsize in secs:
         if kind != SHT_GNU_VERNEED:
             continue
-        strtab = sections[link][4]
+        strtab = secs[link][4]
         pos = offset
         for _ in range(info):
             _ver, cnt, _file, aux, nxt = struct.unpack_from("<HHIII", elf, pos)
@@ -64,18 +97,54 @@ def glibc_needs(elf):
                 text = elf[strtab + name : end].decode()
                 if text.startswith("GLIBC_") and re.fullmatch(r"GLIBC_\d+(\.\d+)*", text):
                     out.add(text[len("GLIBC_") :])
+                elif text.startswith("GLIBC_ABI_") and abi is not None:
+                    abi.add(text)
                 apos += anext
             pos += nxt
     return out
 
 
 def check_elf(name, data, limit, problems):
-    needs = glibc_needs(data)
+    abi = set()
+    needs = glibc_needs(data, abi)
     top = max(needs, key=version) if needs else "none"
     print(f"  {name}: {len(data)} bytes, highest GLIBC_ {top}")
     over = sorted((v for v in needs if version(v) > limit), key=version)
     if over:
         problems.append(f"{name} needs GLIBC_{', GLIBC_'.join(over)}")
+    for a in sorted(abi):
+        problems.append(f"{name} needs {a}, a loader feature older systems lack")
+    if packed_relocs(data):
+        problems.append(f"{name} has packed relocations (DT_RELR), which need glibc 2.36")
+
+
+def check_embedded(name, data, limit, problems):
+    """Checks every ELF file inside `data` (past its own header); returns how many."""
+    embedded = 0
+    start = 1
+    while (off := data.find(b"\x7fELF", start)) != -1:
+        size = elf_size(data, off)
+        if size is None:
+            start = off + 1
+            continue
+        embedded += 1
+        check_elf(f"{name} + {off:#x} (embedded)", data[off : off + size], limit, problems)
+        start = off + size
+    return embedded
+
+
+def highest(path):
+    with open(path, "rb") as f:
+        needs = glibc_needs(f.read())
+    return max(needs, key=version) if needs else "2.0"
+
+
+def report(problems, what, limit_text):
+    for p in problems:
+        print(f"{what} glibc check: {p}", file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print(f"{what} glibc check: ok (at most glibc {limit_text}, no packed relocations)")
 
 
 def main(argv):
@@ -85,11 +154,34 @@ def main(argv):
         i = args.index("--max-glibc")
         limit_text = args[i + 1]
         del args[i : i + 2]
-    if len(args) != 1:
-        sys.exit(__doc__.strip().splitlines()[-1])
+    elf = baseline = None
+    for flag in ("--elf", "--baseline"):
+        if flag in args:
+            i = args.index(flag)
+            if flag == "--elf":
+                elf = args[i + 1]
+            else:
+                baseline = args[i + 1]
+            del args[i : i + 2]
+    if baseline is not None:
+        base = highest(baseline)
+        print(f"{baseline}: a plain program linked here needs GLIBC_{base}")
+        if version(base) > version(limit_text):
+            limit_text = base
     limit = version(limit_text)
-    wheel = args[0]
     problems = []
+    if elf is not None and not args:
+        with open(elf, "rb") as f:
+            data = f.read()
+        print(elf)
+        check_elf(elf, data, limit, problems)
+        if check_embedded(elf, data, limit, problems) == 0:
+            problems.append("no embedded ELF file found: where is the interposer?")
+        report(problems, "binary", limit_text)
+        return
+    if len(args) != 1:
+        sys.exit("\n".join(__doc__.strip().splitlines()[-2:]))
+    wheel = args[0]
 
     # Tags: gpumon_memory-0.1.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
     platforms = wheel.rsplit("/", 1)[-1][: -len(".whl")].split("-")[-1].split(".")
@@ -112,22 +204,10 @@ def main(argv):
             if data[:4] != b"\x7fELF":
                 continue
             check_elf(n, data, limit, problems)
-            start = 1
-            while (off := data.find(b"\x7fELF", start)) != -1:
-                size = elf_size(data, off)
-                if size is None:
-                    start = off + 1
-                    continue
-                embedded += 1
-                check_elf(f"{n} + {off:#x} (embedded)", data[off : off + size], limit, problems)
-                start = off + size
+            embedded += check_embedded(n, data, limit, problems)
     if embedded == 0:
         problems.append("no embedded ELF file found: where is the interposer?")
-    for p in problems:
-        print(f"wheel glibc check: {p}", file=sys.stderr)
-    if problems:
-        sys.exit(1)
-    print(f"wheel glibc check: ok (at most glibc {limit_text})")
+    report(problems, "wheel", limit_text)
 
 
 if __name__ == "__main__":

@@ -197,7 +197,7 @@ pub fn parse(text: &str) -> Result<Resolved> {
 
 /// `nan` and `inf` are TOML floats, and every threshold compared with one is silently
 /// never (or always) crossed: `alpha = nan` passed as valid and cut the demo's growth
-/// alerts from 4 to 1 (issue 25, N11). Refused wherever they appear, naming the key.
+/// alerts from 4 to 1. Refused wherever they appear, naming the key.
 fn non_finite(v: &toml::Value, key: &str) -> Result<()> {
     match v {
         toml::Value::Float(f) if !f.is_finite() => {

@@ -62,7 +62,7 @@ pub(crate) fn content_hash<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8
 /// above it may be writable by another user (`trusted`): `$XDG_CACHE_HOME/gpumon`,
 /// `~/.cache/gpumon` (`HOME`, else the home directory the user database names), else a
 /// fresh private directory in /tmp. Never a fixed shared name another user could make
-/// first (issue 25, N8).
+/// first, to have gpumon load what it put there.
 pub(crate) fn cache_root() -> Result<PathBuf> {
     let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME").and_then(abs) {
@@ -264,7 +264,7 @@ mod tests {
         assert!(asset(&root, "nope").expect("no error").is_none());
     }
 
-    /// N4/N13 of issue 25: a cache under a directory everyone can write, or one whose
+    /// A cache under a directory everyone can write, or one whose
     /// subdirectory is open to others or a link, is refused with the reason.
     #[test]
     fn a_cache_others_could_swap_is_refused_with_why() {

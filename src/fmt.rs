@@ -1,8 +1,6 @@
 //! Bytes and durations as people read them, shared by the screen, logs, exports and alert
 //! messages: one spelling per meaning (binary units, as nvidia-smi).
 
-pub mod fixed;
-
 const KIB: f64 = 1024.0;
 const MIB: f64 = KIB * 1024.0;
 const GIB: f64 = MIB * 1024.0;
@@ -37,7 +35,7 @@ pub fn compact_signed(bytes: f64) -> String {
 
 /// Compact GiB with one decimal, for tight columns (`61.2`).
 pub fn gib1(bytes: u64) -> String {
-    fixed::string(bytes as f64 / GIB, 1)
+    format!("{:.1}", bytes as f64 / GIB)
 }
 
 /// Age or uptime: `45s`, `12m`, `3h05m`, `2d04h`.
@@ -185,7 +183,7 @@ fn fmt3(v: f64, unit: &str) -> String {
     } else {
         2
     };
-    fixed::with_unit(v, decimals, unit)
+    format!("{v:.decimals$} {unit}")
 }
 
 #[cfg(test)]

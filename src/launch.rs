@@ -144,7 +144,7 @@ pub(crate) const NOT_FOUND: i32 = 127;
 pub(crate) const NOT_EXECUTABLE: i32 = 126;
 
 /// ld.so splits `LD_PRELOAD` at spaces and colons, Python splits `PYTHONPATH` at colons:
-/// a path with either would load other files (issue 25, N5), so it is refused.
+/// a path with either would load other files, so it is refused.
 pub(crate) fn list_safe(path: &Path, what: &str) -> Result<()> {
     let bytes = path.as_os_str().as_encoded_bytes();
     if let Some(&b) = bytes
@@ -307,7 +307,7 @@ mod tests {
         assert!(materialize(&root).is_err());
     }
 
-    /// N5 of issue 25: a space in the cache path split LD_PRELOAD into two files, one of
+    /// A space in the cache path split LD_PRELOAD into two files, one of
     /// them planted by another user. Refused before anything runs, saying why.
     #[test]
     fn a_cache_path_with_a_space_or_colon_is_refused_before_the_program_runs() {

@@ -1,4 +1,4 @@
-//! Epoch markers for programs that have no companion (issue 13, item 4): a native CUDA
+//! Epoch markers for programs that have no companion: a native CUDA
 //! program, or any program started through `gpumon run`, can mark the end of an epoch
 //!
 //! * by calling the exported `gpumon_epoch()` (found with `dlsym(RTLD_DEFAULT, ...)`, so the
@@ -30,7 +30,7 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 }
 
 /// `USR1`, `SIGUSR2`, `RTMIN+3`, `10`, `40` -> the signal number; `None` for anything else.
-/// Only signals that mean nothing to the program by default are taken (issue 25, N9):
+/// Only signals that mean nothing to the program by default are taken:
 /// USR1, USR2 and the real-time ones. A handler that only counts would turn SEGV into
 /// an endless loop, and TERM, INT or HUP into signals the program no longer obeys.
 pub fn parse_signal(s: &str) -> Option<libc::c_int> {

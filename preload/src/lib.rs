@@ -5,17 +5,26 @@
 //! driver level. A lazily started reporter thread serves that picture over the
 //! companion protocol (docs/protocol.md, docs/interposer.md).
 //!
-//! Crate map:
+//! Crate map, bottom to top: each module imports only modules listed before it, and no two
+//! files import each other, even indirectly (gpumon's `tests/it/architecture.rs` checks both):
+//! - `clock`: wall-clock timestamps
 //! - `cuda`: the FFI types (cudarc's driver types plus a raw status code)
-//! - `hooks`: the exported entry points, `dlsym` and `cuGetProcAddress` interception
-//! - `slots`: real driver pointers and the wrapper handed out for each of them
-//! - `real`: finding the real `dlsym` and driver functions
-//! - `record`: what a successful call changes in the bookkeeping
-//! - `table`, `vmm`, `devices`, `hist`, `ring`: the bookkeeping itself
 //! - `protocol`: the protocol's constants, shared with gpumon (`src/wire/protocol.rs`)
-//! - `reporter`: socket, handshake, messages, history
+//! - `spin`: the spin lock that `fork` handlers can take and release
+//! - `ring`: the events buffered between two reporter ticks
+//! - `fork`: what each part does around `fork` (it calls no other module)
+//! - `hist`: the size histograms
+//! - `table`: the live allocations
+//! - `devices`: per-device totals
+//! - `vmm`: the virtual memory management calls' bookkeeping
+//! - `lifecycle`: lazy init, the pass-through switch, panic containment, the one-line stderr
+//!   notices, and the bookkeeping's part of a fork
+//! - `real`: finding the real `dlsym` and driver functions
 //! - `epochs`: epoch markers from `gpumon_epoch()` or `GPUMON_EPOCH_SIGNAL`
-//! - `lifecycle`: lazy init, fork and exit handling, the one-line stderr notices
+//! - `reporter`: socket, handshake, messages, history (and its own part of a fork)
+//! - `record`: what a successful call changes in the bookkeeping
+//! - `slots`: real driver pointers and the slot whose wrapper is handed out for each
+//! - `hooks`: the exported entry points, `dlsym` and `cuGetProcAddress` interception
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -23,6 +32,7 @@ pub mod clock;
 pub mod cuda;
 pub mod devices;
 pub mod epochs;
+pub mod fork;
 pub mod hist;
 pub mod hooks;
 pub mod lifecycle;

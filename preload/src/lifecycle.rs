@@ -1,4 +1,5 @@
-//! Lazy initialisation, the pass-through switch, panic containment, `fork`.
+//! Lazy initialisation, the pass-through switch, panic containment, the bookkeeping's part
+//! of a `fork` (`fork` says in which order the parts' handlers run).
 //!
 //! Nothing runs at load time: the first wrapped call builds the state. If that
 //! fails, or `GPUMON_PRELOAD_DISABLE` is set, or bookkeeping ever panics, the
@@ -9,7 +10,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use crate::devices::{DEVICES, HOST};
-use crate::reporter;
+use crate::fork::{self, Handlers};
 use crate::ring::Ring;
 use crate::spin::SpinLock;
 use crate::table::LiveTable;
@@ -50,18 +51,13 @@ fn init() -> Option<State> {
         notice("could not set up its tables; passing CUDA calls through unobserved");
         return None;
     };
-    // SAFETY: the three handlers are `extern "C" fn()`s of this library, which as a preloaded
-    // object is never unloaded, so the registered pointers stay valid for the process. They
-    // only take and release the bookkeeping locks around `fork` (the child's also empties
-    // its copy of the tables).
-    let rc = unsafe {
-        libc::pthread_atfork(
-            Some(before_fork),
-            Some(after_fork_parent),
-            Some(after_fork_child),
-        )
-    };
-    if rc != 0 {
+    // Registered before anything is recorded, so before any table lock is taken.
+    let registered = fork::on_fork(Handlers {
+        before: before_fork,
+        parent: after_fork_parent,
+        child: after_fork_child,
+    });
+    if !registered {
         notice("pthread_atfork failed; passing CUDA calls through unobserved");
         return None;
     }
@@ -118,7 +114,6 @@ pub fn notice(msg: &str) {
 
 extern "C" fn before_fork() {
     if let Some(Some(s)) = STATE.get() {
-        reporter::lock_for_fork();
         s.table.lock_all();
         s.vmm.raw_lock();
     }
@@ -130,13 +125,12 @@ extern "C" fn after_fork_parent() {
         unsafe {
             s.vmm.raw_unlock();
             s.table.unlock_all();
-            reporter::unlock_after_fork();
         }
     }
 }
 
 /// The child starts with no allocations of its own (CUDA state does not survive
-/// `fork`) and no reporter; its first wrapped call starts a new one.
+/// `fork`) and no monitor (the reporter's own handler resets the rest).
 extern "C" fn after_fork_child() {
     if let Some(Some(s)) = STATE.get() {
         // SAFETY: `before_fork` took these locks in the parent; the child's copy
@@ -144,7 +138,6 @@ extern "C" fn after_fork_child() {
         unsafe {
             s.vmm.raw_unlock();
             s.table.unlock_all();
-            reporter::unlock_after_fork();
         }
         guard(|| {
             s.table.clear();
@@ -155,7 +148,6 @@ extern "C" fn after_fork_child() {
             }
             HOST.reset();
             MONITORS.store(0, Ordering::Relaxed);
-            reporter::reset_in_child();
         });
     }
 }

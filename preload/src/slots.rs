@@ -13,7 +13,6 @@ use std::ffi::{CStr, c_int};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::cuda::{GPA_V2_SINCE, V2_SINCE};
-use crate::hooks;
 use crate::lifecycle;
 use crate::real;
 
@@ -151,27 +150,28 @@ pub unsafe fn real_fn<F: Copy>(entry: Entry, slot: usize) -> Option<F> {
     (a != 0).then(|| unsafe { std::mem::transmute_copy::<usize, F>(&a) })
 }
 
-/// The wrapper to hand out for a real pointer: an existing slot's if one holds
-/// it, else a free dynamic slot's. Our own functions and, when all slots are
-/// taken, unknown pointers are returned as they are (unobserved, never broken).
-pub fn wrap(entry: Entry, real_ptr: usize) -> usize {
+/// The slot whose wrapper to hand out for a real pointer: an existing slot's if one
+/// holds it, else a free dynamic slot's (`hooks::wrapper` gives its address). `None`
+/// for our own functions and, when all slots are taken, unknown pointers: those are
+/// handed out as they are (unobserved, never broken).
+pub fn slot_for(entry: Entry, real_ptr: usize) -> Option<usize> {
     if real_ptr == 0 || is_ours(real_ptr) {
-        return real_ptr;
+        return None;
     }
     for s in 0..SLOTS {
         if real(entry, s) == real_ptr {
-            return hooks::wrapper(entry, s);
+            return Some(s);
         }
     }
     for (s, cell) in REAL[entry as usize].iter().enumerate().skip(FIXED) {
         match cell.compare_exchange(0, real_ptr, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return hooks::wrapper(entry, s),
-            Err(cur) if cur == real_ptr => return hooks::wrapper(entry, s),
+            Ok(_) => return Some(s),
+            Err(cur) if cur == real_ptr => return Some(s),
             Err(_) => {}
         }
     }
     lifecycle::notice("more driver variants than wrapper slots; some calls go unobserved");
-    real_ptr
+    None
 }
 
 /// The base address of this library, to recognise pointers into it.
@@ -247,26 +247,25 @@ mod tests {
 
     #[test]
     fn pointers_into_this_object_are_ours() {
-        assert!(is_ours(wrap as *const () as usize));
+        assert!(is_ours(slot_for as *const () as usize));
         assert!(!is_ours(libc::getpid as *const () as usize));
         // Our own function is never wrapped again.
         assert_eq!(
-            wrap(Entry::MemFree, wrap as *const () as usize),
-            wrap as *const () as usize
+            slot_for(Entry::MemFree, slot_for as *const () as usize),
+            None
         );
     }
 
     #[test]
-    fn distinct_real_pointers_get_distinct_wrappers_and_repeat_stably() {
+    fn distinct_real_pointers_get_distinct_slots_and_repeat_stably() {
         // Any foreign address stands in for a driver function; nothing calls it.
         let a = libc::getpid as *const () as usize;
         let b = libc::getppid as *const () as usize;
-        let wa = wrap(Entry::MemHostAlloc, a);
-        let wb = wrap(Entry::MemHostAlloc, b);
-        assert_ne!(wa, a);
-        assert_ne!(wa, wb);
-        assert!(is_ours(wa) && is_ours(wb));
-        assert_eq!(wrap(Entry::MemHostAlloc, a), wa);
+        let sa = slot_for(Entry::MemHostAlloc, a).expect("a free slot");
+        let sb = slot_for(Entry::MemHostAlloc, b).expect("a free slot");
+        assert_ne!(sa, sb);
+        assert!(sa >= FIXED && sb >= FIXED, "dynamic slots");
+        assert_eq!(slot_for(Entry::MemHostAlloc, a), Some(sa));
         assert_eq!(real(Entry::MemHostAlloc, FIXED), a);
     }
 }

@@ -177,7 +177,7 @@ impl LiveTable {
         }
     }
 
-    /// For `fork`: see [`crate::lifecycle`].
+    /// For `fork`: see [`crate::fork`].
     pub fn lock_all(&self) {
         for s in self.shards.iter() {
             s.raw_lock();

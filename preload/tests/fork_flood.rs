@@ -1,4 +1,4 @@
-//! `fork()` in a CUDA program never waits on a monitor (issue 14, item 9):
+//! `fork()` in a CUDA program never waits on a monitor:
 //! the reporter's lock is no longer held across socket I/O, reads are
 //! budgeted, the fork handler's wait is bounded, and connections are capped.
 //! Before, a peer writing faster than the reporter read kept it inside

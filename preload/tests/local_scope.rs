@@ -1,7 +1,7 @@
 //! `dlsym(RTLD_DEFAULT, name)` from an object opened with `RTLD_LOCAL` must still see that
 //! object's own dependencies with the interposer preloaded: glibc searches the caller's
 //! scope, so the interposer may only call glibc's `dlsym` itself for the driver names it
-//! wraps, and must jump to it for every other name (issue 14, item 9).
+//! wraps, and must jump to it for every other name.
 
 mod common;
 

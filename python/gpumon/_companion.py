@@ -82,7 +82,7 @@ class Companion(object):
         self._epoch_max = {}
         self._floor_gate = _epochgc.FloorGate()
         # Per device: when the block map was last read at a new in-epoch high of
-        # `allocated` (the largest hole at the step's peak, issue 13 item 2).
+        # `allocated` (the largest hole at the step's peak).
         self._peak_frag_t = {}
         self._peak_frag_gap_ms = {}
         self._lifetime_at_epoch = {}
@@ -160,7 +160,7 @@ class Companion(object):
             # No framework is readable (CPU-only so far, or a CUDA library gpumon cannot
             # read): still mark the epoch. The record carries no floor and no device, and
             # gpumon takes the process's NVML (or interposer) bytes at this time as the
-            # floor on every GPU the process uses (issue 13 item 3).
+            # floor on every GPU the process uses.
             rec = {"type": "epoch", "t": t, "epoch": self.epoch_n, "start_t": self.epoch_start_t,
                    "na": {"floor": "no framework readable at the epoch end: gpumon uses the "
                                    "process's NVML bytes"}}

@@ -7,7 +7,7 @@ program."""
 import heapq
 
 # How many of the largest free and live blocks are sent exactly: enough to count the
-# holes a large request fits in and their margin (issue 20 item 1), small on the wire.
+# holes a large request fits in and their margin, small on the wire.
 TOP = 8
 # Live block sizes followed between snapshots for recurrence, and sizes reported.
 TRACKED = 64
@@ -33,7 +33,7 @@ def reduce_torch_snapshot(segments, dev):
     free_sizes = []
     live_sizes = []
     # allocated and reserved of this very block map, so that a monitor can show numbers
-    # of one moment beside T and L (issue 20): the sample of the same time may be late
+    # of one moment beside T and L: the sample of the same time may be late
     seg_total = 0
     in_use = 0
     for seg in segments:

@@ -133,7 +133,8 @@ class TorchSource(Source):
         self._snap_kw = None  # None: not probed; {} plain; {"include_traces": False}
         self.snapshot_na = None
         self.oom_installed = False
-        # Per device: the large requests seen made again and again (issue 20 item 1).
+        # Per device: the large requests seen made again and again: whether
+        # they still fit a free block is the fragmentation risk.
         # Snapshots come from the program's thread (epoch ends) and the companion's.
         self._recurrence = {}
         self._rec_lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""gpumon.epoch() with and without a readable framework, and what its gc costs (issue 13)."""
+"""gpumon.epoch() with and without a readable framework, and what its gc costs."""
 
 import gc
 

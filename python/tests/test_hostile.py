@@ -1,4 +1,4 @@
-"""Hostile monitors against a real companion (issue 14, item 1): no line, at any
+"""Hostile monitors against a real companion: no line, at any
 point, may stop the companion; its queues and connections are bounded."""
 
 import json

@@ -1,4 +1,5 @@
-//! What one companion connection may cost gpumon (issue 14, fairness).
+//! What one companion connection may cost gpumon, so that one flooding companion cannot
+//! starve the others or the screen.
 //!
 //! Token buckets, refilled with time: messages per second, bytes per second,
 //! and "important" messages (epochs, markers, events, hellos: the ones never

@@ -78,7 +78,7 @@ pub struct ScanDir {
 /// Every directory this monitor should look at: its own user's, and when it runs as
 /// root, the default places of every user that has a process now. A companion is a
 /// process, so its user has one; `/tmp` is never listed, so directories made for uids
-/// that run nothing cost nothing however many there are (issue 25, N2).
+/// that run nothing cost nothing however many there are.
 pub fn scan_dirs(places: &Places) -> Vec<ScanDir> {
     scan_dirs_with(places, &mut LiveUids::default())
 }
@@ -131,7 +131,7 @@ pub fn live_uids(proc: &Path, cap: usize) -> Vec<u32> {
 /// Time between two listings of `/proc`: the users with a process change rarely, and a
 /// listing costs a root monitor ~0.4 ms of a thread woken for it (H200, 182 processes:
 /// `getdents` of every process and the hand-over to the blocking pool). Every 10 s that
-/// was 7 % of a root monitor's CPU at 1 s (issue 21), for a fallback: the places of a user
+/// was 7 % of a root monitor's CPU at 1 s, for a fallback: the places of a user
 /// already seen are watched, and a change in them is seen at once; only a user with no
 /// process before waits for a listing. Time, not scans: a scanner that sleeps until a
 /// directory changes scans seldom and unevenly.
@@ -143,7 +143,7 @@ const UIDS_REMEMBERED: usize = 1 << 16;
 
 /// The owners of processes, remembered between scans. Asking `/proc` for the owner of every
 /// process is a `stat` each (~3 us): a root monitor scanning every second on a machine of a
-/// few hundred processes spent more on it than on its NVML calls (issue 21). `/proc` is
+/// few hundred processes spent more on it than on its NVML calls. `/proc` is
 /// listed every `UIDS_LIST_EVERY` (the scans between answer from that listing), and only pids
 /// new to a listing are asked; so a user whose first process just started is looked for
 /// within 30 s, and a process that changes owner (drops root) or a pid reused by another

@@ -1,4 +1,4 @@
-//! Is the process a socket is named after alive, and is it the one serving us? (issue 25)
+//! Is the process a socket is named after alive, and is it the one serving us?
 //!
 //! `SO_PEERCRED` names the process that called `listen()`, and keeps naming it after
 //! that process exited: a user can keep listeners whose creators are gone, wait until

@@ -213,7 +213,7 @@ const RESCAN_SCANS: u32 = 10;
 /// Least time between two full scans made for reported changes (or `scan_interval`, if
 /// shorter): the first change after a quiet second is looked at at once, and a user who
 /// makes and removes files without pause costs gpumon a reading of their directory a second,
-/// as looking every second did, not one per change (issue 25).
+/// as looking every second did, not one per change.
 const EVENT_GAP: Duration = Duration::from_secs(1);
 
 impl<E: From<Frame> + Send + 'static> Scanner<E> {
@@ -313,7 +313,7 @@ impl<E: From<Frame> + Send + 'static> Scanner<E> {
     /// The time for a scan came: a full one if it is owed, else the last one's reading
     /// again when no directory it looked at has changed (an `lstat` each, here on the
     /// channel's thread): reading the directories on the blocking pool woke a second
-    /// thread for nothing (issue 21).
+    /// thread for nothing.
     async fn due(&mut self) {
         let now = Instant::now();
         let full = now >= self.last_full + self.rescan_every()

@@ -1,4 +1,4 @@
-//! One look at the socket directories, made off the channel's thread (issue 25, N2):
+//! One look at the socket directories, made off the channel's thread:
 //! however many files or directories a user makes, a scan reads a bounded number of
 //! entries, and the connections on the channel's thread go on meanwhile.
 

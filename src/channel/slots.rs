@@ -1,4 +1,4 @@
-//! What the scanner remembers about socket paths, bounded (issue 25, N3): a path is
+//! What the scanner remembers about socket paths, bounded: a path is
 //! remembered while the last scan saw it or a connection to it is open, and forgotten
 //! once it is gone, so a user who makes sockets under ever new names costs gpumon at
 //! most one scan's worth of entries (`scan::MAX_FOUND`) plus the open connections.

@@ -1,9 +1,9 @@
 //! The scanner's clock: one wake-up of the channel's thread a scan, at the next time a scan
 //! is due (`at`: where inotify reports changes, that is seconds apart).
 //!
-//! A `tokio::time::interval` of a second woke the thread three to four times a tick (strace,
-//! issue 21): tokio's timer wheel parks only until the start of the wheel slot that holds
-//! a far deadline (64 ms slots at this distance) and parks again for the rest, and
+//! A `tokio::time::interval` of a second woke the thread three to four times a tick (strace):
+//! tokio's timer wheel parks only until the start of the wheel slot that holds a far
+//! deadline (64 ms slots at this distance) and parks again for the rest, and
 //! re-arming from inside the runtime writes the runtime's own wake-up eventfd. A timerfd
 //! that the runtime polls like any other file descriptor becomes readable exactly once an
 //! expiry, however far. Where a timerfd cannot be made, tokio's sleep does the same job at

@@ -1,4 +1,4 @@
-//! Who is at the other end of a companion socket (issue 14, "identity").
+//! Who is at the other end of a companion socket.
 //!
 //! A root gpumon scans every user's directory, so a socket file is a claim made
 //! by whoever could write there. Before gpumon writes a byte to it or believes

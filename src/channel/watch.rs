@@ -1,6 +1,6 @@
 //! What wakes the scanner when a socket directory may have changed, so that between changes
 //! the channel's thread sleeps: on the measured virtual machines a wake-up costs ~50-90 us of
-//! CPU, and looking every second was a measurable share of gpumon's whole cost (issue 21).
+//! CPU, and looking every second was a measurable share of gpumon's whole cost.
 //!
 //! Every directory a scan looked at is watched with inotify; one that does not exist (or is
 //! not a directory) is awaited from its nearest existing ancestor, by name, since the only

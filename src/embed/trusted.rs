@@ -1,4 +1,4 @@
-//! A directory nobody else can swap (issue 25, N4, N13): other processes load the cache
+//! A directory nobody else can swap: other processes load the cache
 //! by path (`LD_PRELOAD`, `PYTHONPATH`), so every component of that path, from `/` down,
 //! must be out of other users' reach. Each component is opened with `openat` and
 //! `O_NOFOLLOW` relative to the one above it and checked on its descriptor:

@@ -8,7 +8,8 @@ use crate::model::alerts::{AlertChange, AlertKind, ChangeKind, Evidence, Severit
 use crate::model::time::rfc3339;
 
 /// The line's fields. Written through `serde_json::Value`, whose maps keep keys sorted, so
-/// the keys come out in alphabetical order at every depth (the shape since issue 13).
+/// the keys come out in alphabetical order at every depth: the shape
+/// every alert log written so far has, which readers of old logs rely on.
 #[derive(Debug, Serialize)]
 pub struct AlertLine<'a> {
     /// When the change happened, RFC 3339 with milliseconds, UTC.

@@ -4,18 +4,22 @@
 
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::LazyLock;
 
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::model::label::process_label;
 use crate::model::sample::Tick;
 use crate::model::state::State;
 use crate::model::time::rfc3339;
 
+use super::allocator::{ALLOC_VALUES, AllocValue};
+use super::encode::Value;
 use super::line_file::LineFile;
+use super::snapshot::AllocRow;
 
-/// Column order of both formats; the CSV header row.
-pub const COLUMNS: [&str; 28] = [
+/// The columns before the allocator's, in order.
+const FIXED: [&str; 21] = [
     "time",
     "time_unix_ms",
     "hostname",
@@ -37,17 +41,43 @@ pub const COLUMNS: [&str; 28] = [
     "power_watts",
     "error",
     "command",
-    "allocator_allocated_bytes",
-    "allocator_reserved_bytes",
-    "allocator_epoch",
-    "allocator_epoch_floor_bytes",
-    "allocator_fragmentation_ratio",
-    "allocator_largest_free_block_bytes",
-    "allocator_free_bytes",
 ];
 
+/// The allocator columns files had before the columns followed the metrics' table, in their
+/// order (the metric names): they keep their places, and every other value of
+/// `ALLOC_VALUES` follows in the table's order. Never edited: columns only ever append.
+const ALLOCATOR_FIRST: [&str; 7] = [
+    "gpumon_allocator_allocated_bytes",
+    "gpumon_allocator_reserved_bytes",
+    "gpumon_allocator_epoch",
+    "gpumon_allocator_epoch_floor_bytes",
+    "gpumon_allocator_fragmentation_ratio",
+    "gpumon_allocator_largest_free_block_bytes",
+    "gpumon_allocator_free_bytes",
+];
+
+/// The allocator's values in column order, with their column names.
+static ALLOCATOR: LazyLock<Vec<(String, &'static AllocValue)>> = LazyLock::new(|| {
+    let first = ALLOCATOR_FIRST
+        .iter()
+        .filter_map(|n| ALLOC_VALUES.iter().find(|v| v.name == *n));
+    let rest = ALLOC_VALUES
+        .iter()
+        .filter(|v| !ALLOCATOR_FIRST.contains(&v.name));
+    first.chain(rest).map(|v| (v.column(), v)).collect()
+});
+
+/// Column order of both formats; the CSV header row.
+pub fn columns() -> Vec<&'static str> {
+    FIXED
+        .iter()
+        .copied()
+        .chain(ALLOCATOR.iter().map(|(c, _)| c.as_str()))
+        .collect()
+}
+
 /// One row; `None` is an empty CSV cell or JSON null: unknown, never 0.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone)]
 struct Row<'a> {
     time: &'a str,
     time_unix_ms: i64,
@@ -70,13 +100,48 @@ struct Row<'a> {
     power_watts: Option<f64>,
     error: Option<&'a str>,
     command: Option<&'a str>,
-    allocator_allocated_bytes: Option<u64>,
-    allocator_reserved_bytes: Option<u64>,
-    allocator_epoch: Option<u64>,
-    allocator_epoch_floor_bytes: Option<u64>,
-    allocator_fragmentation_ratio: Option<f64>,
-    allocator_largest_free_block_bytes: Option<u64>,
-    allocator_free_bytes: Option<u64>,
+    /// The process's allocator on this GPU (a companion's), for the allocator columns.
+    alloc: Option<&'a AllocRow>,
+}
+
+/// A row serialised as one struct: a CSV record in column order, or a JSON object whose
+/// keys come in that order.
+struct Named<'a, 'b>(&'b Row<'a>);
+
+impl Serialize for Named<'_, '_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut st = ser.serialize_struct("Row", FIXED.len() + ALLOCATOR.len())?;
+        st.serialize_field("time", r.time)?;
+        st.serialize_field("time_unix_ms", &r.time_unix_ms)?;
+        st.serialize_field("hostname", r.hostname)?;
+        st.serialize_field("row", r.row)?;
+        st.serialize_field("gpu", &r.gpu)?;
+        st.serialize_field("gpu_uuid", r.gpu_uuid)?;
+        st.serialize_field("pci_bus_id", r.pci_bus_id)?;
+        st.serialize_field("gpu_name", r.gpu_name)?;
+        st.serialize_field("pid", &r.pid)?;
+        st.serialize_field("user", &r.user)?;
+        st.serialize_field("process", &r.process)?;
+        st.serialize_field("memory_used_bytes", &r.memory_used_bytes)?;
+        st.serialize_field("memory_total_bytes", &r.memory_total_bytes)?;
+        st.serialize_field("memory_free_bytes", &r.memory_free_bytes)?;
+        st.serialize_field("memory_reserved_bytes", &r.memory_reserved_bytes)?;
+        st.serialize_field("memory_peak_bytes", &r.memory_peak_bytes)?;
+        st.serialize_field("utilization_percent", &r.utilization_percent)?;
+        st.serialize_field("temperature_celsius", &r.temperature_celsius)?;
+        st.serialize_field("power_watts", &r.power_watts)?;
+        st.serialize_field("error", &r.error)?;
+        st.serialize_field("command", &r.command)?;
+        for (name, v) in ALLOCATOR.iter() {
+            match r.alloc.and_then(|a| v.value(a)) {
+                Some(Value::Int(x)) => st.serialize_field(name, &Some(x))?,
+                Some(Value::Float(x)) => st.serialize_field(name, &Some(x))?,
+                None => st.serialize_field(name, &None::<u64>)?,
+            }
+        }
+        st.end()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +180,7 @@ impl FlatLog {
         if format == FlatFormat::Csv {
             let mut rows = Rows::new(format);
             if let Rows::Csv(w) = &mut rows {
-                w.write_record(COLUMNS)?;
+                w.write_record(columns())?;
             }
             log.out.write_lines(&rows.finish()?)?;
         }
@@ -168,15 +233,9 @@ impl FlatLog {
                 power_watts: s.power_mw.map(|mw| f64::from(mw) / 1000.0),
                 error: s.error.as_deref(),
                 command: None,
-                allocator_allocated_bytes: None,
-                allocator_reserved_bytes: None,
-                allocator_epoch: None,
-                allocator_epoch_floor_bytes: None,
-                allocator_fragmentation_ratio: None,
-                allocator_largest_free_block_bytes: None,
-                allocator_free_bytes: None,
+                alloc: None,
             };
-            rows.push(&gpu_row)?;
+            rows.push(&Named(&gpu_row))?;
             if s.error.is_some() {
                 continue;
             }
@@ -196,13 +255,7 @@ impl FlatLog {
                     user: info.and_then(|i| i.user.as_deref()),
                     process: process.as_deref(),
                     command: info.and_then(|i| i.cmdline.as_deref()),
-                    allocator_allocated_bytes: alloc.and_then(|a| a.allocated),
-                    allocator_reserved_bytes: alloc.and_then(|a| a.reserved),
-                    allocator_epoch: alloc.and_then(|a| a.epoch),
-                    allocator_epoch_floor_bytes: alloc.and_then(|a| a.epoch_floor),
-                    allocator_fragmentation_ratio: alloc.and_then(|a| a.frag_index),
-                    allocator_largest_free_block_bytes: alloc.and_then(|a| a.largest_free),
-                    allocator_free_bytes: alloc.and_then(|a| a.free_total),
+                    alloc,
                     memory_used_bytes: p.used,
                     memory_total_bytes: None,
                     memory_free_bytes: None,
@@ -212,9 +265,9 @@ impl FlatLog {
                     temperature_celsius: None,
                     power_watts: None,
                     error: None,
-                    ..gpu_row
+                    ..gpu_row.clone()
                 };
-                rows.push(&row)?;
+                rows.push(&Named(&row))?;
             }
         }
         self.out.write_lines(&rows.finish()?)
@@ -239,7 +292,7 @@ impl Rows {
         }
     }
 
-    fn push(&mut self, row: &Row<'_>) -> io::Result<()> {
+    fn push(&mut self, row: &Named<'_, '_>) -> io::Result<()> {
         match self {
             Rows::Csv(w) => w.serialize(row).map_err(io::Error::other),
             Rows::Jsonl(b) => {

@@ -3,7 +3,7 @@
 //!
 //! Why its own thread: gpumon's main loop is a single-threaded runtime that
 //! also decodes companion traffic, so a flood there would delay scrapes (610 ms
-//! p50 with 8 flooding companions, issue 14); here a scrape waits only on other
+//! p50 with 8 flooding companions); here a scrape waits only on other
 //! scrapes. Why eviction rather than refusal at the connection cap: refusing
 //! lets 64 idle, slowloris or non-reading clients lock every scraper out; so at
 //! the cap the connection that has gone longest without completing a request

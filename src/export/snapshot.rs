@@ -66,7 +66,7 @@ pub struct AllocRow {
     pub ooms: Option<u64>,
     pub alloc_retries: Option<u64>,
     /// The companion's last sample as it was sent: a field it carries as it is needs no
-    /// copy here, only its row in `allocator::BYTE_GAUGES`.
+    /// copy here, only its row in `allocator::ALLOC_VALUES`.
     pub sample: Option<crate::wire::Sample>,
 }
 

@@ -58,14 +58,15 @@ pub struct FragState {
     pub largest_block: Option<u64>,
     /// `None` with `na` set when the framework cannot list free blocks.
     pub hist: Option<Vec<HistBucket>>,
-    /// The largest free and live blocks, exact, largest first (issue 20).
+    /// The largest free and live blocks, exact, largest first: the holes a
+    /// large request can be served from, which F alone does not tell.
     pub free_top: Vec<u64>,
     pub live_top: Vec<u64>,
     /// Large sizes allocated anew in several snapshots: `(size, times)`.
     pub requests: Vec<(u64, u64)>,
     pub source: Option<String>,
     /// Allocated and reserved at the block map's moment (the sample of the same phase
-    /// point, within a second), so one line can show numbers of one moment (issue 20).
+    /// point, within a second), so one line can show numbers of one moment.
     pub moment: Option<(u64, u64)>,
     /// When that sample was taken: a nearer one replaces it (a reading at a new high is
     /// sent just before the sample that triggered it, with the same time).

@@ -1,5 +1,5 @@
-//! Memory caps on what companions report (issue 14: a companion, or a recording,
-//! must not be able to grow gpumon without limit).
+//! Memory caps on what companions report: a companion, or a recording, must not be able
+//! to grow gpumon without limit.
 //!
 //! The mechanism: every item gpumon keeps about a companion has a worst-case
 //! size (items whose strings are longer than a fixed budget are refused, not

@@ -12,8 +12,8 @@ pub const EXIT_GRACE_MS: i64 = 3_000;
 
 /// ...or unlisted on this many ticks in a row, at least `EXIT_GRACE_MIN_MS` long: at a
 /// sub-second interval three missed readings are an exit well before 3 s, so a recording
-/// that ends 1.5 s after a process did shows it `exited`, its alerts past (issue 20: PID
-/// 600 stayed `gone` with its grab-all alert active at the end of the demo).
+/// that ends 1.5 s after a process did shows it `exited`, its alerts past (the demo's PID 600
+/// once stayed `gone`, its grab-all alert still active, at the end of the recording).
 pub const EXIT_GRACE_TICKS: u32 = 3;
 pub const EXIT_GRACE_MIN_MS: i64 = 1_000;
 

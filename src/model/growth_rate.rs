@@ -1,4 +1,4 @@
-//! The rate the GROWTH sort ranks processes by (issue 20, item 4): the best series a
+//! The rate the GROWTH sort ranks processes by: the best series a
 //! process has, never its start-up ramp. NVML's usage over the last minute ranked a clean
 //! run whose batch grew first and a leak inside the allocator's cache last (its NVML
 //! usage does not move while the cache absorbs it). In order:

@@ -203,7 +203,7 @@ impl State {
 
     fn apply_header(&mut self, h: &Header) {
         // A header may list any number of GPUs (48,000 cost 425 MB and 2.1 s): the
-        // model keeps the first `MAX_GPUS`, as it does for ticks (issue 25, N12).
+        // model keeps the first `MAX_GPUS`, as it does for ticks.
         let mut at: std::collections::HashMap<u32, usize> = self
             .gpus
             .iter()
@@ -465,7 +465,7 @@ impl State {
         let excess = self.procs.len().saturating_sub(MAX_PROCESSES);
         if excess > 0 {
             // The oldest in one pass, not one scan per removal: a tick listing
-            // 60k processes took 46 s (issue 14).
+            // 60k processes took 46 s.
             let mut by_age: Vec<(Ts, u32)> = self
                 .procs
                 .iter()

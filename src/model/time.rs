@@ -67,7 +67,7 @@ thread_local! {
 
 /// `t` in the machine's local time. chrono's `Local` checks `/etc/localtime` (a `statx`)
 /// at most once a second per thread; a screen labels a dozen times a frame, and that check
-/// was 7 % of a redraw (issue 21). The offset of each quarter hour asked about is kept for
+/// was 7 % of a redraw. The offset of each quarter hour asked about is kept for
 /// `OFFSET_TTL`.
 pub fn local(t: Ts) -> Option<DateTime<FixedOffset>> {
     let off = OFFSETS.with_borrow_mut(|o| {

@@ -2,7 +2,7 @@
 //!
 //! glibc keeps freed memory in its arenas, so after a companion that held
 //! hundreds of MB goes, gpumon's RSS would stay at its high-water mark for the
-//! rest of the run (2 GB measured in the issue 14 attack). `malloc_trim` hands
+//! rest of the run (2 GB measured under a flooding companion). `malloc_trim` hands
 //! the free pages back; it is glibc-only, so elsewhere this does nothing.
 
 pub(crate) fn give_back() {

@@ -1,4 +1,4 @@
-//! What one companion may cost the recording (issue 14, item 7): a hostile
+//! What one companion may cost the recording: a hostile
 //! companion filled disks at ~100 GB/h through the recorder (markers, epochs
 //! and 64 KiB histograms re-sent as fast as possible).
 //!

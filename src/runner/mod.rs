@@ -43,11 +43,8 @@ const EARLY: u32 = 4;
 mod completions;
 mod demos;
 mod headless;
-mod inert_out;
 pub mod man;
 mod report;
-mod sized;
-mod startup_pages;
 mod threads;
 mod tui;
 

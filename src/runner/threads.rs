@@ -48,7 +48,7 @@ pub(super) fn spawn_input(tx: Sender<crate::tui::event::Event>) {
 pub(super) fn spawn_signals<I: Send + 'static>(tx: Sender<Event<I>>) -> Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
     // SIGQUIT and SIGTSTP cannot come from the keyboard in raw mode, but `kill`
-    // sends them: without handling, they left the alternate screen on (issue 14).
+    // sends them: without handling, they left the alternate screen on.
     let mut signals =
         signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGTSTP])
             .context("cannot install signal handlers")?;

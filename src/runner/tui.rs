@@ -1,20 +1,16 @@
 //! The terminal UI modes: live watch, replay, and the one event loop.
 
-use super::sized::SizedBackend;
 use crate::cli::{ReplayArgs, WatchArgs};
 use crate::model::frame::Frame;
 use crate::record::validate;
 use crate::source::replay;
 use crate::source::replay::Speed;
-use crate::tui::ansi::Direct;
 use crate::tui::app::{App, Effect, SourceKind};
 use crate::tui::event::Event;
-use crate::tui::screen::Screen;
+use crate::tui::output::{self, Terminal};
 use crate::tui::term::TerminalGuard;
 use crate::tui::ui::theme::Theme;
 use anyhow::{Context, Result};
-use ratatui::backend::Backend;
-use std::io;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{self, Receiver, Sender};
 
@@ -86,9 +82,6 @@ pub(super) async fn watch(w: WatchArgs, settings: &Settings) -> Result<i32> {
     drop(channel);
     code
 }
-
-/// By then every thread has done what it does only once (`startup_pages`).
-const STARTING: Duration = Duration::from_secs(6);
 
 /// The demo opens this far into its recording, so the charts already have history.
 const DEMO_SKIP_MS: i64 = 40_000;
@@ -163,15 +156,7 @@ pub(super) async fn run_tui(
     spawn_input(tx.clone());
     spawn_signals(tx.clone())?;
     drop(tx);
-    // One write a frame: crossterm queues each cell run as its own small write, which went
-    // through the filter one by one and reached the terminal in 1 KiB pieces (stdout's line
-    // buffer). The terminal is flushed at the end of every draw, so nothing waits here.
-    let out =
-        io::BufWriter::with_capacity(OUT_BUFFER, super::inert_out::InertWriter::new(io::stdout()));
-    // Not ratatui's `Terminal`: `Screen` keeps one buffer and a small record of what the
-    // terminal shows (issue 21). Neither asks the terminal for the cursor position, which
-    // pseudo-terminals of some harnesses and multiplexers never answer.
-    let mut screen = Screen::new(SizedBackend::new(Direct::new(out)));
+    let mut screen = output::stdout();
     let result = event_loop(&mut screen, &mut app, &mut rx, &theme, replay.as_ref()).await;
     drop(guard);
     if let Some(reason) = &app.quit_reason {
@@ -179,9 +164,6 @@ pub(super) async fn run_tui(
     }
     result.map(|()| alert_exit(&app.pipe).unwrap_or(0))
 }
-
-/// Bytes of escape codes and text gathered before a write: a full 120x40 repaint fits.
-const OUT_BUFFER: usize = 32 * 1024;
 
 /// Drawing needs stdout on a terminal and a controlling terminal for keys (crossterm opens
 /// /dev/tty); without them crossterm fails with a bare "No such device or address".
@@ -200,16 +182,13 @@ fn has_terminal() -> bool {
 /// drawn at once rather than on a timer: live ticks arrive once a second, a few ms before
 /// the last draw is a whole second old, and waiting for that moment woke the loop twice a
 /// second instead of once (each wake-up is a thread hand-over the bare poller does not pay).
-pub(super) async fn event_loop<B: Backend>(
-    screen: &mut Screen<SizedBackend<B>>,
+pub(super) async fn event_loop(
+    screen: &mut Terminal,
     app: &mut App,
     rx: &mut Receiver<Event>,
     theme: &Theme,
     replay: Option<&replay::ReplayHandle>,
-) -> Result<()>
-where
-    B::Error: Send + Sync + 'static,
-{
+) -> Result<()> {
     let data_frame = if replay.is_some() {
         REPLAY_DATA_FRAME
     } else {
@@ -218,12 +197,6 @@ where
     let mut dirty: Option<Duration> = Some(Duration::ZERO);
     let mut last_draw = Instant::now();
     let mut looped_from = None;
-    // Starting is over: its code is given back before the first frame's buffers are made,
-    // and after each frame while the other threads start too (the channel builds its
-    // runtime and makes its first scans, the sampler reads its first processes), so that
-    // what only starting ran never adds to the peak.
-    let starting_until = Instant::now() + STARTING;
-    startup_pages::give_back();
     loop {
         if let Some(cap) = dirty
             && last_draw.elapsed() >= cap - cap / EARLY
@@ -231,9 +204,6 @@ where
             screen.draw(|buf| crate::tui::ui::draw_buffer(buf, app, theme))?;
             last_draw = Instant::now();
             dirty = None;
-            if last_draw <= starting_until {
-                startup_pages::give_back();
-            }
         }
         let wait = match dirty {
             Some(cap) => cap.saturating_sub(last_draw.elapsed()),
@@ -255,8 +225,7 @@ where
             if matches!(ev, Event::Resize) {
                 // Also sent after a resume from SIGTSTP when the loop could not take it
                 // (threads::suspend): the screen was given back, so repaint every cell.
-                screen.backend().forget_size();
-                screen.repaint_all()?;
+                screen.taken_back()?;
             }
             match app.update(ev) {
                 Some(Effect::Quit) => return Ok(()),
@@ -276,14 +245,10 @@ where
                     crate::tui::term::suspend(sent);
                     // The shell had the screen (and may have resized it): the next draw
                     // asks for the size and repaints every cell.
-                    screen.backend().forget_size();
-                    screen.repaint_all()?;
+                    screen.taken_back()?;
                     dirty = Some(Duration::ZERO);
                 }
-                Some(Effect::Bell) => {
-                    use std::io::Write;
-                    let _ = io::stdout().write_all(b"\x07");
-                }
+                Some(Effect::Bell) => output::bell(),
                 None => {}
             }
             // A fast replay can keep the queue full; still draw now and then.

@@ -69,7 +69,7 @@ pub(crate) fn snapshot()
 /// table (one entry per NVML function) is ~40 kB, built on the stack and moved by value a few
 /// times on the way out: opened on the caller's thread, that left the main thread's stack
 /// ~130 kB deep, and a stack's pages stay resident for the life of the process (they were
-/// most of its 172 kB of stack on the H200, issue 21). A thread that ends gives its stack's
+/// most of its 172 kB of stack on the H200). A thread that ends gives its stack's
 /// pages back (glibc drops them when the thread exits); a failure still comes back as it is,
 /// and no sampler thread is started when there is nothing to sample. A process that cannot
 /// start this thread could not start the sampler's either: that is the same error.

@@ -416,7 +416,7 @@ impl<E: From<ReplayEvent>> Replay<E> {
         let md = std::fs::metadata(&self.path).ok();
         if let Some(m) = md.as_ref().filter(|m| !m.file_type().is_file()) {
             // Opening a FIFO blocks until someone writes to it: --follow went silent
-            // (issue 25, N15). Say so once and wait for a file.
+            // with nothing said. Say so once and wait for a file.
             if !std::mem::replace(&mut self.said_not_file, true) {
                 let kind = if m.file_type().is_fifo() {
                     "a FIFO"

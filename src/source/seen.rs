@@ -3,7 +3,7 @@
 //!
 //! Asking `/proc/PID/stat` for the start time of every listed process once a second is five
 //! system calls and the kernel's formatting of the whole stat line each: locally two thirds
-//! of the sampler thread's own work at 1 s (issue 21). A pidfd (Linux 5.3+) held for each
+//! of the sampler thread's own work at 1 s. A pidfd (Linux 5.3+) held for each
 //! process becomes readable when that process exits, so one `poll` over all of them says
 //! which may have been replaced; only those are asked for their start time. Where a pidfd
 //! cannot be had (an older kernel, a seccomp filter, a process of another pid namespace)

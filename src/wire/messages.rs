@@ -155,7 +155,7 @@ pub struct Sample {
     pub active: Option<u64>,
     #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
     pub requested: Option<u64>,
-    /// PyTorch `inactive_split_bytes`: free pieces of split segments (issue 13: its growth
+    /// PyTorch `inactive_split_bytes`: free pieces of split segments (its growth
     /// across epochs is a fragmentation signal).
     #[serde(deserialize_with = "opt", skip_serializing_if = "Option::is_none")]
     pub inactive_split: Option<u64>,
@@ -204,7 +204,7 @@ pub struct Frag {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hist: Option<Vec<HistBucket>>,
     /// The largest free blocks (≥ 1 MiB), exact, largest first: the holes a large request
-    /// can be served from, and their margin (issue 20).
+    /// can be served from, and their margin.
     #[serde(deserialize_with = "sizes", skip_serializing_if = "Vec::is_empty")]
     pub free_top: Vec<u64>,
     /// The largest live blocks (≥ 1 MiB), exact, largest first.

@@ -1,6 +1,6 @@
-//! The house's floor plan, checked: no import cycle between the files of `src/`, and each
-//! room imports only the rooms below it (src/lib.rs lists them bottom to top;
-//! CONTRIBUTING.md draws the roads). The graph is read from the source text (`crate::`
+//! The house's floor plan, checked: no import cycle between the files of `src/` or of the
+//! interposer's `preload/src/`, and each room imports only the rooms below it (each
+//! lib.rs lists them bottom to top; CONTRIBUTING.md draws the roads). The graph is read from the source text (`crate::`
 //! and `super::` paths, `use crate::{..}` groups included), so a new upward import fails
 //! here with the file and the path that made it.
 
@@ -376,6 +376,90 @@ fn every_room_imports_only_rooms_below_it() {
     let g = graph(&src());
     let bad = upward(&g);
     assert!(bad.is_empty(), "imports against the floor plan: {bad:#?}");
+}
+
+fn preload_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("preload/src")
+}
+
+/// The rooms of preload/lib.rs's map, in its order (bottom to top).
+fn preload_map() -> Vec<String> {
+    let lib = std::fs::read_to_string(preload_src().join("lib.rs")).expect("preload lib.rs");
+    lib.lines()
+        .filter_map(|l| l.strip_prefix("//! - `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Imports between the interposer's rooms that run up its map, as `file -> module`.
+fn preload_upward(g: &BTreeMap<String, BTreeSet<String>>, map: &[String]) -> Vec<String> {
+    let at = |r: &str| map.iter().position(|m| m == r);
+    let mut bad = Vec::new();
+    for (m, deps) in g {
+        for d in deps {
+            let (from, to) = (room(m), room(d));
+            match (at(from), at(to)) {
+                (Some(a), Some(b)) if b < a || from == to => {}
+                (None, _) => bad.push(format!("{m}: its room is not on the map")),
+                _ => bad.push(format!("{m} -> {d}")),
+            }
+        }
+    }
+    bad.sort();
+    bad.dedup();
+    bad
+}
+
+/// The interposer is loaded into other programs, where a tangle is costliest to debug: its
+/// files import each other in no circle (fork handling once went lifecycle -> reporter ->
+/// lifecycle; the slot table and the hooks named each other), and each module imports only
+/// modules its lib.rs map lists before it.
+#[test]
+fn the_interposer_has_no_import_cycle_and_follows_its_map() {
+    let g = graph(&preload_src());
+    assert!(g.len() > 15, "read the whole interposer: {} files", g.len());
+    let c = cycles(&g);
+    assert!(c.is_empty(), "import cycles in preload/src: {c:#?}");
+    let map = preload_map();
+    let rooms: BTreeSet<&str> = g.keys().map(|m| room(m)).collect();
+    assert_eq!(
+        rooms,
+        map.iter().map(String::as_str).collect::<BTreeSet<_>>(),
+        "preload/src/lib.rs's map names every module of the interposer, and only those"
+    );
+    let bad = preload_upward(&g, &map);
+    assert!(
+        bad.is_empty(),
+        "imports up preload/src/lib.rs's map: {bad:#?}"
+    );
+}
+
+/// A drawn frame reaches the terminal through one room: only `tui::output`'s own files name
+/// its steps (the cell diff, the size and cursor memory, the escape codes, the filter) or a
+/// ratatui backend, and the others ask it for a whole `Terminal`. So a frame never goes up
+/// into the runner to be wrapped and down again, and a ratatui or crossterm upgrade has one
+/// room to check.
+#[test]
+fn a_frame_reaches_the_terminal_through_tui_output_alone() {
+    let mut bad = Vec::new();
+    for (m, deps) in graph(&src()) {
+        if m == "tui::output" || m.starts_with("tui::output::") {
+            continue;
+        }
+        for d in deps.iter().filter(|d| d.starts_with("tui::output::")) {
+            bad.push(format!("{m} -> {d}"));
+        }
+    }
+    for (m, path) in modules(&src()) {
+        if !m.starts_with("tui::output") && code(&path).contains("ratatui::backend") {
+            bad.push(format!("{m} names ratatui::backend"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "terminal output outside tui::output: {bad:#?}"
+    );
 }
 
 /// The map in lib.rs, the table above and the tree name the same rooms in the same order,

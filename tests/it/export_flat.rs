@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::support::export::*;
-use gpumon::export::flat::COLUMNS;
+use gpumon::export::flat::columns;
 use gpumon::export::{FlatFormat, FlatLog};
 use gpumon::model::frame::Frame;
 use gpumon::model::state::State;
@@ -49,12 +49,12 @@ fn csv_has_the_documented_header_and_one_row_per_gpu_and_process() {
         .iter()
         .map(str::to_string)
         .collect();
-    assert_eq!(header, COLUMNS);
+    assert_eq!(header, columns());
     let rows: Vec<csv::StringRecord> = r.records().map(|r| r.expect("valid row")).collect();
     // tick 1: 2 GPUs + 3 processes; tick 2: same; tick 3: 2 GPUs + 2 processes of GPU 0.
     assert_eq!(rows.len(), 5 + 5 + 4);
     let col = |name: &str| {
-        COLUMNS
+        columns()
             .iter()
             .position(|c| *c == name)
             .expect("known column")
@@ -112,8 +112,8 @@ fn jsonl_rows_have_every_column_in_order_with_nulls() {
         .collect();
     assert_eq!(rows.len(), 14);
     for r in &rows {
-        assert_eq!(r.keys().cloned().collect::<Vec<_>>().len(), COLUMNS.len());
-        for c in COLUMNS {
+        assert_eq!(r.keys().cloned().collect::<Vec<_>>().len(), columns().len());
+        for c in columns() {
             assert!(r.contains_key(c), "missing {c}");
         }
     }
@@ -132,7 +132,7 @@ fn jsonl_key_order_matches_the_csv_columns() {
     let text = log(FlatFormat::Jsonl, &two_gpu_frames());
     let first = text.lines().next().expect("a row");
     let mut last = 0;
-    for c in COLUMNS {
+    for c in columns() {
         let at = first
             .find(&format!("\"{c}\":"))
             .unwrap_or_else(|| panic!("{c} missing in {first}"));
@@ -144,7 +144,7 @@ fn jsonl_key_order_matches_the_csv_columns() {
 #[test]
 fn an_empty_csv_log_still_has_its_header() {
     let text = log(FlatFormat::Csv, &[]);
-    assert_eq!(text.trim_end(), COLUMNS.join(","));
+    assert_eq!(text.trim_end(), columns().join(","));
     assert_eq!(log(FlatFormat::Jsonl, &[]), "");
 }
 
@@ -195,9 +195,9 @@ fn a_csv_from_a_recording_with_a_companion_has_the_allocator_columns() {
         "allocator_free_bytes",
     ];
     // Appended after the columns files already had: readers by position keep working.
-    assert_eq!(COLUMNS[19], "error");
-    assert_eq!(COLUMNS[20], "command");
-    assert_eq!(&COLUMNS[21..], allocator);
+    assert_eq!(columns()[19], "error");
+    assert_eq!(columns()[20], "command");
+    assert_eq!(&columns()[21..28], allocator);
 
     let mut r = csv::Reader::from_path(&csv_path).expect("csv");
     let header: Vec<String> = r
@@ -206,9 +206,9 @@ fn a_csv_from_a_recording_with_a_companion_has_the_allocator_columns() {
         .iter()
         .map(str::to_string)
         .collect();
-    assert_eq!(header, COLUMNS);
+    assert_eq!(header, columns());
     let rows: Vec<csv::StringRecord> = r.records().map(|r| r.expect("row")).collect();
-    let col = |n: &str| COLUMNS.iter().position(|c| *c == n).expect("column");
+    let col = |n: &str| columns().iter().position(|c| *c == n).expect("column");
     let get = |row: &csv::StringRecord, n: &str| row.get(col(n)).unwrap_or("?").to_string();
     let full = rows
         .iter()
@@ -268,10 +268,65 @@ fn every_column_is_documented() {
     )
     .expect("docs/metrics.md");
     let table = &docs[docs.find("## Flat logs").expect("flat logs section")..];
-    for c in COLUMNS {
+    for c in columns() {
         assert!(
             table.contains(&format!("`{c}`")),
             "docs/metrics.md leaves out {c}"
         );
     }
+}
+
+/// The allocator columns follow the metrics' table: every per-process allocator value that
+/// `/metrics` serves (one number per process and GPU, not the size-class families) is a
+/// column of the same name without `gpumon_`, holding the same value, so a new metric
+/// reaches the flat logs without a second list to keep.
+#[test]
+fn every_allocator_value_served_is_a_column_with_the_same_value() {
+    let frames = two_gpu_frames();
+    let ex = gpumon::export::Exporter::new("fallback-host".into());
+    ex.publish(&state_of(&frames));
+    let text = ex.render(gpumon::export::Format::Prometheus);
+    let csv_text = log(FlatFormat::Csv, &frames);
+    let mut r = csv::Reader::from_reader(csv_text.as_bytes());
+    let header: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let last = r
+        .records()
+        .map(|r| r.expect("row"))
+        .filter(|r| r.get(header.iter().position(|c| c == "pid").expect("pid")) == Some("4242"))
+        .last()
+        .expect("a row of the companion's process");
+    let mut served = 0;
+    for line in text.lines().filter(|l| l.starts_with("gpumon_allocator_")) {
+        if line.contains("size_min_bytes=") || !line.contains("pid=\"4242\"") {
+            continue;
+        }
+        let name = &line[..line.find('{').expect("labels")];
+        let value: f64 = line
+            .rsplit(' ')
+            .next()
+            .expect("value")
+            .parse()
+            .expect("number");
+        let column = name.strip_prefix("gpumon_").expect("prefix");
+        let at = header
+            .iter()
+            .position(|c| c == column)
+            .unwrap_or_else(|| panic!("{name} is served but the flat logs have no {column}"));
+        let logged: f64 = last
+            .get(at)
+            .expect("cell")
+            .parse()
+            .unwrap_or_else(|_| panic!("{column} is empty where /metrics serves {value}"));
+        assert!(
+            (logged - value).abs() <= value.abs() * 1e-12,
+            "{column}: {logged} vs {value}"
+        );
+        served += 1;
+    }
+    assert!(served >= 10, "read the allocator families: {served}");
 }

@@ -133,3 +133,25 @@ fn the_crate_holds_every_file_its_build_reads() {
         missing.join("\n")
     );
 }
+
+/// build.rs hands the linker nothing of its own (no arguments, no search paths), so every
+/// profile links alike and scripts/install_check.sh's glibc check of a quick debug install
+/// holds for a release install too. A release-only link flag once made `cargo install`
+/// binaries that refused older systems (packed relocations, a stand-in `libgcc_s`) while
+/// the debug builds the suite checked were fine.
+#[test]
+fn the_build_script_gives_the_linker_nothing_of_its_own() {
+    let build = std::fs::read_to_string(root().join("build.rs")).expect("build.rs");
+    for directive in [
+        "rustc-link-arg",
+        "rustc-link-search",
+        "rustc-link-lib",
+        "rustc-cdylib-link-arg",
+    ] {
+        assert!(
+            !build.contains(directive),
+            "build.rs prints cargo:{directive}: check the linked binary in \
+             scripts/install_check.sh with the profile that gets it"
+        );
+    }
+}

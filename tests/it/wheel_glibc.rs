@@ -98,3 +98,58 @@ fn the_glibc_check_reads_the_embedded_interposer_and_the_tags() {
         "{err}"
     );
 }
+
+fn check_elf(binary: &Path, baseline: Option<&Path>) -> Output {
+    let mut cmd = Command::new("python3");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/wheel_glibc.py"))
+        .arg("--elf")
+        .arg(binary);
+    if let Some(b) = baseline {
+        cmd.arg("--baseline").arg(b);
+    }
+    cmd.output().expect("python3 runs")
+}
+
+/// The installed binary's check (scripts/install_check.sh): this build passes against a
+/// plain program linked here, and a program with packed relocations (what build.rs once
+/// made of `cargo install`) is refused, by its dynamic section and by the loader feature
+/// the linker made it require.
+#[test]
+fn the_binary_check_passes_this_build_and_refuses_packed_relocations() {
+    if python().is_none() || Command::new("cc").arg("--version").output().is_err() {
+        eprintln!("skipped: no python3 or no cc");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gpumon = Path::new(env!("CARGO_BIN_EXE_gpumon"));
+    let out = check_elf(gpumon, Some(gpumon));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let src = dir.path().join("relr.c");
+    std::fs::write(
+        &src,
+        "static const char *p[] = {\"a\", \"b\", \"c\"};\nint main(int c, char **v) { return p[c][0]; }\n",
+    )
+    .expect("write");
+    let relr = dir.path().join("relr");
+    let built = Command::new("cc")
+        .args(["-O1", "-pie", "-fPIE", "-Wl,-z,pack-relative-relocs", "-o"])
+        .arg(&relr)
+        .arg(&src)
+        .status()
+        .expect("cc runs");
+    if !built.success() {
+        eprintln!("skipped: this linker cannot pack relocations, so it cannot make them either");
+        return;
+    }
+    let out = check_elf(&relr, Some(&relr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("has packed relocations (DT_RELR)"), "{err}");
+    assert!(err.contains("needs GLIBC_ABI_DT_RELR"), "{err}");
+}

@@ -12,7 +12,7 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 
 use crate::cuda::*;
-use crate::hooks::per_slot;
+use crate::hooks::{self, per_slot};
 use crate::lifecycle::{guard_or, state};
 use crate::real;
 use crate::slots::{self, Entry, SLOTS, real_fn};
@@ -20,7 +20,10 @@ use crate::slots::{self, Entry, SLOTS, real_fn};
 /// Swaps a freshly looked-up driver pointer for our wrapper when it is covered.
 fn wrap_found(entry: Option<Entry>, found: *mut c_void) -> *mut c_void {
     match entry {
-        Some(e) if state().is_some() => slots::wrap(e, found as usize) as *mut c_void,
+        Some(e) if state().is_some() => match slots::slot_for(e, found as usize) {
+            Some(s) => hooks::wrapper(e, s) as *mut c_void,
+            None => found,
+        },
         _ => found,
     }
 }

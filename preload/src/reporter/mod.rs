@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::clock::now_ms;
 use crate::devices::{DEVICES, MAX_DEVICES};
+use crate::fork::{self, Handlers};
 use crate::lifecycle::{self, MONITORS, guard, state};
 use crate::ring::Event;
 use crate::spin::SpinLock;
@@ -57,12 +58,27 @@ static TICKING: AtomicBool = AtomicBool::new(false);
 static STARTED: AtomicBool = AtomicBool::new(false);
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);
 static ATEXIT: AtomicBool = AtomicBool::new(false);
+/// The fork handlers are registered (once per process tree: a child inherits them).
+static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
 static REPORTER: SpinLock<Option<Reporter>> = SpinLock::new(None);
 
 /// Starts the reporter thread once per process (and once more in a forked child).
 pub fn ensure_started() {
     if STARTED.load(Ordering::Relaxed) || STARTED.swap(true, Ordering::AcqRel) {
         return;
+    }
+    if !FORK_HANDLERS.swap(true, Ordering::AcqRel) {
+        let registered = fork::on_fork(Handlers {
+            before: lock_for_fork,
+            parent: unlock_in_parent,
+            child: reset_in_child,
+        });
+        if !registered {
+            lifecycle::disable(
+                "pthread_atfork failed for the reporter; passing CUDA calls through unobserved",
+            );
+            return;
+        }
     }
     let spawned = std::thread::Builder::new()
         .name("gpumon-preload".into())
@@ -500,7 +516,7 @@ extern "C" fn at_exit() {
 /// `fork` prepare: the reporter slot must not be mid-swap in the child's copy.
 /// Bounded: a fork never hangs on the reporter (the lock is held only for
 /// swaps, so the bound is reached only if something is badly wrong).
-pub fn lock_for_fork() {
+extern "C" fn lock_for_fork() {
     let got = REPORTER
         .try_lock_for(FORK_WAIT_SPINS)
         .map(std::mem::forget)
@@ -508,26 +524,32 @@ pub fn lock_for_fork() {
     FORK_LOCKED.store(got, Ordering::Release);
 }
 
-/// # Safety
 /// Only after [`lock_for_fork`], in the parent or the child.
-pub unsafe fn unlock_after_fork() {
+fn unlock_after_fork() {
     if FORK_LOCKED.swap(false, Ordering::AcqRel) {
         // SAFETY: `lock_for_fork` took the lock and forgot its guard.
         unsafe { REPORTER.raw_unlock() };
     }
 }
 
+extern "C" fn unlock_in_parent() {
+    unlock_after_fork();
+}
+
 /// The child has no reporter thread: close its copies of the parent's sockets
 /// (the parent's socket file stays) and allow a fresh start. The reporter value
 /// is forgotten, not dropped: its descriptors are closed here, from the table
 /// that also covers a reporter that was out of its slot at the fork.
-pub fn reset_in_child() {
-    // SAFETY: the child has a single thread: whoever held the lock in the parent
-    // (if `lock_for_fork` gave up waiting) does not exist here.
-    unsafe { REPORTER.raw_unlock() };
-    std::mem::forget(REPORTER.lock().take());
-    TICKING.store(false, Ordering::Release);
-    fds::close_all_in_child();
-    SHUTDOWN.store(false, Ordering::Relaxed);
-    STARTED.store(false, Ordering::Release);
+extern "C" fn reset_in_child() {
+    unlock_after_fork();
+    guard(|| {
+        // SAFETY: the child has a single thread: whoever held the lock in the parent
+        // (if `lock_for_fork` gave up waiting) does not exist here.
+        unsafe { REPORTER.raw_unlock() };
+        std::mem::forget(REPORTER.lock().take());
+        TICKING.store(false, Ordering::Release);
+        fds::close_all_in_child();
+        SHUTDOWN.store(false, Ordering::Relaxed);
+        STARTED.store(false, Ordering::Release);
+    });
 }

@@ -1,4 +1,4 @@
-/* Forks while monitors flood the interposer's socket (issue 14, item 9).
+/* Forks while monitors flood the interposer's socket.
  * One allocation starts the reporter; after "ready" and a line on stdin it
  * forks N times (each child allocates once and exits) and prints the slowest
  * fork() in microseconds. */

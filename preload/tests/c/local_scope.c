@@ -1,6 +1,6 @@
 // dlsym(RTLD_DEFAULT, ...) searches the *caller's* scope: called from an object that was
 // dlopen'ed with RTLD_LOCAL, it also finds that object's own dependencies, which the global
-// scope does not hold. The interposer must not change that (issue 14, item 9).
+// scope does not hold. The interposer must not change that.
 // Built three ways: -DSCOPE_DEP (the dependency), -DSCOPE_USER (the object that looks the
 // symbol up), neither (the program that opens SCOPE_USER with RTLD_LOCAL).
 #define _GNU_SOURCE

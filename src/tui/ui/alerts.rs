@@ -661,7 +661,7 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
 }
 
 /// The most severe active fragmentation alert (risk or OOM) of a process on a GPU: what the
-/// allocator line colours F and stranded by (issue 20), acknowledged ones included.
+/// allocator line colours F and stranded by, acknowledged ones included.
 pub fn frag_risk(app: &App, pid: u32, gpu: u32) -> Option<Severity> {
     app.view_alerts()
         .active()

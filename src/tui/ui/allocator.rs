@@ -41,8 +41,8 @@ pub(crate) fn frag_style(f: f64, theme: &Theme) -> Style {
 }
 
 /// Colour of F and stranded on the allocator lines: the fragmentation risk of the process
-/// (issue 20), not F alone. F is high by construction at an epoch end with a large cache and
-/// says little; whether the program's recurring requests still fit does.
+/// as the alert rules judge it, not F alone. F is high by construction at an epoch end with
+/// a large cache and says little; whether the program's recurring requests still fit does.
 fn risk_style(risk: Option<Severity>, theme: &Theme) -> Style {
     match risk {
         Some(Severity::Critical) => theme.error(),
@@ -295,7 +295,7 @@ pub(crate) fn render_process_alloc(area: Rect, buf: &mut Buffer, v: &AllocView<'
     }
 }
 
-/// `requests 640 MiB ×12 (1 hole fits)`: the recurring large requests beside F (issue 20),
+/// `requests 640 MiB ×12 (1 hole fits)`: the recurring large requests beside F,
 /// with how many free blocks of the same reading fit the largest.
 fn requests_line(fr: Option<&FragState>, theme: &Theme) -> Option<Line<'static>> {
     let fr = fr?;

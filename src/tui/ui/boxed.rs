@@ -4,7 +4,7 @@
 //! each border symbol with what the cell held, and writes its titles through `Line::render`,
 //! which splits every string into graphemes; what was left of it after the first pass was
 //! still 12 % of the main thread's instructions at 1 s (callgrind of the release build
-//! against the fake NVML, issue 21). Here the border cells are set straight and the titles
+//! against the fake NVML). Here the border cells are set straight and the titles
 //! go through `put::line`. The tests hold this to `Block` for the same cells.
 
 use ratatui::buffer::Buffer;

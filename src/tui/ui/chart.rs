@@ -258,7 +258,7 @@ impl Scale {
         }
         // `140 GiB`, not `140.4GiB`: the unit keeps its space, the decimals go.
         let x = v / self.unit;
-        let whole = crate::fmt::fixed::with_unit(x, 0, self.unit_name);
+        let whole = format!("{x:.0} {}", self.unit_name);
         if whole.len() <= w {
             whole
         } else {
@@ -276,7 +276,7 @@ impl Scale {
         } else {
             2
         };
-        crate::fmt::fixed::with_unit(x, decimals, self.unit_name)
+        format!("{x:.decimals$} {}", self.unit_name)
     }
 }
 

@@ -41,7 +41,7 @@ pub fn draw(f: &mut Frame, app: &App, theme: &Theme) {
     draw_buffer(f.buffer_mut(), app, theme);
 }
 
-/// The same, into a buffer the size of the screen (`tui::screen`).
+/// The same, into a buffer the size of the screen (`tui::output::screen`).
 pub fn draw_buffer(buf: &mut Buffer, app: &App, theme: &Theme) {
     let mut p = Painter::new(buf);
     draw_into(&mut p, app, theme);

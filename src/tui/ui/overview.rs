@@ -606,7 +606,7 @@ fn compact(
 const OLD_MOMENT_MS: i64 = 5_000;
 
 /// Second line under a process with a companion: allocator split, fragmentation, epoch.
-/// Every number is of one moment (issue 20): the newest block map with the sample of its
+/// Every number is of one moment, so they add up: the newest block map with the sample of its
 /// phase point; with a block map but no such sample, F's part is left out rather than set
 /// beside numbers of another moment. F and stranded are coloured by `risk`.
 pub(crate) fn alloc_summary(

@@ -204,7 +204,7 @@ fn fg(style: Style, color: bool) -> Color {
 /// colour of the last dot set in it: what ratatui's `Canvas` with its braille marker makes
 /// of the same dots, written straight into the buffer. The canvas cost a redraw more than
 /// the rest of a chart (a boxed grid, a layer copied out of it, a painter per shape); this
-/// is a pass over the dots and one over the cells (issue 21).
+/// is a pass over the dots and one over the cells.
 struct Dots {
     /// Cells per row.
     width: usize,
@@ -229,7 +229,7 @@ impl Dots {
 
     /// `paint` of the dots of column `x` from row `from` to before row `to`, a cell at a
     /// time: an area under a full card is every dot of its plot, and dot by dot it was
-    /// most of a chart's cost (callgrind, issue 21).
+    /// most of a chart's cost (callgrind).
     fn paint_run(&mut self, x: usize, from: usize, to: usize, c: Color) {
         // The bits of column `x % 2` in a cell: dot row r is bit 2r + x % 2.
         let column = 0x55u8 << (x % 2);

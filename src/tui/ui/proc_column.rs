@@ -216,7 +216,7 @@ pub fn layout(width: u16, sort: Option<SortKey>) -> Vec<Placed> {
 /// `gap` spaces, then `pieces` together padded to `width` characters as the column aligns
 /// them (never cut: a fixed column is wide enough for what it holds), onto `out`: as
 /// `format!("{text:<width$}")` or `{text:>width$}` of the joined pieces, without making
-/// the joined, padded and prefixed strings one after another (issue 21).
+/// the joined, padded and prefixed strings one after another.
 fn push_padded<'a>(
     out: &mut String,
     gap: usize,

@@ -1,7 +1,7 @@
 //! Text into the buffer, the way ratatui writes it, without splitting it into graphemes.
 //! ratatui segments every string it writes (`unicode-segmentation`) and measures every piece
 //! (`unicode-width`), a fifth of a redraw's time for a screen that is almost all ASCII and a
-//! few symbols (issue 21). A string of printable ASCII and of the symbols in `one_cell` is one
+//! few symbols. A string of printable ASCII and of the symbols in `one_cell` is one
 //! cell a character, so it is written straight; anything else (a control character, a
 //! combining accent, a wide or emoji character, an aligned line) goes through ratatui
 //! unchanged. The tests hold both ways to the same cells, for every character of `one_cell`.
@@ -24,7 +24,7 @@ use ratatui::widgets::Widget;
 /// Asked of every cell of every frame that is not ASCII (a chart's braille, twice: when it
 /// is written and when it is compared with what the terminal shows), so by the character's
 /// block of 256 first: a chain of the ranges cost 60 instructions a call, a twentieth of a
-/// redraw (callgrind of `bench/draw.rs`, issue 21).
+/// redraw (callgrind of `bench/draw.rs`).
 #[inline]
 pub(crate) fn one_cell(c: char) -> bool {
     one_cell_code(u32::from(c))

@@ -5,7 +5,7 @@
 //! a list of every changed cell, 115 kB on a full repaint) and compares each cell of one with
 //! the other on every frame: `Cell::eq`, which decodes both symbols, and the unicode width of
 //! both cells, before it knows a cell is unchanged. That was a quarter of the instructions of
-//! a live redraw (callgrind of `bench/draw.rs`, issue 21). Here a cell shown is 20 bytes (its
+//! a live redraw (callgrind of `bench/draw.rs`). Here a cell shown is 20 bytes (its
 //! character as an integer, its colors and modifiers), the comparison is of those, and the
 //! width is known at once for the one-cell symbols that fill a screen (`put::one_cell`).
 //!
@@ -89,7 +89,7 @@ fn symbol(cell: &Cell) -> (u32, usize) {
 fn other_symbol(cell: &Cell) -> (u32, usize) {
     let s = cell.symbol();
     // One character of three bytes (braille, box drawing, arrows: a chart's cells), decoded
-    // here: `chars()` and its checks cost 59 instructions a cell (callgrind, issue 21). A
+    // here: `chars()` and its checks cost 59 instructions a cell (callgrind). A
     // `&str` of three bytes that starts with a three-byte lead is that one character.
     if let &[b0 @ 0xE0..=0xEF, b1, b2] = s.as_bytes() {
         let c = u32::from(b0 & 0x0F) << 12 | u32::from(b1 & 0x3F) << 6 | u32::from(b2 & 0x3F);

@@ -1,4 +1,4 @@
-//! A backend that remembers the terminal's size between frames (issue 21).
+//! A backend that remembers the terminal's size between frames.
 //!
 //! Every `Terminal::draw` asks the backend for the size (ratatui's autoresize), and
 //! crossterm answers by opening `/dev/tty` and asking the kernel (`TIOCGWINSZ`) each time:
@@ -9,7 +9,7 @@
 //! it is `SIZE_TTL` old.
 //!
 //! Likewise ratatui hides the cursor on every frame, and crossterm flushes that at once: a
-//! second write to the terminal each frame, ~9 % of the main thread at 1 s (issue 21). The
+//! second write to the terminal each frame, ~9 % of the main thread at 1 s. The
 //! cursor stays hidden until something else has the screen, which is when the size is
 //! forgotten too, so it is hidden again only then.
 

@@ -1,4 +1,4 @@
-//! The screen's last filter (issue 25, N7): ratatui drops C0 controls from cells, but
+//! The screen's last filter: ratatui drops C0 controls from cells, but
 //! zero-width characters ride along with the cell before them, so a bidi override
 //! (U+202E) or isolate (U+2066) in a process name or a companion's text reached the
 //! terminal and reordered what followed it. Every byte the UI writes passes here, and
@@ -36,7 +36,7 @@ fn seq_len(b: u8) -> usize {
 /// Whether one UTF-8 sequence is a steering character (`fmt::is_steering`) of more than one
 /// byte: C1 controls, U+061C, U+200B-200F, U+2028-202E, U+2060-2069, U+FEFF, U+FFF9-FFFB.
 /// Spelled as bytes because a frame is mostly braille and box drawing (three bytes from
-/// 0xE2): decoding each of them to ask was a twentieth of a live redraw (issue 21). A test
+/// 0xE2): decoding each of them to ask was a twentieth of a live redraw. A test
 /// holds this to `is_steering` for every character.
 fn steers(seq: &[u8]) -> bool {
     match *seq {

@@ -1,5 +1,5 @@
 //! The cells of a frame as bytes for the terminal: exactly what ratatui's crossterm backend
-//! sends, without its formatting machinery (issue 21).
+//! sends, without its formatting machinery.
 //!
 //! crossterm writes each cell through `core::fmt`: `Print` is `write!("{}")` of the symbol,
 //! every cursor move and colour a format string, each piece passed through an adapter to the
