@@ -441,16 +441,6 @@ class Companion(object):
                     self.server.broadcast(f)
         return time.perf_counter() - t0
 
-    def _epoch_frags(self):
-        for src in list(self.sources):
-            if src.ready():
-                for d in src.devices():
-                    f = src.frag(d["dev"])
-                    if f is not None:
-                        f["t"] = _proto.now_ms()
-                        self.last_frag[d["dev"]] = f
-                        self.server.broadcast(f)
-
     def _drain(self):
         while True:
             try:
@@ -466,7 +456,7 @@ class Companion(object):
                         self.server.broadcast(s)
                     self.server.broadcast(rec)
                 if self.live > 0:
-                    self._epoch_frags()
+                    self._snapshot()
             elif kind == "marker":
                 self.markers.append(val)
                 self.server.broadcast(val)
