@@ -73,6 +73,7 @@ mod report;
 mod report_chromium;
 mod risk_signals;
 mod risk_tmux;
+mod safe_output;
 mod screen_words;
 mod screens;
 mod signals_tmux;
