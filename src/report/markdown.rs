@@ -77,6 +77,13 @@ pub fn markdown(run: &Run) -> String {
             md(&crate::report::charts::short(&p.name))
         );
     }
+    let left_out = run.dropped.lines();
+    if !left_out.is_empty() {
+        let _ = writeln!(o, "\n## Left out of this report\n");
+        for line in &left_out {
+            let _ = writeln!(o, "- {}", md(line));
+        }
+    }
     if !run.alerts.is_empty() {
         let _ = writeln!(
             o,

@@ -70,6 +70,7 @@ mod record_gzip;
 mod replay_follow;
 mod replay_streams;
 mod report;
+mod report_bounds;
 mod report_chromium;
 mod risk_signals;
 mod risk_tmux;
