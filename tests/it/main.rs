@@ -72,6 +72,7 @@ mod replay_streams;
 mod report;
 mod report_bounds;
 mod report_chromium;
+mod report_inert;
 mod risk_signals;
 mod risk_tmux;
 mod safe_output;
