@@ -23,6 +23,7 @@ mod alerts_schema;
 mod alerts_synthetic;
 mod alerts_ui;
 mod architecture;
+mod auth_flood;
 mod broken_pipe;
 mod channel;
 mod channel_fairness;
