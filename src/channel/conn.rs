@@ -126,6 +126,11 @@ impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
                 {
                     tokio::time::sleep(FRESH_RETRY).await;
                 }
+                // The listen backlog is full (a pile of connections from a hostile peer
+                // of the same user): the companion drops idle ones, so room comes.
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    tokio::time::sleep(FRESH_RETRY).await;
+                }
                 Ok(Err(e)) => return Err(Outcome::Unreachable(e.to_string())),
                 Err(_) => return Err(Outcome::Unreachable("connect timed out".into())),
             }
