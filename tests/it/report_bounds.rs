@@ -264,3 +264,93 @@ fn a_day_of_eight_gpus_and_64_processes() {
     assert!(secs < Duration::from_secs(120).as_secs_f64());
     assert!(rss < 100 * 1024, "{rss} KiB");
 }
+
+/// What `fuzz/fuzz_targets/report_reader.rs` checks, in CI: a real recording with its
+/// times, GPU indexes, pids and bytes changed at random is read or refused, never a panic,
+/// and the run and both pages stay within the caps.
+mod mutated {
+    use super::*;
+    use gpumon::report::collect::{MAX_COMPANIONS, MAX_DEVS, MAX_GPUS, MAX_PROCS};
+    use gpumon::report::{html, markdown};
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Edit {
+        Set(&'static str, i64),
+        Flip(usize, u8),
+        Dup,
+    }
+
+    fn edit() -> impl Strategy<Value = Edit> {
+        prop_oneof![
+            any::<i64>().prop_map(|v| Edit::Set("\"t\":", v)),
+            (0i64..100_000).prop_map(|v| Edit::Set("\"index\":", v)),
+            (0i64..5_000_000).prop_map(|v| Edit::Set("\"pid\":", v)),
+            (0i64..64).prop_map(|v| Edit::Set("\"dev\":", v)),
+            (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
+            Just(Edit::Dup),
+        ]
+    }
+
+    /// `key` followed by a number in `line`: the number replaced by `v`.
+    fn set(line: &str, key: &str, v: i64) -> String {
+        let Some(at) = line.find(key) else {
+            return line.to_string();
+        };
+        let from = at + key.len();
+        let len = line[from..]
+            .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+            .unwrap_or(line.len() - from);
+        format!("{}{v}{}", &line[..from], &line[from + len..])
+    }
+
+    fn base() -> Vec<String> {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-companion.gpumon.jsonl");
+        std::fs::read_to_string(p)
+            .expect("demo")
+            .lines()
+            .take(400)
+            .map(str::to_string)
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        #[test]
+        fn a_mutated_recording_is_read_within_the_caps(
+            edits in proptest::collection::vec((1usize..400, edit()), 1..40)
+        ) {
+            let mut lines = base();
+            for (i, e) in edits {
+                let i = i % lines.len();
+                match e {
+                    Edit::Set(key, v) => lines[i] = set(&lines[i], key, v),
+                    Edit::Flip(at, b) => {
+                        let mut bytes = lines[i].clone().into_bytes();
+                        if !bytes.is_empty() {
+                            let n = bytes.len();
+                            bytes[at % n] = b;
+                        }
+                        lines[i] = String::from_utf8_lossy(&bytes).into_owned();
+                    }
+                    Edit::Dup => {
+                        let l = lines[i].clone();
+                        lines.insert(i, l);
+                    }
+                }
+            }
+            let d = tempfile::tempdir().expect("dir");
+            let file = write(d.path(), "m.jsonl", lines);
+            if let Ok(run) = replay_run(&file, Pipeline::default()) {
+                prop_assert!(run.gpus.len() <= MAX_GPUS);
+                prop_assert!(run.procs.len() <= MAX_PROCS + MAX_DEVS);
+                prop_assert!(run.companions.len() <= MAX_COMPANIONS);
+                prop_assert!(run.end >= run.start);
+                prop_assert!(run.end <= run.header.started + 366 * 86_400_000);
+                let page = html::page(&run);
+                let md = markdown::markdown(&run);
+                prop_assert!(page.len() < 64 << 20 && md.len() < 16 << 20);
+            }
+        }
+    }
+}
