@@ -30,7 +30,7 @@ MAX_QUEUE = 1024
 # no frame in 15 s).
 MAX_MONITORS = 16
 MAX_PENDING = 8
-MAX_PENDING_PER_PEER = 2
+MAX_PENDING_PER_PEER = 4
 # Connections accepted per wake-up, and the listen backlog.
 ACCEPT_BATCH = 64
 BACKLOG = 128
