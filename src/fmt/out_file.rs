@@ -177,10 +177,10 @@ impl Replace {
         let name = dest
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
-        // A file already there keeps its permission bits; a new one gets 0666 less the umask,
-        // as `open(O_CREAT)` would have given it.
+        // A file already there keeps its permission bits (not set-id ones); a new one gets
+        // 0666 less the umask, as `open(O_CREAT)` would have given it.
         let mode = match std::fs::symlink_metadata(dest) {
-            Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
+            Ok(m) if m.is_file() => m.permissions().mode() & 0o777,
             _ => 0o666 & !umask(),
         };
         let mut last = None;
