@@ -351,3 +351,27 @@ impl SpawnAfterSleep for Command {
         Child(Some(sh.spawn().expect("sh")))
     }
 }
+
+/// Every other writer of stdout: a full disk is exit 1 and one line naming stdout.
+#[test]
+fn every_stdout_writer_fails_loudly_on_a_full_disk() {
+    for args in [
+        &["completions", "bash"][..],
+        &["man"][..],
+        &["demo", "list"][..],
+        &["config", "--print-default"][..],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let o = gpumon().args(args).stdout(full).output().expect("gpumon");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("gpumon: cannot write to stdout: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
+}
