@@ -67,6 +67,8 @@ fn write(dir: &Path, name: &str, lines: impl IntoIterator<Item = String>) -> Pat
 }
 
 /// `gpumon report FILE -o OUT`: (status, stderr, seconds, peak RSS in KiB).
+// The child is reaped by wait4, for its rusage, which std's wait does not give.
+#[allow(clippy::zombie_processes)]
 fn report(file: &Path, out: &Path) -> (Option<i32>, String, f64, i64) {
     let t0 = Instant::now();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpumon"));
