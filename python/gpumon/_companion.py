@@ -296,6 +296,9 @@ class Companion(object):
         return {k: v for k, v in h.items() if v is not None}
 
     def _hello_lines(self):
+        # What the program queued so far goes into the history first: the server answers a
+        # hello as soon as it accepts the connection, possibly before this loop's drain.
+        self._drain()
         lines = [_proto.encode(self._hello())]
         lines += _proto.history_parts(_proto.now_ms(), list(self.epochs), list(self.samples),
                                       list(self.markers), list(self.events),

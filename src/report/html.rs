@@ -501,12 +501,16 @@ fn num(v: f64) -> String {
 }
 
 fn notes_section(o: &mut String, run: &Run) {
-    if run.notes.is_empty() {
+    let left_out = run.dropped.lines();
+    if run.notes.is_empty() && left_out.is_empty() {
         return;
     }
     o.push_str(r#"<section id="notes"><h2>What the sources said</h2><ul>"#);
     for (t, text) in &run.notes {
         let _ = write!(o, "<li>{} — {}</li>", esc(&utc(*t)), esc(text));
+    }
+    for line in &left_out {
+        let _ = write!(o, "<li>This report: {}</li>", esc(line));
     }
     o.push_str("</ul></section>");
 }

@@ -305,7 +305,8 @@ pub fn write_all(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for (name, text) in pages()? {
         let p = dir.join(name);
-        std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
+        crate::fmt::out_file::write_whole(&p, &text)
+            .with_context(|| format!("cannot write {}", p.display()))?;
         written.push(p);
     }
     Ok(written)
