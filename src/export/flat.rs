@@ -7,7 +7,6 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::model::label::process_label;
 use crate::model::sample::Tick;
 use crate::model::state::State;
 use crate::model::time::rfc3339;
@@ -15,7 +14,7 @@ use crate::model::time::rfc3339;
 use super::line_file::LineFile;
 
 /// Column order of both formats; the CSV header row.
-pub const COLUMNS: [&str; 28] = [
+pub const COLUMNS: [&str; 30] = [
     "time",
     "time_unix_ms",
     "hostname",
@@ -44,6 +43,8 @@ pub const COLUMNS: [&str; 28] = [
     "allocator_fragmentation_ratio",
     "allocator_largest_free_block_bytes",
     "allocator_free_bytes",
+    "rank",
+    "job",
 ];
 
 /// One row; `None` is an empty CSV cell or JSON null: unknown, never 0.
@@ -77,6 +78,8 @@ struct Row<'a> {
     allocator_fragmentation_ratio: Option<f64>,
     allocator_largest_free_block_bytes: Option<u64>,
     allocator_free_bytes: Option<u64>,
+    rank: Option<u32>,
+    job: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +144,7 @@ impl FlatLog {
         } else {
             super::snapshot::alloc_rows(state)
         };
+        let jobs = state.jobs();
         for s in &tick.gpus {
             let g = state.gpu(s.index);
             let (uuid, pci, name) = g.map_or(("", "", ""), |g| {
@@ -175,6 +179,8 @@ impl FlatLog {
                 allocator_fragmentation_ratio: None,
                 allocator_largest_free_block_bytes: None,
                 allocator_free_bytes: None,
+                rank: None,
+                job: None,
             };
             rows.push(&gpu_row)?;
             if s.error.is_some() {
@@ -187,8 +193,8 @@ impl FlatLog {
                     .and_then(|ps| ps.gpus.get(&s.index))
                     .filter(|pg| pg.peak.at != 0)
                     .map(|pg| pg.peak.value);
-                let process =
-                    info.and_then(|i| process_label(i.cmdline.as_deref(), i.name.as_deref()));
+                let process = ps.and_then(|ps| ps.who.label.clone());
+                let job = jobs.iter().find(|j| j.has(p.pid)).map(|j| j.id.as_str());
                 let alloc = allocs.iter().find(|a| a.gpu == s.index && a.pid == p.pid);
                 let row = Row {
                     row: "process",
@@ -203,6 +209,8 @@ impl FlatLog {
                     allocator_fragmentation_ratio: alloc.and_then(|a| a.frag_index),
                     allocator_largest_free_block_bytes: alloc.and_then(|a| a.largest_free),
                     allocator_free_bytes: alloc.and_then(|a| a.free_total),
+                    rank: ps.and_then(|ps| ps.who.rank),
+                    job,
                     memory_used_bytes: p.used,
                     memory_total_bytes: None,
                     memory_free_bytes: None,

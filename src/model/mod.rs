@@ -7,6 +7,7 @@ pub mod caps;
 pub mod exit;
 pub mod frame;
 pub mod growth_rate;
+pub mod job;
 pub mod label;
 pub mod mapping;
 pub mod named;

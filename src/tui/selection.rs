@@ -80,11 +80,13 @@ pub fn growth(s: &State, pid: u32, gpu: u32) -> Option<f64> {
     crate::model::growth_rate::per_minute(s, pid, gpu, &GrowthConfig::default())
 }
 
-/// The name a process is sorted and filtered by: its command line, else its name.
+/// The name a process is sorted and filtered by: its program's command line (a
+/// multiprocessing child's launcher's), else its own, else its name.
 pub fn name(p: &ProcState) -> &str {
-    p.info
-        .cmdline
+    p.who
+        .program
         .as_deref()
+        .or(p.info.cmdline.as_deref())
         .or(p.info.name.as_deref())
         .unwrap_or("")
 }
@@ -99,6 +101,8 @@ pub fn matches(p: &ProcState, filter: &str) -> bool {
     let has = |s: Option<&str>| s.is_some_and(|s| s.to_lowercase().contains(&f));
     p.info.pid.to_string().contains(&f)
         || has(p.info.cmdline.as_deref())
+        || has(p.who.program.as_deref())
+        || has(Some(p.who.rank_prefix().as_str()))
         || has(p.info.name.as_deref())
         || has(p.info.user.as_deref())
 }

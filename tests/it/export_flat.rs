@@ -197,7 +197,8 @@ fn a_csv_from_a_recording_with_a_companion_has_the_allocator_columns() {
     // Appended after the columns files already had: readers by position keep working.
     assert_eq!(COLUMNS[19], "error");
     assert_eq!(COLUMNS[20], "command");
-    assert_eq!(&COLUMNS[21..], allocator);
+    assert_eq!(&COLUMNS[21..28], allocator);
+    assert_eq!(&COLUMNS[28..], ["rank", "job"]);
 
     let mut r = csv::Reader::from_path(&csv_path).expect("csv");
     let header: Vec<String> = r
