@@ -284,6 +284,8 @@ fn gate_label(name: &GateName) -> &str {
         GateName::CacheOnly => "D",
         GateName::SpareHoles => "holes",
         GateName::HoleMargin => "margin",
+        GateName::ExcessGrowth => "excess",
+        GateName::Widening => "widening",
         // A gate from another build's recording: its first word.
         GateName::Other(n) => n.split([' ', '=']).next().unwrap_or(""),
     }
