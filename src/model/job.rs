@@ -147,7 +147,27 @@ pub fn group<'a>(who: impl IntoIterator<Item = (u32, &'a Identity)>) -> Vec<Job>
             by_key.entry(k).or_default().push((pid, id));
         }
     }
-    by_key
+    // Ranks told apart only by being alike (a recording without the process tree): jobs
+    // of one program started one after another are cut apart where a rank repeats or
+    // the world is full, in PID order (a launcher starts its ranks in a row).
+    let mut groups: Vec<(&JobKey, Vec<(u32, &Identity)>)> = Vec::new();
+    for (key, mut ms) in by_key {
+        if !matches!(key, JobKey::Alike { .. }) {
+            groups.push((key, ms));
+            continue;
+        }
+        ms.sort_by_key(|(pid, _)| *pid);
+        let mut cur: Vec<(u32, &Identity)> = Vec::new();
+        for m in ms {
+            let full = cur.len() as u32 >= m.1.world_size.unwrap_or(u32::MAX);
+            if full || cur.iter().any(|(_, i)| i.rank == m.1.rank) {
+                groups.push((key, std::mem::take(&mut cur)));
+            }
+            cur.push(m);
+        }
+        groups.push((key, cur));
+    }
+    groups
         .into_iter()
         .filter(|(_, ms)| ms.len() >= 2 || ms.iter().any(|(_, i)| i.world_size > Some(1)))
         .map(|(key, mut ms)| {
@@ -160,7 +180,7 @@ pub fn group<'a>(who: impl IntoIterator<Item = (u32, &'a Identity)>) -> Vec<Job>
                 JobKey::Run(r) => r.clone(),
                 JobKey::Master(m) => m.clone(),
                 JobKey::Launcher(p) => p.to_string(),
-                JobKey::Alike { world_size, .. } => format!("{world_size}ranks"),
+                JobKey::Alike { .. } => ms.iter().map(|(p, _)| *p).min().unwrap_or(0).to_string(),
             };
             Job {
                 key: key.clone(),
@@ -331,7 +351,17 @@ mod tests {
         let (a, b) = (mk(1, 0), mk(2, 1));
         let jobs = group([(1, &a), (2, &b)]);
         assert_eq!(jobs.len(), 1);
-        assert_eq!(jobs[0].id, "train.py@2ranks");
+        assert_eq!(jobs[0].id, "train.py@1");
+        // Two such jobs one after the other (the H200 recording's mp.spawn jobs: PIDs
+        // 591, 592 and 634, 635) are two jobs, not one with two rank 0s.
+        let (c, d) = (mk(634, 0), mk(635, 1));
+        let jobs = group([(635, &d), (1, &a), (634, &c), (2, &b)]);
+        let members: Vec<Vec<u32>> = jobs
+            .iter()
+            .map(|j| j.members.iter().map(|m| m.pid).collect())
+            .collect();
+        assert_eq!(members, [vec![1, 2], vec![634, 635]]);
+        assert_eq!(jobs[1].id, "train.py@634");
     }
 
     #[test]

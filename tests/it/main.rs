@@ -17,6 +17,7 @@ mod alerts_config_asset;
 mod alerts_corpus;
 mod alerts_corpus2;
 mod alerts_corpus3;
+mod alerts_corpus_jobs;
 mod alerts_divergent;
 mod alerts_engine;
 mod alerts_golden;

@@ -81,6 +81,8 @@ pub struct JobInput<'a> {
 /// What one rank's excess did over one trailing window.
 #[derive(Debug, Clone, PartialEq)]
 struct Divergence {
+    /// The epoch the excess began to grow.
+    since: u64,
     series: TrendSeries,
     /// Epochs of the window and the rank's excess at each.
     epochs: Vec<(u64, i64, f64)>,
@@ -112,10 +114,11 @@ pub fn check(job: &JobInput, cfg: &DivergentConfig) -> Vec<Finding> {
         if !confirmed {
             continue;
         }
+        // The floor when it shows it (allocated after the epoch, the cleaner series), else
+        // the peak.
         let d = [TrendSeries::Floor, TrendSeries::Peak]
             .into_iter()
-            .filter_map(|s| diverges(job, i, s, 0, cfg))
-            .max_by(|a, b| a.growth.total_cmp(&b.growth));
+            .find_map(|s| diverges(job, i, s, 0, cfg));
         if let Some(d) = d {
             out.push(finding(job, &job.ranks[i], d));
         }
@@ -238,7 +241,15 @@ fn window(
     // memory grows with it (not its peers shrinking), and it holds more than its peers.
     let steady = slope > 0.0 && slope * (n - 1) as f64 >= 0.5 * growth;
     let passed = gates.iter().all(|g| g.passed) && steady && own_slope > 0.0;
+    // Since when: the first epoch whose excess stands a quarter of the needed growth
+    // above the window's lowest start; from the window's first step on, it began before.
+    let low = excess[..3.min(n)].iter().copied().fold(f64::MAX, f64::min);
+    let since = match excess.iter().position(|x| x - low >= need / 4.0) {
+        Some(i) if i > 1 => rows[i].0,
+        _ => rows[0].0,
+    };
     (passed && excess[n - 1] > 0.0).then(|| Divergence {
+        since,
         series,
         epochs: rows.iter().map(|r| (r.0, r.1, r.2)).collect(),
         excess: excess[n - 1],
@@ -255,7 +266,7 @@ fn finding(job: &JobInput, r: &RankInput, d: Divergence) -> Finding {
     let rank = r
         .rank
         .map_or_else(|| format!("PID {}", r.pid), |k| format!("rank {k}"));
-    let since = d.epochs.first().map_or(0, |e| e.0);
+    let since = d.since;
     let last = d.epochs.last().map_or(0, |e| e.0);
     let what = match d.series {
         TrendSeries::Peak => "epoch peak",
@@ -286,19 +297,23 @@ fn finding(job: &JobInput, r: &RankInput, d: Divergence) -> Finding {
         Some(f) => format!(
             " The job ends when this rank runs out of memory: at this rate near epoch {:.0}{}.",
             f.at_epoch.unwrap_or(0.0),
-            f.ms.map(|ms| format!(", ~{}", crate::fmt::rough_duration(ms)))
+            f.ms.map(|ms| format!(", {}", crate::fmt::rough_duration(ms)))
                 .unwrap_or_default()
         ),
         None => " The job ends when this rank runs out of memory.".into(),
     };
+    let spread = if d.noise < MIB_U64 as f64 {
+        "while the ranks otherwise match within 1 MiB".to_string()
+    } else {
+        format!("beyond their usual spread of {}", human(d.noise as u64))
+    };
     let message = format!(
         "{rank} of {} (PID {}) holds {} more than its peers at the {what} and the gap grows \
-         {}/epoch since epoch {since} (the peers differ by {} among themselves): {why}.{fate}",
+         {}/epoch since epoch {since}, {spread}: {why}.{fate}",
         job.job,
         r.pid,
         human(d.excess.max(0.0) as u64),
         human(d.slope.max(0.0) as u64),
-        human(d.noise.max(0.0) as u64),
     );
     let summary = fit_summary(format!(
         "{} {rank} +{} vs peers",
