@@ -8,6 +8,7 @@ pub mod exit;
 pub mod frame;
 pub mod growth_rate;
 pub mod job;
+pub mod job_status;
 pub mod label;
 pub mod mapping;
 pub mod named;

@@ -634,7 +634,17 @@ fn panel(
 /// acknowledged, in its colour on a process that has ended (its alerts ended with it),
 /// dim on one that runs on.
 pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'static str, Style)> {
-    let about = |a: &&Alert| a.pid == Some(pid) && a.gpu == gpu;
+    rows_mark(app, &[pid], gpu, theme)
+}
+
+/// The mark of a row that stands for several processes (a folded job): their worst.
+pub fn rows_mark(
+    app: &App,
+    pids: &[u32],
+    gpu: u32,
+    theme: &Theme,
+) -> Option<(&'static str, Style)> {
+    let about = |a: &&Alert| a.pid.is_some_and(|p| pids.contains(&p)) && a.gpu == gpu;
     let active = app.view_alerts().active();
     if let Some(s) = active
         .into_iter()
@@ -650,11 +660,12 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
         .filter(about)
         .map(|a| a.severity)
         .max()?;
-    let ended = app
-        .view_state()
-        .procs
-        .get(&pid)
-        .is_some_and(|p| p.exit.is_some());
+    let ended = pids.iter().any(|pid| {
+        app.view_state()
+            .procs
+            .get(pid)
+            .is_some_and(|p| p.exit.is_some())
+    });
     Some((
         mark(s, theme),
         if ended { style(s, theme) } else { theme.dim() },
