@@ -106,24 +106,78 @@ pub fn check(job: &JobInput, cfg: &DivergentConfig) -> Vec<Finding> {
     }
     let mut out = Vec::new();
     for i in 0..job.ranks.len() {
-        let confirmed = (0..cfg.confirm.max(1)).all(|back| {
-            [TrendSeries::Floor, TrendSeries::Peak]
-                .into_iter()
-                .any(|s| diverges(job, i, s, back, cfg).is_some())
-        });
-        if !confirmed {
-            continue;
-        }
-        // The floor when it shows it (allocated after the epoch, the cleaner series), else
-        // the peak.
-        let d = [TrendSeries::Floor, TrendSeries::Peak]
-            .into_iter()
-            .find_map(|s| diverges(job, i, s, 0, cfg));
-        if let Some(d) = d {
+        if let Some(d) = remembered(job, i, cfg) {
             out.push(finding(job, &job.ranks[i], d));
         }
     }
     out
+}
+
+/// Rank `i`'s confirmed divergence: the floor when it shows it (allocated after the epoch,
+/// the cleaner series), else the peak; and so at the endings before, for confirmation.
+fn detect(job: &JobInput, i: usize, cfg: &DivergentConfig) -> Option<Divergence> {
+    let at = |back| {
+        [TrendSeries::Floor, TrendSeries::Peak]
+            .into_iter()
+            .find_map(|s| diverges(job, i, s, back, cfg))
+    };
+    let d = at(0)?;
+    (1..cfg.confirm.max(1))
+        .all(|back| at(back).is_some())
+        .then_some(d)
+}
+
+/// Everything `detect` reads: the rank asked about, every rank's epochs, the thresholds.
+type Key = (
+    usize,
+    Vec<usize>,
+    Vec<(u64, i64, u64, Option<u64>)>,
+    [u64; 7],
+);
+
+thread_local! {
+    /// The engine evaluates every second; a job's epochs change once an epoch.
+    static DIVERGED: std::cell::RefCell<super::memo::Memo<Key, Option<Divergence>>> =
+        Default::default();
+}
+
+fn remembered(job: &JobInput, i: usize, cfg: &DivergentConfig) -> Option<Divergence> {
+    use super::memo::mix;
+    let lens: Vec<usize> = job.ranks.iter().map(|r| r.epochs.len()).collect();
+    let points: Vec<(u64, i64, u64, Option<u64>)> = job
+        .ranks
+        .iter()
+        .flat_map(|r| r.epochs.iter().map(|e| (e.epoch, e.t, e.floor, e.peak)))
+        .collect();
+    let c = [
+        cfg.warmup_epochs,
+        cfg.min_epochs as u64,
+        cfg.max_epochs as u64,
+        cfg.spread_factor.to_bits(),
+        cfg.min_growth_bytes,
+        cfg.widening_share.to_bits(),
+        cfg.confirm as u64,
+    ];
+    let mut h = mix(i as u64, lens.len() as u64);
+    for l in &lens {
+        h = mix(h, *l as u64);
+    }
+    for p in &points {
+        h = mix(
+            mix(mix(mix(h, p.0), p.1 as u64), p.2),
+            p.3.map_or(1, |v| v << 1),
+        );
+    }
+    for v in c {
+        h = mix(h, v);
+    }
+    let key: Key = (i, lens, points, c);
+    if let Some(d) = DIVERGED.with(|m| m.borrow_mut().get(h, |k| *k == key)) {
+        return d;
+    }
+    let d = detect(job, i, cfg);
+    DIVERGED.with(|m| m.borrow_mut().put(h, key, d.clone()));
+    d
 }
 
 /// The value of a series at an epoch.
@@ -188,6 +242,14 @@ fn diverges(
         })
         .collect();
     let longest = rows.len().min(cfg.max_epochs);
+    // No window can grow more than the newest excess over the lowest in reach: most ranks
+    // of most jobs stop here (this runs at every evaluation).
+    let reach = &rows[rows.len() - longest..];
+    let low = reach.iter().map(|r| r.2).fold(f64::MAX, f64::min);
+    let last = reach[reach.len() - 1].2;
+    if last <= 0.0 || last - low < cfg.min_growth_bytes as f64 {
+        return None;
+    }
     (cfg.min_epochs..=longest)
         .rev()
         .find_map(|n| window(&rows[rows.len() - n..], series.clone(), cfg))
@@ -199,19 +261,22 @@ fn window(
     cfg: &DivergentConfig,
 ) -> Option<Divergence> {
     let n = rows.len();
-    let xs: Vec<f64> = rows.iter().map(|r| r.0 as f64).collect();
     let excess: Vec<f64> = rows.iter().map(|r| r.2).collect();
-    let own: Vec<f64> = rows.iter().map(|r| r.4).collect();
-    let slope = theil_sen(&xs, &excess)?;
-    let own_slope = theil_sen(&xs, &own)?;
     // Where it started: the median of the first three epochs, so one odd epoch at the
     // window's start does not make the growth.
     let start = median(&mut excess[..3.min(n)].to_vec())?;
     let growth = excess[n - 1] - start;
-    let steps: Vec<f64> = excess.windows(2).map(|w| w[1] - w[0]).collect();
-    // The peers' usual spread, and the excess's own typical step: the noise a divergence
-    // must stand out of.
+    // The peers' usual spread, and (below) the excess's own typical step: the noise a
+    // divergence must stand out of. The cheap gates first: this runs at every evaluation.
     let spread = median(&mut rows.iter().map(|r| r.3).collect::<Vec<_>>())?;
+    if growth < (cfg.spread_factor * spread).max(cfg.min_growth_bytes as f64) {
+        return None;
+    }
+    let xs: Vec<f64> = rows.iter().map(|r| r.0 as f64).collect();
+    let own: Vec<f64> = rows.iter().map(|r| r.4).collect();
+    let slope = theil_sen(&xs, &excess)?;
+    let own_slope = theil_sen(&xs, &own)?;
+    let steps: Vec<f64> = excess.windows(2).map(|w| w[1] - w[0]).collect();
     // A leak's steps are all about its rate: the wobble is measured around the slope.
     let around = median(&mut steps.iter().map(|s| (s - slope).abs()).collect::<Vec<_>>())?;
     let noise = spread.max(around);
