@@ -36,6 +36,10 @@ pub struct Run {
     pub companions: BTreeMap<u32, CompanionRun>,
     pub alerts: Vec<AlertLine>,
     pub notes: Vec<(Ts, String)>,
+    /// Each process's program, rank and job as the model last knew them.
+    pub who: BTreeMap<u32, crate::model::job::Identity>,
+    /// The distributed jobs among the run's processes.
+    pub jobs: Vec<crate::model::job::Job>,
 }
 
 #[derive(Debug, Clone)]
@@ -144,6 +148,7 @@ pub struct Collector {
     devs: BTreeMap<(u32, u32), DevRun>,
     dev_gpu: HashMap<(u32, u32), u32>,
     names: HashMap<u32, String>,
+    who: BTreeMap<u32, crate::model::job::Identity>,
 }
 
 impl Collector {
@@ -174,6 +179,8 @@ impl Collector {
                 companions: BTreeMap::new(),
                 alerts: vec![],
                 notes: vec![],
+                who: BTreeMap::new(),
+                jobs: vec![],
             },
             width,
             gpus,
@@ -181,6 +188,7 @@ impl Collector {
             devs: BTreeMap::new(),
             dev_gpu: HashMap::new(),
             names: HashMap::new(),
+            who: BTreeMap::new(),
         }
     }
 
@@ -196,9 +204,15 @@ impl Collector {
                     if let Some(n) = cmd.or(p.name.clone()) {
                         self.names.insert(p.pid, n);
                     }
+                    self.note_who(p.pid, state);
                 }
             }
-            Frame::Companion(c) => self.companion(c.t, c.pid, &c.msg, state),
+            Frame::Companion(c) => {
+                if matches!(c.msg, Message::Hello(_)) {
+                    self.note_who(c.pid, state);
+                }
+                self.companion(c.t, c.pid, &c.msg, state)
+            }
             Frame::Status { t, level, text, .. }
                 if *level != Level::Info && self.run.notes.len() < MAX_NOTES =>
             {
@@ -385,9 +399,29 @@ impl Collector {
         }
         procs.sort_by_key(|p| (p.gpu.unwrap_or(u32::MAX), p.pid));
         self.run.procs = procs;
+        self.run.jobs = crate::model::job::group(self.who.iter().map(|(p, w)| (*p, w)));
+        self.run.who = self.who;
         self.run.gpus = self.gpus.into_values().collect();
         self.run.alerts = alerts;
         self.run
+    }
+}
+
+impl Collector {
+    /// What the model knows of a process's program, rank and job, kept past its exit.
+    fn note_who(&mut self, pid: u32, state: &State) {
+        let who = match state.procs.get(&pid) {
+            Some(p) => p.who.clone(),
+            None => {
+                let hello = state.companions.get(pid).and_then(|c| c.hello.as_ref());
+                let bare = crate::model::sample::ProcInfo {
+                    pid,
+                    ..Default::default()
+                };
+                crate::model::job::Identity::of(&bare, hello)
+            }
+        };
+        self.who.insert(pid, who);
     }
 }
 

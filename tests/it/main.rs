@@ -73,6 +73,7 @@ mod replay_follow;
 mod replay_streams;
 mod report;
 mod report_chromium;
+mod report_jobs;
 mod risk_signals;
 mod risk_tmux;
 mod screen_words;
