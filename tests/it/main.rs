@@ -50,6 +50,7 @@ mod freeze;
 mod http_hostile;
 mod inert_output;
 mod interact;
+mod jobs_tmux;
 mod key_habits;
 mod keys_tmux;
 mod legend;

@@ -343,7 +343,12 @@ fn program_command(p: &ProcState) -> String {
         // The program is not known (a recording without the process tree): say what it is.
         (None, Some(c)) if p.who.mp_child => {
             let interp = c.split_whitespace().next().unwrap_or("python");
-            Some(format!("{interp} (multiprocessing)"))
+            let how = if c.contains("forkserver") {
+                "forkserver"
+            } else {
+                "spawn"
+            };
+            Some(format!("{interp} {how} child"))
         }
         _ => own.map(str::to_string),
     };
@@ -576,7 +581,7 @@ mod tests {
         assert_eq!(command(&p), "[rank 1] python3 ddp_spawn.py --epochs 40");
         p.info.program = None;
         p.who = Identity::of(&p.info, None);
-        assert_eq!(command(&p), "[rank 1] python3 (multiprocessing)");
+        assert_eq!(command(&p), "[rank 1] python3 spawn child");
     }
 
     #[test]
