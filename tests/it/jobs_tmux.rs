@@ -116,6 +116,9 @@ fn jobs_fold_at_80x24_and_the_divergent_rank_is_named() {
     let panel = settle(&s);
     assert!(panel.contains("635@0 rank 1 +"), "{panel}");
     assert!(panel.contains("650@0 rank 0 +"), "{panel}");
+    // Every alert about a rank says the rank (the growth alert too).
+    assert!(panel.contains("leak +24.0M/ep"), "{panel}");
+    assert!(panel.contains("PID 635 [rank 1] on GPU 0"), "{panel}");
     for pid in ["638", "639", "640", "591", "592"] {
         assert!(!panel.contains(&format!("{pid}@0")), "{pid}: {panel}");
     }

@@ -81,8 +81,9 @@ pub struct JobInput<'a> {
 /// What one rank's excess did over one trailing window.
 #[derive(Debug, Clone, PartialEq)]
 struct Divergence {
-    /// The epoch the excess began to grow.
+    /// The epoch the excess began to grow; `open`: that epoch or an earlier one.
     since: u64,
+    open: bool,
     series: TrendSeries,
     /// Epochs of the window and the rank's excess at each.
     epochs: Vec<(u64, i64, f64)>,
@@ -309,12 +310,15 @@ fn window(
     // Since when: the first epoch whose excess stands a quarter of the needed growth
     // above the window's lowest start; from the window's first step on, it began before.
     let low = excess[..3.min(n)].iter().copied().fold(f64::MAX, f64::min);
-    let since = match excess.iter().position(|x| x - low >= need / 4.0) {
-        Some(i) if i > 1 => rows[i].0,
-        _ => rows[0].0,
+    let (since, open) = match excess.iter().position(|x| x - low >= need / 4.0) {
+        Some(i) if i > 1 => (rows[i].0, false),
+        // Rising from the window's start: where the window starts, or earlier when the
+        // window is as long as windows get (its onset is out of reach).
+        _ => (rows[0].0, n >= cfg.max_epochs),
     };
     (passed && excess[n - 1] > 0.0).then(|| Divergence {
         since,
+        open,
         series,
         epochs: rows.iter().map(|r| (r.0, r.1, r.2)).collect(),
         excess: excess[n - 1],
@@ -331,7 +335,11 @@ fn finding(job: &JobInput, r: &RankInput, d: Divergence) -> Finding {
     let rank = r
         .rank
         .map_or_else(|| format!("PID {}", r.pid), |k| format!("rank {k}"));
-    let since = d.since;
+    let since = if d.open {
+        format!("{} or earlier", d.since)
+    } else {
+        d.since.to_string()
+    };
     let last = d.epochs.last().map_or(0, |e| e.0);
     let what = match d.series {
         TrendSeries::Peak => "epoch peak",
@@ -544,6 +552,21 @@ mod tests {
         assert!(check(&job(&ranks), &cfg()).is_empty());
         let one = [series(20, 900 * MIB, |e| e * 100 * MIB)];
         assert!(check(&job(&one), &cfg()).is_empty());
+    }
+
+    #[test]
+    fn a_divergence_older_than_the_window_says_its_start_is_out_of_reach() {
+        let ranks = [
+            series(40, 900 * MIB, |_| 0),
+            series(40, 900 * MIB, |e| e * 24 * MIB),
+        ];
+        let f = check(&job(&ranks), &cfg());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message.contains("since epoch 20 or earlier"),
+            "{}",
+            f[0].message
+        );
     }
 
     #[test]

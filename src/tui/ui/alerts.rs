@@ -432,10 +432,18 @@ pub(crate) fn paint_panel(p: &mut super::paint::Painter, app: &App, area: Rect, 
 }
 
 /// `PID 786 on GPU 1 (786@1)`: the alert's subject written out, with the short form the
-/// bar uses so the two can be matched up.
-fn subject(a: &Alert) -> String {
+/// bar uses so the two can be matched up; a rank of a job says so
+/// (`PID 635 [rank 1] train.py on GPU 0 (635@0)`).
+fn subject(a: &Alert, app: Option<&App>) -> String {
     match a.pid {
-        Some(pid) => format!("PID {pid} on GPU {} ({pid}@{})", a.gpu, a.gpu),
+        Some(pid) => {
+            let who = app
+                .and_then(|app| app.view_state().procs.get(&pid))
+                .and_then(|p| p.who.rank.is_some().then(|| p.who.ranked_label()).flatten())
+                .map(|l| format!(" {l}"))
+                .unwrap_or_default();
+            format!("PID {pid}{who} on GPU {} ({pid}@{})", a.gpu, a.gpu)
+        }
         None => format!("GPU {}", a.gpu),
     }
 }
@@ -562,8 +570,13 @@ fn panel(
             style(a.severity, theme)
         };
         let mut text = format!("{m} {}", a.summary);
+        let rank = a
+            .pid
+            .and_then(|pid| app?.view_state().procs.get(&pid)?.who.rank)
+            .map(|r| format!(" [rank {r}]"))
+            .unwrap_or_default();
         let spelled = match a.pid {
-            Some(pid) => format!("  PID {pid} on GPU {}", a.gpu),
+            Some(pid) => format!("  PID {pid}{rank} on GPU {}", a.gpu),
             None => String::new(),
         };
         if text.chars().count() + spelled.len() <= w {
@@ -592,7 +605,7 @@ fn panel(
         return;
     }
     let a = items[selected];
-    let mut lines = vec![Line::from(Span::styled(subject(a), theme.title()))];
+    let mut lines = vec![Line::from(Span::styled(subject(a, app), theme.title()))];
     // Each label stays on the line of its value (`allocator 4.00GiB`).
     lines.extend(
         evidence_lines(a, w, theme)
