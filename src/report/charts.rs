@@ -133,7 +133,7 @@ pub fn job_chart(run: &Run, job: &crate::model::job::Job, idx: usize) -> Drawn {
         if let Some(a) = divergent.iter().find(|a| a.pid == Some(p.pid)) {
             let excess = a.evidence.points.last().map_or(0, |p| p.bytes);
             words += &format!(
-                " · the divergent rank: {} more than its peers, +{}/epoch",
+                " · the divergent rank: {} more than its peers when named, +{}/epoch",
                 human(excess),
                 human(a.evidence.slope.unwrap_or(0.0).max(0.0) as u64)
             );

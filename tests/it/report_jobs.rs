@@ -43,7 +43,7 @@ fn the_report_has_each_job_with_its_ranks_side_by_side_and_the_divergent_one_mar
     assert_eq!(leak.matches("<svg").count(), 1, "one chart");
     assert!(leak.contains("rank 0 · PID 634 · allocated</li>"), "{leak}");
     assert!(
-        leak.contains("rank 1 · PID 635 · allocated · the divergent rank: 120 MiB more than its peers, +24.0 MiB/epoch"),
+        leak.contains("rank 1 · PID 635 · allocated · the divergent rank: 120 MiB more than its peers when named, +24.0 MiB/epoch"),
         "{leak}"
     );
     assert!(
