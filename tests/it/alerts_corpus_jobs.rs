@@ -17,6 +17,9 @@ use serde_json::Value;
 
 use crate::alerts_corpus2::Res;
 
+/// Per half: jobs, clean jobs, false alarms, divergent ranks found / wanted, delays.
+type Half = (u32, u32, u32, u32, u32, Vec<i64>);
+
 /// A divergent-rank alert as raised: its PID, epoch and message.
 struct Raised {
     pid: u32,
@@ -66,8 +69,7 @@ fn jobs_are_grouped_and_their_divergent_rank_named() -> Res<()> {
     }
     let formed = formed.ok_or("the recording is shorter than a minute")?;
     let mut failures = Vec::new();
-    // Per half: jobs, clean jobs, false alarms, divergent ranks found / wanted, delays.
-    let mut halves: BTreeMap<String, (u32, u32, u32, u32, u32, Vec<i64>)> = BTreeMap::new();
+    let mut halves: BTreeMap<String, Half> = BTreeMap::new();
     for (name, job) in jobs {
         let pids: BTreeMap<u32, u32> = job["pids"]
             .as_object()
