@@ -64,6 +64,7 @@ mod output_errors;
 mod packaging;
 mod postmortem_tmux;
 mod procfs_placement;
+mod procfs_spawn;
 mod prometheus_e2e;
 mod rank_row;
 mod readme_keys;
