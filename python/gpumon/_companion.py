@@ -274,6 +274,14 @@ class Companion(object):
                 h[k] = int(os.environ[env])
             except (KeyError, ValueError):
                 pass
+        prog = _program(h["cmdline"])
+        if prog:
+            h["program"] = prog
+        addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        if addr and port:
+            h["master"] = "%s:%s" % (addr, port)
+        if os.environ.get("TORCHELASTIC_RUN_ID"):
+            h["run_id"] = os.environ["TORCHELASTIC_RUN_ID"]
         for src in self.sources:
             if not src.ready():
                 continue
@@ -479,6 +487,17 @@ def _cmdline():
             return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
     except OSError:
         return " ".join(sys.argv)
+
+
+def _program(cmdline):
+    """A multiprocessing child's program: its own command line is the spawn or forkserver
+    bootstrap, but its sys.argv is the one the parent passed it (spawn's `prepare`)."""
+    boot = ("--multiprocessing-fork" in cmdline
+            or "from multiprocessing.spawn import" in cmdline
+            or "from multiprocessing.forkserver import" in cmdline)
+    if not boot or not sys.argv or not sys.argv[0] or sys.argv[0] == "-c":
+        return None
+    return " ".join([sys.executable or "python"] + [str(a) for a in sys.argv])
 
 
 _said = set()

@@ -58,6 +58,10 @@ pub struct Run {
     pub notes: Vec<(Ts, String)>,
     /// What the caps above left out, counted.
     pub dropped: Dropped,
+    /// Each process's program, rank and job as the model last knew them.
+    pub who: BTreeMap<u32, crate::model::job::Identity>,
+    /// The distributed jobs among the run's processes.
+    pub jobs: Vec<crate::model::job::Job>,
 }
 
 /// Readings left out of a report by its caps.
@@ -230,6 +234,7 @@ pub struct Collector {
     dev_gpu: HashMap<(u32, u32), u32>,
     names: HashMap<u32, String>,
     epoch_points: usize,
+    who: BTreeMap<u32, crate::model::job::Identity>,
 }
 
 impl Collector {
@@ -262,6 +267,8 @@ impl Collector {
                 alerts: vec![],
                 notes: vec![],
                 dropped: Dropped::default(),
+                who: BTreeMap::new(),
+                jobs: vec![],
             },
             width,
             gpus,
@@ -270,6 +277,7 @@ impl Collector {
             dev_gpu: HashMap::new(),
             names: HashMap::new(),
             epoch_points: 0,
+            who: BTreeMap::new(),
         }
     }
 
@@ -311,9 +319,15 @@ impl Collector {
                         n.clone()
                     };
                     self.names.insert(p.pid, n);
+                    self.note_who(p.pid, state);
                 }
             }
-            Frame::Companion(c) => self.companion(c.t, c.pid, &c.msg, state),
+            Frame::Companion(c) => {
+                if matches!(c.msg, Message::Hello(_)) {
+                    self.note_who(c.pid, state);
+                }
+                self.companion(c.t, c.pid, &c.msg, state)
+            }
             Frame::Status { t, level, text, .. }
                 if *level != Level::Info && self.run.notes.len() < MAX_NOTES =>
             {
@@ -522,9 +536,32 @@ impl Collector {
         }
         procs.sort_by_key(|p| (p.gpu.unwrap_or(u32::MAX), p.pid));
         self.run.procs = procs;
+        self.run.jobs = crate::model::job::group(self.who.iter().map(|(p, w)| (*p, w)));
+        self.run.who = self.who;
         self.run.gpus = self.gpus.into_values().collect();
         self.run.alerts = alerts;
         self.run
+    }
+}
+
+impl Collector {
+    /// What the model knows of a process's program, rank and job, kept past its exit.
+    fn note_who(&mut self, pid: u32, state: &State) {
+        if self.who.len() >= MAX_NAMES && !self.who.contains_key(&pid) {
+            return;
+        }
+        let who = match state.procs.get(&pid) {
+            Some(p) => p.who.clone(),
+            None => {
+                let hello = state.companions.get(pid).and_then(|c| c.hello.as_ref());
+                let bare = crate::model::sample::ProcInfo {
+                    pid,
+                    ..Default::default()
+                };
+                crate::model::job::Identity::of(&bare, hello)
+            }
+        };
+        self.who.insert(pid, who);
     }
 }
 
