@@ -139,18 +139,19 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind!(
         "s F6",
-        "sort: used, peak, growth, PID, name",
+        "sort: used, peak, growth, PID, name (htop's M sorts by memory: s; no CPU column for P)",
         Sort,
         Char('s'),
         F(6)
     ),
     bind!("I", "invert the sort direction", Invert, Char('I')),
     bind!(
-        "/ F3",
-        "filter processes by name, user or PID",
+        "/ F3 F4",
+        "filter processes by name, user or PID (htop's u: type the user; no tree for t F5, no setup screen for F2: columns are in the config file)",
         Filter,
         Char('/'),
-        F(3)
+        F(3),
+        F(4)
     ),
     bind!(
         "x F9",
@@ -298,6 +299,8 @@ mod tests {
         assert_eq!(action_for(k(Tab)), Some(Action::NextGpu));
         assert_eq!(action_for(k(Char(' '))), Some(Action::Freeze));
         assert_eq!(action_for(k(F(9))), Some(Action::Kill));
+        // htop's filter key filters here too.
+        assert_eq!(action_for(k(F(4))), Some(Action::Filter));
         assert_eq!(action_for(k(Char('x'))), Some(Action::Kill));
         assert_eq!(action_for(k(Char('k'))), Some(Action::Up));
         assert_eq!(action_for(k(Char('j'))), Some(Action::Down));
