@@ -139,7 +139,7 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind!(
         "s F6",
-        "sort: used, peak, growth, PID, name (htop's M sorts by memory: s; no CPU column for P)",
+        "sort: used, peak, growth, PID, name (htop's M: s; no CPU for P)",
         Sort,
         Char('s'),
         F(6)
@@ -147,7 +147,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!("I", "invert the sort direction", Invert, Char('I')),
     bind!(
         "/ F3 F4",
-        "filter processes by name, user or PID (htop's u: type the user; no tree for t F5, no setup screen for F2: columns are in the config file)",
+        "filter by name, user (htop's u) or PID; no tree (t F5) or F2 setup",
         Filter,
         Char('/'),
         F(3),
