@@ -6,7 +6,7 @@
 
 use gpumon::fmt::{compact, human};
 
-use crate::tmux_e2e::{have_tmux, keys, start_cmd, wait_for};
+use crate::tmux_e2e::{have_tmux, keys, pane, start_cmd, wait_for};
 
 const REC: &str = "tests/corpus4/corpus4.gpumon.jsonl.gz";
 /// tr_eaten and ws_linear (labels4.json).
@@ -97,17 +97,22 @@ fn at_the_oom_the_allocator_line_shows_the_failing_moment_and_its_age() {
         );
         let s = start_cmd(&format!("oom-moment-{w}"), w, h, &cmd);
         wait_for(&s, "REPLAY", 15);
-        // To the end, then back to the last raised alert: both processes died of their OOM.
+        // To the end of the recording.
         keys(&s, &["Space", "$"]);
-        wait_for(&s, " end", 20);
-        let mut p = String::new();
-        for _ in 0..5 {
-            keys(&s, &["{"]);
-            p = wait_for(&s, "(at the OOM", 4);
-            if p.contains("(at the OOM") {
+        wait_for(&s, " end", 30);
+        // The last frames are applied after the end is reported (a debug build on a
+        // loaded machine takes a while): wait for two equal captures before stepping.
+        let mut last = pane(&s);
+        for _ in 0..60 {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let now = pane(&s);
+            if now == last {
                 break;
             }
+            last = now;
         }
+        // Both died of their OOM: at the end their rows keep the failing moment.
+        let p = wait_for(&s, "(at the OOM", 20);
         for pid in PIDS {
             let (_, v) = oom_alert(pid);
             let row = p
