@@ -39,10 +39,10 @@ impl OomNumbers {
         let Some(r) = self.requested else {
             return Binding::Unknown;
         };
-        if let (Some(l), Some(res)) = (self.limit, self.reserved) {
-            if l.saturating_sub(res) < r {
-                return Binding::Limit;
-            }
+        if let (Some(l), Some(res)) = (self.limit, self.reserved)
+            && l.saturating_sub(res) < r
+        {
+            return Binding::Limit;
         }
         if self.device_free.is_some_and(|d| d < r) {
             return Binding::Card;
@@ -57,9 +57,9 @@ impl OomNumbers {
         }
     }
 
-    /// `bound by its allocator limit of 3.00GiB: reserved 2.99GiB + 214MiB asked = 3.20GiB
-    /// > 3.00GiB; its cache held 19.0MiB free, largest hole 9.28MiB < 214MiB`, or `None`
-    /// when the event did not say what was asked.
+    /// `bound by its allocator limit of 3.00GiB: reserved 2.99GiB + 214MiB asked =
+    /// 3.20GiB > 3.00GiB; its cache held 19.0MiB free, largest hole 9.28MiB < 214MiB`,
+    /// or `None` when the event did not say what was asked.
     pub fn sentence(&self, b: &dyn Fn(u64) -> String) -> Option<String> {
         let r = self.requested?;
         let bound = match (self.binding(), self.limit, self.reserved, self.device_free) {
