@@ -47,6 +47,9 @@ pub fn frag_index(free_total: u64, largest_free: Option<u64>) -> Option<f64> {
     Some((1.0 - l.min(free_total) as f64 / free_total as f64).clamp(0.0, 1.0))
 }
 
+/// How long after an OOM its own numbers stay the newest complete reading.
+pub const OOM_MOMENT_HOLD_MS: i64 = 5_000;
+
 /// The latest free-block picture of one device.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FragState {
@@ -191,6 +194,42 @@ impl DevAlloc {
 
     pub fn ooms(&self) -> impl Iterator<Item = &FrameworkEvent> {
         self.events.iter().filter(|e| e.kind == EventKind::Oom)
+    }
+
+    /// Whether `f` is a reading of the last OOM's moment.
+    pub fn at_oom(&self, f: &FragState) -> bool {
+        self.ooms().last().and_then(|e| e.t) == Some(f.t)
+    }
+
+    /// The newest complete reading of the free blocks: the last OOM event's free total and
+    /// largest hole when it is newer than the last block map, or that map came within
+    /// `OOM_MOMENT_HOLD_MS` after it (the failing moment, not the epoch end before it nor
+    /// the unwound step after it), else the last block map.
+    pub fn frag_now(&self) -> Option<std::borrow::Cow<'_, FragState>> {
+        let f = self.frag.as_ref();
+        // Readings in the seconds after the OOM show the failed step unwound (its
+        // tensors freed), not what failed; a run that survives its OOM reads anew after.
+        let oom = self.ooms().last().filter(|e| {
+            e.free_total.is_some()
+                && e.t
+                    .is_some_and(|t| f.is_none_or(|f| t > f.t || f.t - t < OOM_MOMENT_HOLD_MS))
+        });
+        match (oom, f) {
+            (Some(e), f) => {
+                let mut st = f.cloned().unwrap_or_default();
+                st.t = e.t.unwrap_or(st.t);
+                st.free_total = e.free_total;
+                st.largest_free = e.largest_free;
+                // The block list and the moment's sample are of the older reading.
+                st.hist = None;
+                st.moment = None;
+                st.moment_t = None;
+                st.na = None;
+                Some(std::borrow::Cow::Owned(st))
+            }
+            (None, Some(f)) => Some(std::borrow::Cow::Borrowed(f)),
+            (None, None) => None,
+        }
     }
 
     fn sample(&mut self, t: Ts, s: &Sample) {

@@ -274,6 +274,23 @@ mod tests {
     }
 
     #[test]
+    fn strict_refuses_a_gzip_cut_short_and_lenient_plays_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.gpumon.jsonl.gz");
+        let rec = Recorder::create(&path, &header(), Format::Gzip).expect("create");
+        for t in 0..2000 {
+            rec.write(&Frame::Tick(Tick { t, gpus: vec![] }));
+        }
+        assert_eq!(rec.finish(), None);
+        let bytes = std::fs::read(&path).expect("read");
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).expect("cut");
+        let (_, n, partial) = validate(&path, false).expect("lenient plays the head");
+        assert!(n > 0 && partial, "{n} frames, partial {partial}");
+        let err = validate(&path, true).expect_err("strict refuses it");
+        assert!(err.to_string().contains("--strict"), "{err}");
+    }
+
+    #[test]
     fn a_corrupt_compressed_tail_is_named_after_the_lines_before_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("r.gz");

@@ -412,9 +412,9 @@ fn newer_header(line: &[u8]) -> Option<u32> {
 
 /// Check a whole recording up front so replay fails before the TUI starts.
 /// Returns the number of frames and whether the last line was truncated.
-/// Compressed data that stops decoding is not refused here: the frames before
-/// it play, and the replay stops at it with the error (a bit flipped late in a
-/// multi-day recording must not cost the days before it).
+/// Compressed data that stops decoding, or a gzip cut short, is not refused here
+/// unless `strict`: the frames before it play, and the replay stops at it with the
+/// error (a bit flipped late in a multi-day recording must not cost the days before it).
 /// A stream (`is_stream`) can be read only once, so it is not read here: its
 /// problems show when the replay reaches them.
 pub fn validate(path: &Path, strict: bool) -> Result<(Header, usize, bool), RecordingError> {
@@ -427,7 +427,20 @@ pub fn validate(path: &Path, strict: bool) -> Result<(Header, usize, bool), Reco
     loop {
         match r.next() {
             Ok(Next::Frame(_)) => n += 1,
+            // `--strict` refuses a gzip cut short (its writer killed mid-member) as it
+            // refuses a corrupt line; without it the frames before the cut play.
+            Ok(Next::End { .. }) if strict && r.unclosed() => {
+                return Err(RecordingError::CorruptCompressed {
+                    path: r.path.clone(),
+                    line: r.line + 1,
+                    msg: format!(
+                        "unclosed gzip tail after {} lines (recorder killed?); --strict refuses a truncated recording",
+                        r.line
+                    ),
+                });
+            }
             Ok(Next::End { partial }) => return Ok((r.header.clone(), n, partial)),
+            Err(e @ RecordingError::CorruptCompressed { .. }) if strict => return Err(e),
             Err(RecordingError::CorruptCompressed { .. }) => {
                 return Ok((r.header.clone(), n, true));
             }

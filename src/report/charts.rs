@@ -35,19 +35,44 @@ pub fn gpu_chart(run: &Run, g: &GpuRun) -> Drawn {
         .iter()
         .filter(|p| p.gpu == Some(g.info.index) && !p.nvml.is_empty())
         .collect();
-    let ymax = [g.total as f64, g.used.range().map_or(0.0, |r| r.1)]
-        .into_iter()
+    // Scaled to the data, as the TUI's chart is until `f`: processes of a few GiB on a
+    // 141 GiB card are otherwise flat lines at the bottom. The card's total is a marked
+    // line when it falls inside the scale, else named at the top edge.
+    let data_peak = procs
+        .iter()
+        .filter_map(|p| p.nvml.range().map(|r| r.1))
+        .chain(g.used.range().map(|r| r.1))
         .fold(0.0, f64::max);
+    let card = g.total as f64;
+    let ymax = if card > 0.0 && data_peak > 0.0 && card > 1.6 * data_peak {
+        data_peak
+    } else {
+        card.max(data_peak)
+    };
     let mut c = Chart::new(run.start, run.end, ymax, HEIGHT);
     c.axes();
     let mut legend = vec![("used".to_string(), "used (NVML, whole card)".to_string())];
     if g.total > 0 {
-        c.hline(
-            g.total,
-            "ceiling",
-            &format!("card total {}", human(g.total)),
-            true,
-        );
+        if card <= c.top() {
+            c.hline(
+                g.total,
+                "ceiling",
+                &format!("card total {}", human(g.total)),
+                true,
+            );
+        } else {
+            let top = c.top() as u64;
+            c.hline(
+                top,
+                "ceiling",
+                &format!(
+                    "↑ card total {} (above this 0–{} scale)",
+                    human(g.total),
+                    human(top)
+                ),
+                true,
+            );
+        }
     }
     c.series(&g.used, "used", gap_ms(run));
     // Labels as the TUI's rows tell runs apart: the script and the arguments that differ

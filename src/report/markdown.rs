@@ -1,5 +1,5 @@
 //! The run in plain Markdown, for a CI log or a pull request: the summary, a line per GPU
-//! and per process, and every alert change as `--alerts-jsonl` wrote it.
+//! and per process, and every alert change as a line a person reads.
 
 use std::fmt::Write;
 
@@ -85,15 +85,27 @@ pub fn markdown(run: &Run) -> String {
         }
     }
     if !run.alerts.is_empty() {
+        // One readable line per change; the JSON lines are `--alerts-jsonl`'s to give.
         let _ = writeln!(
             o,
-            "\n## Alerts (as `--alerts-jsonl` wrote them)\n\n```jsonl"
+            "\n## Alerts\n\nEvery change, in order (`gpumon replay FILE --headless --alerts-jsonl -` gives them as JSON lines).\n"
         );
         for a in &run.alerts {
-            // A fence cannot be closed from inside: the lines are JSON, one per line.
-            let _ = writeln!(o, "{}", a.raw.replace("```", "`\u{200b}``"));
+            let epoch = a.epoch.map_or_else(String::new, |e| format!(" epoch {e}"));
+            let who = a.pid.map_or_else(
+                || format!("GPU {}", a.gpu),
+                |p| format!("PID {p} GPU {}", a.gpu),
+            );
+            let _ = writeln!(
+                o,
+                "- {} {} {} · {}{epoch} · {}",
+                md(&when(run, a.at, None)),
+                a.change.label(),
+                a.severity.label(),
+                who,
+                md(&a.summary)
+            );
         }
-        let _ = writeln!(o, "```");
     }
     o
 }

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use crate::fmt::{clock_pos, human};
-use crate::model::alerts::{AlertKind, Evidence, Severity, ValueName};
+use crate::model::alerts::oom_math::{Binding, OomNumbers};
+use crate::model::alerts::{AlertKind, Evidence, Severity, TrendSeries, ValueName};
 use crate::model::time::Ts;
 use crate::report::alerts::{AlertLine, Change};
 use crate::report::collect::Run;
@@ -73,34 +74,27 @@ fn item(run: &Run, changes: &[&AlertLine]) -> Option<Item> {
                 "a fragmentation OOM"
             };
             let mut s = format!("{who} {fate} {what} {when}");
-            let (t, l, r) = (
-                v(ValueName::FreeInCache),
-                v(ValueName::LargestHole),
-                v(ValueName::Requested),
-            );
-            match (first.kind, t, l, r) {
-                (AlertKind::FragmentationOom, Some(t), Some(l), Some(r)) => {
-                    s += &format!(
-                        ": {} free in its cache, largest hole {} < the {} asked",
-                        human(t),
-                        human(l),
-                        human(r)
-                    )
-                }
-                (_, _, _, Some(r)) => {
+            // The binding limit and its sums, then the cache against the request: the same
+            // sentence the alert's message leads with.
+            let nums = OomNumbers {
+                requested: v(ValueName::Requested),
+                free_total: v(ValueName::FreeInCache),
+                largest_free: v(ValueName::LargestHole),
+                device_free: v(ValueName::CardFree),
+                limit: v(ValueName::AllocatorLimit),
+                reserved: v(ValueName::Reserved),
+                card_total: v(ValueName::CardTotal),
+            };
+            if let (Some(r), Some(words)) = (nums.requested, nums.sentence(&|b| human(b))) {
+                if nums.binding() == Binding::Unknown {
                     s += &format!(": asked {}", human(r));
-                    if let Some(c) = v(ValueName::CardFree) {
+                    if let Some(c) = nums.device_free {
                         s += &format!(" with {} free on the card", human(c));
                     }
-                    if let (Some(t), Some(l)) = (t, l) {
-                        s += &format!(
-                            "; its cache held {} free, largest hole {}",
-                            human(t),
-                            human(l)
-                        );
-                    }
+                    s += &format!("; {words}");
+                } else {
+                    s += &format!(": asked {}, {words}", human(r));
                 }
-                _ => {}
             }
             s
         }
@@ -115,7 +109,15 @@ fn item(run: &Run, changes: &[&AlertLine]) -> Option<Item> {
                 .as_ref()
                 .map(|s| format!(" ({s})"))
                 .unwrap_or_default();
-            let mut s = format!("{who} leaked {rate} per {unit}{series}, found {when}");
+            // A growing working set is not a leak: the growth rule says so in its message.
+            let verb = if e.series == Some(TrendSeries::Peak)
+                || worst.message.contains("the working set")
+            {
+                ": its working set grew"
+            } else {
+                " leaked"
+            };
+            let mut s = format!("{who}{verb} {rate} per {unit}{series}, found {when}");
             if let Some(f) = &e.forecast {
                 s += &format!(
                     "; forecast OOM at {}",
@@ -391,10 +393,32 @@ mod tests {
         assert_eq!(
             i.headline,
             "PID 7 on GPU 1 died of a fragmentation OOM at epoch 52, 0:20 in (00:17:00 UTC): \
-             1.60 GiB free in its cache, largest hole 634 MiB < the 640 MiB asked."
+             asked 640 MiB; its cache held 1.60 GiB free, largest hole 634 MiB < 640 MiB."
         );
         assert_eq!(i.remedy.as_deref(), Some("use expandable_segments:True."));
         assert_eq!(i.severity, Severity::Critical);
+    }
+
+    /// The review's recording D: 248 MiB asked under a 2.80 GiB cap with 134 GiB free on
+    /// the card; the headline names the cap and its sums before the cache.
+    #[test]
+    fn an_oom_headline_names_the_cap_that_bound_it() {
+        let line = FRAG_OOM
+            .replace("fragmentation_oom", "oom")
+            .replace(
+                r#"{"name":"requested","bytes":671088640},{"name":"T free in cache","bytes":1717986918},{"name":"L largest hole","bytes":664797184}"#,
+                r#"{"name":"requested","bytes":260046848},{"name":"T free in cache","bytes":554696704},{"name":"L largest hole","bytes":105906176},{"name":"card free","bytes":143881404416},{"name":"reserved","bytes":2190475264},{"name":"allocator limit","bytes":3006477107}"#,
+            );
+        let r = run(&[&line], 24_000);
+        let h = &items(&r)[0].headline;
+        assert!(
+            h.contains(
+                "asked 248 MiB, bound by its allocator limit of 2.80 GiB: the card had 134 GiB free, \
+                 so it was reserved + 248 MiB asked that passed 2.80 GiB, with reserved above 2.56 GiB"
+            ),
+            "{h}"
+        );
+        assert!(h.ends_with("largest hole 101 MiB < 248 MiB."), "{h}");
     }
 
     #[test]

@@ -59,6 +59,11 @@ impl Chart {
         }
     }
 
+    /// The top of the byte axis.
+    pub fn top(&self) -> f64 {
+        self.ymax
+    }
+
     pub fn plot_width() -> usize {
         (WIDTH - LEFT - RIGHT) as usize
     }

@@ -384,6 +384,15 @@ pub(super) fn snapshot(args: &crate::cli::SnapshotArgs) -> Result<i32> {
         Ok(v) => v,
         Err(e) => {
             crate::say!("gpumon: {e}");
+            // A script reading the JSON gets the error as JSON too, not an empty stdout.
+            if format == crate::cli::SnapshotFormat::Json {
+                let err = serde_json::json!({
+                    "error": e.to_string(),
+                    "exit_code": crate::cli::exit::NO_GPU,
+                    "gpus": [],
+                });
+                let _ = super::print_all((serde_json::to_string(&err)? + "\n").as_bytes());
+            }
             return Ok(crate::cli::exit::NO_GPU);
         }
     };

@@ -140,18 +140,19 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind!(
         "s F6",
-        "sort: used, peak, growth, PID, name",
+        "sort: used, peak, growth, PID, name (htop's M: s; no CPU for P)",
         Sort,
         Char('s'),
         F(6)
     ),
     bind!("I", "invert the sort direction", Invert, Char('I')),
     bind!(
-        "/ F3",
-        "filter processes by name, user or PID",
+        "/ F3 F4",
+        "filter by name, user (htop's u) or PID; no tree (t F5) or F2 setup",
         Filter,
         Char('/'),
-        F(3)
+        F(3),
+        F(4)
     ),
     bind!(
         "x F9",
@@ -305,6 +306,8 @@ mod tests {
         assert_eq!(action_for(k(Tab)), Some(Action::NextGpu));
         assert_eq!(action_for(k(Char(' '))), Some(Action::Freeze));
         assert_eq!(action_for(k(F(9))), Some(Action::Kill));
+        // htop's filter key filters here too.
+        assert_eq!(action_for(k(F(4))), Some(Action::Filter));
         assert_eq!(action_for(k(Char('x'))), Some(Action::Kill));
         assert_eq!(action_for(k(Char('k'))), Some(Action::Up));
         assert_eq!(action_for(k(Char('j'))), Some(Action::Down));

@@ -249,7 +249,23 @@ fn snapshot_formats_are_chosen_and_checked() {
         gpumon()
             .args(["snapshot", "--format", "table"])
             .assert()
-            .code(69);
+            .code(69)
+            .stdout("");
+        // A script asking for JSON gets the error as JSON on stdout, and the exit code.
+        let out = gpumon()
+            .args(["snapshot", "--json"])
+            .assert()
+            .code(69)
+            .get_output()
+            .clone();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON error");
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("NVIDIA driver")),
+            "{v}"
+        );
+        assert_eq!(v["exit_code"], 69);
     }
 }
 

@@ -625,7 +625,7 @@ fn past_alerts_mark_their_card_until_acknowledged_and_enter_reaches_their_dead_p
             .expect("its card")
             .to_string()
     };
-    assert!(border(&app).contains("past ‼"), "{}", border(&app));
+    assert!(border(&app).contains("past (‼"), "{}", border(&app));
     // The panel, on that alert; Enter opens its GPU with the dead process selected.
     key(&mut app, KeyCode::Char('a'));
     for _ in 0..past.len() + 4 {

@@ -168,7 +168,7 @@ fn shows(t: &Term, screen: &str) -> bool {
             .any(|w| screen.contains(w)),
         legend::PAST_MARK => lines().any(|l| {
             (l.starts_with('╭') || l.starts_with('┌'))
-                && ["past ‼ ", "past ⚠ ", "past ℹ "]
+                && [" past (‼ ", " past (⚠ ", " past (ℹ "]
                     .iter()
                     .any(|m| l.contains(m))
         }),

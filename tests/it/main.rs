@@ -64,6 +64,7 @@ mod metrics_process_label;
 mod model_bounds;
 mod msrv;
 mod multi_gpu;
+mod oom_moment_tmux;
 mod output_errors;
 mod packaging;
 mod postmortem_tmux;

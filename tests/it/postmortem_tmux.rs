@@ -126,12 +126,12 @@ fn at_the_end_of_every_recording_the_bar_and_the_cards_show_the_past_alerts() {
             bar.contains(&want),
             "{file}: bar lacks {want:?}: {bar}\n{p}"
         );
-        for (gpu, (n, sev, _)) in &past {
+        for (gpu, (n, sev, k)) in &past {
             let border = p
                 .lines()
                 .find(|l| l.starts_with('╭') && l.contains(&format!("GPU {gpu} ·")))
                 .unwrap_or_else(|| panic!("{file}: no card for GPU {gpu}\n{p}"));
-            let want = format!("past {} {n}", mark(sev));
+            let want = format!("{n} past ({} {k})", mark(sev));
             assert!(border.contains(&want), "{file}: {want:?} not on {border}");
         }
         checked += 1;

@@ -186,8 +186,16 @@ fn every_bundled_recording_reports_each_of_its_alerts_in_the_summary() {
                 .unwrap_or_else(|| panic!("{}: md names no {k:?}:\n{md_summary}", rec.display()));
             assert!(line.starts_with("- **"), "{line}");
         }
+        // Every alert change as a readable line with its summary, not its JSON.
         for l in &lines {
-            assert!(md.contains(l.as_str()), "md lacks {l}");
+            let v: serde_json::Value = serde_json::from_str(l).expect("an alert line");
+            let summary = v["summary"].as_str().expect("summary");
+            assert!(
+                md.lines()
+                    .any(|m| m.starts_with("- ") && m.ends_with(&format!("· {summary}"))),
+                "md lacks a line for {summary}"
+            );
+            assert!(!md.contains(l.as_str()), "md pastes raw JSON: {l}");
         }
     }
     assert!(total >= 10, "the bundled recordings raise alerts: {total}");

@@ -104,6 +104,15 @@ for (const s of charts) {{
   console.log("GPUMON_CHART " + s.id + " " + n + " " + Math.round(s.getBoundingClientRect().width));
 }}
 console.log("GPUMON_CHARTS " + charts.length);
+for (const s of document.querySelectorAll("svg.chart[id^='gpu-']")) {{
+  const ys = Array.from(s.querySelectorAll("text.ylab")).map(t => parseFloat(t.getAttribute("y")));
+  let top = Infinity;
+  for (const p of s.querySelectorAll("path.used, path.p0, path.p1, path.p2, path.p3, path.p4, path.p5, path.p6, path.p7")) {{
+    if (p.getTotalLength() > 0) top = Math.min(top, p.getBBox().y);
+  }}
+  const zero = Math.max(...ys) - 4, axis = Math.min(...ys) - 4;
+  console.log("GPUMON_RANGE " + s.id + " " + ((zero - top) / (zero - axis)).toFixed(3));
+}}
 console.log("GPUMON_SUMMARY " + document.getElementById("summary").innerText.replace(/\s+/g, " "));
 for (const li of document.querySelectorAll("#summary li[data-alert]")) {{
   console.log("GPUMON_ITEM " + li.innerText.replace(/\s+/g, " "));
@@ -188,6 +197,21 @@ fn every_bundled_report_renders_cleanly_in_chromium() {
             count >= 2,
             "{name}: a GPU chart and a process chart at least"
         );
+        // The GPU charts are scaled to their data: its peak reaches at least half the
+        // byte axis (the card's 141 GiB scale left 2-14 GiB processes as flat lines).
+        let ranges: Vec<&str> = msgs
+            .iter()
+            .filter_map(|m| m.strip_prefix("GPUMON_RANGE "))
+            .collect();
+        assert!(!ranges.is_empty(), "{name}: no GPU chart measured");
+        for r in ranges {
+            let (id, frac) = r.split_once(' ').expect("id and share");
+            let frac: f64 = frac.parse().expect("a number");
+            assert!(
+                (0.5..=1.05).contains(&frac),
+                "{name}: chart {id}'s data reaches {frac} of its axis"
+            );
+        }
         for m in msgs.iter().filter_map(|m| m.strip_prefix("GPUMON_CHART ")) {
             let f: Vec<&str> = m.split(' ').collect();
             let (id, drawn, width) = (f[0], f[1].parse::<u32>(), f[2].parse::<u32>());

@@ -19,7 +19,7 @@ use super::memory::Memory;
 use super::oom::{LeakNote, OomContext};
 use super::retry_risk::{self, RetryInput};
 use super::staircase::{self, StairInput};
-use super::{Alert, AlertKey, AlertKind, Basis, CeilingSource, Finding, StepUnit};
+use super::{Alert, AlertKey, AlertKind, Basis, CeilingSource, Finding, StepUnit, TrendSeries};
 
 /// One process on one GPU, as the rules see it.
 pub struct Subject<'a> {
@@ -295,14 +295,20 @@ impl<'a> Subject<'a> {
     pub fn oom_context(&self, growth: Option<&Finding>) -> OomContext {
         let p = self.proc;
         let leak = match (self.active(AlertKind::Growth), growth) {
-            (Some(a), _) => Some((a.raised_epoch, &a.evidence)),
-            (None, Some(f)) if f.key == self.key(AlertKind::Growth) => Some((f.epoch, &f.evidence)),
+            (Some(a), _) => Some((a.raised_epoch, &a.evidence, a.message.as_str())),
+            (None, Some(f)) if f.key == self.key(AlertKind::Growth) => {
+                Some((f.epoch, &f.evidence, f.message.as_str()))
+            }
             _ => None,
         }
-        .map(|(since_epoch, ev)| LeakNote {
+        .map(|(since_epoch, ev, message)| LeakNote {
             since_epoch,
             rate: ev.slope.unwrap_or(0.0),
             unit: ev.unit.clone().unwrap_or(StepUnit::Epoch),
+            // The growth rule names a growing working set in its message; its evidence
+            // then shows the peak series.
+            working_set: ev.series == Some(TrendSeries::Peak)
+                || message.contains("the working set"),
         });
         let others: Vec<(u32, u64)> = self
             .snap

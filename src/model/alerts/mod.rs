@@ -23,6 +23,7 @@ pub mod memo;
 pub mod memory;
 pub mod names;
 pub mod oom;
+pub mod oom_math;
 pub mod retry_risk;
 pub mod staircase;
 pub mod stats;

@@ -7,6 +7,7 @@ use crate::fmt::{compact, human};
 use super::format::{fit_summary, who};
 use super::fragmentation::{advice, named};
 use super::inputs::{OomEvent, Runtime};
+use super::oom_math::{Binding, OomNumbers};
 use super::{AlertKey, AlertKind, Basis, Evidence, Finding, Severity, StepUnit, ValueName};
 
 /// A growth alert active on the process when its OOM arrived.
@@ -17,6 +18,8 @@ pub struct LeakNote {
     /// Bytes per step and the step.
     pub rate: f64,
     pub unit: StepUnit,
+    /// The growth was the working set's (each epoch's peak above its floor), not a leak.
+    pub working_set: bool,
 }
 
 /// What the engine knows besides the event, so an OOM alert can name its cause.
@@ -137,6 +140,27 @@ fn leak_words(ctx: &OomContext) -> (String, String) {
     (since, rate)
 }
 
+/// "leak" or "working set's growth", for the growth alert that preceded the OOM.
+fn growth_noun(ctx: &OomContext) -> &'static str {
+    if ctx.leak.as_ref().is_some_and(|l| l.working_set) {
+        "working set's growth"
+    } else {
+        "growth"
+    }
+}
+
+/// ", other processes held 137GiB (the largest, PID 600, 113GiB)".
+fn others_words(ctx: &OomContext) -> String {
+    match (ctx.others_held, ctx.largest_other) {
+        (Some(h), Some((p, b))) if h > 0 => format!(
+            ", other processes held {} (the largest, PID {p}, {})",
+            compact(h),
+            compact(b)
+        ),
+        _ => String::new(),
+    }
+}
+
 fn ceiling_words(ev: &OomEvent, ctx: &OomContext) -> String {
     match ceiling_met(ev) {
         OomCause::Limit => format!(
@@ -149,14 +173,7 @@ fn ceiling_words(ev: &OomEvent, ctx: &OomContext) -> String {
             let total = ctx
                 .card_total
                 .map_or_else(String::new, |t| format!(" of {}", compact(t)));
-            let others = match (ctx.others_held, ctx.largest_other) {
-                (Some(h), Some((p, b))) if h > 0 => format!(
-                    ", other processes held {} (the largest, PID {p}, {})",
-                    compact(h),
-                    compact(b)
-                ),
-                _ => String::new(),
-            };
+            let others = others_words(ctx);
             let own = ev.limit.map_or_else(String::new, |l| {
                 format!(", while its own limit of {} had room", compact(l))
             });
@@ -178,6 +195,19 @@ fn room_words(ev: &OomEvent, ctx: &OomContext) -> String {
             compact(l.saturating_sub(res))
         ),
         _ => ceiling_words(ev, ctx),
+    }
+}
+
+/// The event's numbers for the arithmetic a reader can check.
+pub fn numbers(ev: &OomEvent, ctx: &OomContext) -> OomNumbers {
+    OomNumbers {
+        requested: ev.requested,
+        free_total: ev.free_total,
+        largest_free: ev.largest_free,
+        device_free: ev.device_free,
+        limit: ev.limit,
+        reserved: ev.reserved,
+        card_total: ctx.card_total,
     }
 }
 
@@ -220,6 +250,9 @@ pub fn oom(
     if let Some(h) = ctx.others_held {
         values.push(named(ValueName::OtherProcesses, h));
     }
+    if let Some(t) = ctx.card_total {
+        values.push(named(ValueName::CardTotal, t));
+    }
     let again = if count > 1 {
         format!(" (OOM number {count})")
     } else {
@@ -258,16 +291,35 @@ pub fn oom(
     };
     let who_s = who(Some(pid), gpu);
     let asked = req.map_or_else(String::new, |r| format!(" asking {}", compact(r)));
+    let nums = numbers(ev, ctx);
+    // The failing moment first: which limit bound the request and the sums that show it,
+    // then what the cache held against it; the cause and the remedy follow.
+    let head = format!(
+        "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}{}.",
+        nums.sentence(&|v| compact(v))
+            .map_or_else(String::new, |s| format!(", {s}"))
+    );
+    let at_cap = matches!(
+        nums.binding(),
+        Binding::Limit | Binding::LimitBetweenSamples
+    );
+    // The head has named the limit with its numbers; the cause says only which it was.
+    let ceiling = match nums.binding() {
+        Binding::Limit | Binding::LimitBetweenSamples => "its allocator limit".to_string(),
+        Binding::Card => "the full card".to_string(),
+        Binding::Unknown => format!("its ceiling; {}", ceiling_words(ev, ctx)),
+    };
     let (kind, message, summary) = match cause {
         OomCause::Fragmentation => (
             AlertKind::FragmentationOom,
             format!(
-                "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s} while its allocator held {} free{hole}: a fragmentation OOM, the memory was there but in pieces.{} {}",
+                "{head} A fragmentation OOM: the memory was there but in pieces, {} free in its cache.{} {}",
                 compact(ev.free_total.unwrap_or(0)),
                 if ctx.leak.is_some() {
                     let (since, rate) = leak_words(ctx);
                     format!(
-                        " The growth reported{since}{rate} is what filled the ceiling; fix it too."
+                        " The {} reported{since}{rate} is what filled the ceiling; fix it too.",
+                        growth_noun(ctx)
                     )
                 } else {
                     String::new()
@@ -283,8 +335,8 @@ pub fn oom(
             let r = req.unwrap_or(0);
             let l = ev.largest_free.unwrap_or(0);
             let foreseen = match ctx.risk {
-                Some(Some(e)) => format!(", as the fragmentation risk raised in epoch {e} foresaw"),
-                _ => ", as the fragmentation risk foresaw".to_string(),
+                Some(Some(e)) => format!("As the fragmentation risk raised in epoch {e} foresaw"),
+                _ => "As the fragmentation risk foresaw".to_string(),
             };
             let held = ev.free_total.map_or_else(String::new, |t| {
                 format!(" The allocator held {} free in all.", compact(t))
@@ -292,7 +344,7 @@ pub fn oom(
             (
                 AlertKind::FragmentationOom,
                 format!(
-                    "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}{foreseen}: {}, so only a cached hole could serve it, and none fitted any more: the largest, {}, was {} short (a smaller allocation split or pinned the hole the request used to take).{held} A fragmentation OOM, not a leak: the memory was there, in the wrong pieces. {}",
+                    "{head} {foreseen}, {}, so only a cached hole could serve it, and none fitted any more: the largest, {}, was {} short (a smaller allocation split or pinned the hole the request used to take).{held} A fragmentation OOM, not a leak: the memory was there, in the wrong pieces. {}",
                     room_words(ev, ctx),
                     compact(l),
                     compact(r.saturating_sub(l)),
@@ -304,48 +356,66 @@ pub fn oom(
                 ),
             )
         }
+        OomCause::Leak if ctx.leak.as_ref().is_some_and(|l| l.working_set) => {
+            let (since, rate) = leak_words(ctx);
+            (
+                AlertKind::Oom,
+                format!(
+                    "{head} The working set's growth reported{since}{rate} ran it into {}. Not a leak nor fragmentation: each epoch's peak needed more than the last.{pieces} Lower the step's peak (batch or sequence length, activation checkpointing) or raise the limit, then restart from a checkpoint.",
+                    ceiling
+                ),
+                if at_cap {
+                    format!("{who_s} peak OOM at cap{asked}")
+                } else {
+                    format!("{who_s} peak OOM{asked}")
+                },
+            )
+        }
         OomCause::Leak => {
             let (since, rate) = leak_words(ctx);
             (
                 AlertKind::Oom,
                 format!(
-                    "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}: the leak reported{since}{rate} ran it into its ceiling; {}. A leak OOM, not fragmentation.{pieces} Find what keeps tensors alive across epochs (accumulated losses, growing lists or caches), then restart from a checkpoint.",
-                    ceiling_words(ev, ctx)
+                    "{head} The leak reported{since}{rate} ran it into {}. A leak OOM, not fragmentation.{pieces} Find what keeps tensors alive across epochs (accumulated losses, growing lists or caches), then restart from a checkpoint.",
+                    ceiling
                 ),
-                format!("{who_s} leak OOM{asked}"),
+                if at_cap {
+                    format!("{who_s} leak OOM at cap{asked}")
+                } else {
+                    format!("{who_s} leak OOM{asked}")
+                },
             )
         }
         OomCause::CardFull => (
             AlertKind::Oom,
             format!(
-                "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}: {}.{pieces} Give the run a card of its own, or have the other processes cap their memory (a grab-all allocator: memory growth or a memory limit).",
-                ceiling_words(ev, ctx)
+                "{head} The card was full{}.{pieces} Give the run a card of its own, or have the other processes cap their memory (a grab-all allocator: memory growth or a memory limit).",
+                others_words(ctx)
             ),
             format!("{who_s} OOM: card full{asked}"),
         ),
         OomCause::Limit => (
             AlertKind::Oom,
             format!(
-                "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}: {}.{pieces} The run needs a smaller peak (batch size, activation checkpointing) or a larger limit.",
-                ceiling_words(ev, ctx)
+                "{head}{pieces} The run needs a smaller peak (batch size, activation checkpointing) or a larger limit."
             ),
             format!("{who_s} OOM at its limit{asked}"),
         ),
+        OomCause::Unknown if at_cap => (
+            AlertKind::Oom,
+            format!(
+                "{head} The step's peak reserved more than the samples saw.{pieces} The run needs a smaller peak (batch size, activation checkpointing) or a larger limit."
+            ),
+            format!("{who_s} OOM at cap{asked}"),
+        ),
         OomCause::Unknown => {
-            let free = match (ev.free_total, ev.device_free) {
-                (Some(t), Some(d)) => format!(
-                    "; the allocator held {} free and the card {}",
-                    compact(t),
-                    compact(d)
-                ),
-                (Some(t), None) => format!("; the allocator held {} free", compact(t)),
-                (None, Some(d)) => format!("; the card had {} free", compact(d)),
-                (None, None) => String::new(),
-            };
+            let free = ev.device_free.map_or_else(String::new, |d| {
+                format!(" The card had {} free.", compact(d))
+            });
             (
                 AlertKind::Oom,
                 format!(
-                    "PID {pid} on GPU {gpu} ran out of memory{again} for {req_s}{free}. The run needs a smaller peak (batch size, activation checkpointing) or a larger share of the card."
+                    "{head}{free} The run needs a smaller peak (batch size, activation checkpointing) or a larger share of the card."
                 ),
                 format!("{who_s} OOM{asked}"),
             )
@@ -440,7 +510,7 @@ mod tests {
         assert_eq!(f.key.kind, AlertKind::Oom);
         assert!(
             f.message
-                .contains("the card was full: 187MiB free of 140GiB"),
+                .contains("bound by the card: 187MiB free on it < 256MiB asked"),
             "{}",
             f.message
         );
@@ -469,6 +539,7 @@ mod tests {
                 since_epoch: Some(13),
                 rate: 32.0 * MIB_U64 as f64,
                 unit: StepUnit::Epoch,
+                working_set: false,
             }),
             ..OomContext::default()
         };
@@ -502,6 +573,24 @@ mod tests {
         );
         assert!(f.message.contains("not fragmentation"));
         assert!(f.summary.contains("leak OOM"), "{}", f.summary);
+        // A growing working set is not called a leak at its OOM.
+        let ws = OomContext {
+            leak: ctx.leak.clone().map(|l| LeakNote {
+                working_set: true,
+                ..l
+            }),
+            ..ctx.clone()
+        };
+        let f = oom(789, 1, &slack, &Runtime::torch_native(), 1, &ws);
+        assert!(
+            f.message
+                .contains("The working set's growth reported since epoch 13"),
+            "{}",
+            f.message
+        );
+        assert!(!f.message.contains("leak reported"), "{}", f.message);
+        assert!(!f.message.contains("leak OOM"), "{}", f.message);
+        assert!(f.summary.contains("peak OOM"), "{}", f.summary);
         let at_limit = OomEvent {
             reserved: Some(2900 * MIB_U64),
             device_free: Some(10 * GIB_U64),
@@ -567,6 +656,7 @@ mod tests {
                 since_epoch: Some(3),
                 rate: 8.0 * MIB_U64 as f64,
                 unit: StepUnit::Epoch,
+                working_set: false,
             }),
             ..foreseen
         };

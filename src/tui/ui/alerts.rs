@@ -743,26 +743,32 @@ fn card_mark(app: &App, pos: usize, area: Rect, theme: &Theme, short: u8) -> Opt
         .map(|a| a.severity)
         .collect();
     let worst = |v: &[Severity]| v.iter().max().copied();
+    // The past as the alert bar says it: how many, then the worst and how many of it.
+    let past_words = |p: Severity| {
+        let k = past.iter().filter(|s| **s == p).count();
+        format!("{} past ({} {k})", past.len(), mark(p, theme))
+    };
     let text = match (worst(&on), worst(&past)) {
         (None, None) => return None,
         (Some(a), None) => format!(" {} {} ", mark(a, theme), on.len()),
-        (None, Some(p)) => format!(" past {} {} ", mark(p, theme), past.len()),
+        (None, Some(p)) => format!(" {} ", past_words(p)),
         // A compact row names the past only when it was worse than anything active.
-        (Some(a), Some(p)) if short == 1 && p > a => format!(
-            " {} {} past {} {} ",
-            mark(a, theme),
-            on.len(),
-            mark(p, theme),
-            past.len()
-        ),
+        (Some(a), Some(p)) if short == 1 && p > a => {
+            format!(
+                " {} {} {} {} ",
+                mark(a, theme),
+                on.len(),
+                theme.dot(),
+                past_words(p)
+            )
+        }
         (Some(a), Some(_)) if short > 0 => format!(" {} {} ", mark(a, theme), on.len()),
         (Some(a), Some(p)) => format!(
-            " {} {} {} past {} {} ",
+            " {} {} {} {} ",
             mark(a, theme),
             on.len(),
             theme.dot(),
-            mark(p, theme),
-            past.len()
+            past_words(p)
         ),
     };
     // Coloured by the worst active alert; past ones alone are what the card remembers.

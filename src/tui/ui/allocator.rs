@@ -12,6 +12,7 @@ use super::theme::Theme;
 use crate::fmt::human;
 use crate::model::alerts::Severity;
 use crate::model::allocator::{DevAlloc, FragState, ProcAlloc};
+use crate::model::time::Ts;
 
 /// Everything the panel shows for one (process, GPU).
 #[derive(Debug, Clone, Copy)]
@@ -28,6 +29,22 @@ pub(crate) struct AllocView<'a> {
     pub risk: Option<Severity>,
     /// The grab-all rule's view of it, for the words beside an idle pool.
     pub grab: Option<super::policy::Grab<'a>>,
+    /// The current sample's time: a reading older than this says its age.
+    pub now: Ts,
+}
+
+/// A reading this old or older says its age beside its numbers.
+pub(crate) const OLD_READING_MS: i64 = 5_000;
+
+/// ` (12 s ago)`, ` (at the OOM)`, ` (at the OOM, 12 s ago)`, or nothing for a current one.
+pub(crate) fn age_words(t: Ts, now: Ts, at_oom: bool) -> String {
+    let ago = (now - t >= OLD_READING_MS).then(|| format!("{} ago", crate::fmt::duration(now - t)));
+    match (at_oom, ago) {
+        (true, Some(a)) => format!(" (at the OOM, {a})"),
+        (true, None) => " (at the OOM)".into(),
+        (false, Some(a)) => format!(" ({a})"),
+        (false, None) => String::new(),
+    }
 }
 
 /// Colour of F: green < 0.4, yellow to 0.7, red above. Without colour the
@@ -406,11 +423,17 @@ pub(crate) fn panel_lines(
     // F with L and T, and the OOM with what was asked and free: wrapped between whole
     // values rather than cut before the decisive number.
     let w = usize::from(width);
-    out.extend(super::text::wrap_pieces(
-        frag_text(d.frag.as_ref(), v.risk, theme),
-        w,
-        theme.ascii,
-    ));
+    // The newest complete reading (the OOM's own at an OOM), with its age when old.
+    let frag = d.frag_now();
+    let mut line = frag_text(frag.as_deref(), v.risk, theme);
+    if let Some(f) = frag.as_deref().filter(|f| f.index().is_some()) {
+        let at_oom = d.at_oom(f);
+        let age = age_words(f.t, v.now, at_oom);
+        if !age.is_empty() {
+            line.spans.push(Span::styled(age, theme.dim()));
+        }
+    }
+    out.extend(super::text::wrap_pieces(line, w, theme.ascii));
     if let Some(l) = requests_line(d.frag.as_ref(), theme) {
         out.push(l);
     }
@@ -511,6 +534,7 @@ mod tests {
             dev: p.devices.get(&0),
             risk: Some(Severity::Warning),
             grab: None,
+            now: 0,
         }
     }
 

@@ -79,6 +79,7 @@ pub(crate) fn render(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
         risk: super::alerts::frag_risk(app, pa.pid, dev.map_or(0, |d| d.dev)),
         // A grab is judged from NVML's listing, which this process is not in.
         grab: None,
+        now: app.view_state().now,
     };
     // The chart keeps at least half; the panel gets what its lines want of the rest.
     let want = panel_lines(&view, inner.width, inner.height, theme).len() as u16;

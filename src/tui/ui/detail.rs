@@ -98,6 +98,7 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
                     .find(|g| g.info.index == pg.gpu)
                     .map_or(0, |g| g.total()),
             )),
+            now: s.now,
         }),
         _ => None,
     };

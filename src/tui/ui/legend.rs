@@ -239,9 +239,9 @@ term!(
 );
 term!(
     PAST_MARK,
-    "past ‼ 1",
-    "past !! 1",
-    "(card border) the worst ended alert on the card, and how many, until A"
+    "3 past (‼ 1)",
+    "3 past (!! 1)",
+    "(card border) ended alerts, then the worst and its count, as on the bar; until A"
 );
 term!(
     PAST,

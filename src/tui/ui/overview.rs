@@ -460,6 +460,7 @@ fn proc_rows(
             let grab = super::policy::Grab::of(app, pa.pid, pg.gpu, pg.last_used, g.total());
             let now = app.view_state().now;
             let line = alloc_summary(pa, d, risk, Some(&grab), now, theme);
+            let line = shed(line, usize::from(row.width));
             let line = super::text::fit_words(line, usize::from(row.width), theme.ascii);
             p.paint("allocator line", |buf| super::put::line(&line, row, buf));
             y += 1;
@@ -637,9 +638,6 @@ fn compact(
     });
 }
 
-/// A moment this old or older says its age on the allocator line.
-const OLD_MOMENT_MS: i64 = 5_000;
-
 /// Second line under a process with a companion: allocator split, fragmentation, epoch.
 /// Every number is of one moment, so they add up: the newest block map with the sample of its
 /// phase point; with a block map but no such sample, F's part is left out rather than set
@@ -657,7 +655,10 @@ pub(crate) fn alloc_summary(
         format!("{arrow} {} ", super::policy::framework_label(pa)),
         theme.dim(),
     )];
-    let moment = d.frag.as_ref().and_then(|f| Some((f, f.moment?)));
+    // At an OOM newer than the last block map, the failing moment's free blocks.
+    let frag = d.frag_now();
+    let at_oom = frag.as_deref().is_some_and(|f| d.at_oom(f));
+    let moment = frag.as_deref().and_then(|f| Some((f, f.moment?)));
     match moment {
         Some((f, (alloc, reserved))) => {
             spans.push(Span::styled(
@@ -677,11 +678,24 @@ pub(crate) fn alloc_summary(
                 }
             }
             spans.extend(super::allocator::frag_text(Some(f), risk, theme).spans);
-            if now - f.t >= OLD_MOMENT_MS {
-                spans.push(Span::styled(
-                    format!(" ({} ago)", crate::fmt::duration(now - f.t)),
-                    theme.dim(),
-                ));
+            let age = super::allocator::age_words(f.t, now, at_oom);
+            if !age.is_empty() {
+                spans.push(Span::styled(age, theme.dim()));
+            }
+        }
+        // The failing moment: what was asked against the cache's holes, no sample of
+        // another moment beside them.
+        None if at_oom => {
+            let asked = d
+                .ooms()
+                .last()
+                .and_then(|e| e.requested)
+                .map_or_else(String::new, |r| format!(" asked {}", human(r)));
+            spans.push(Span::styled(format!("OOM{asked}: "), theme.error()));
+            spans.extend(super::allocator::frag_text(frag.as_deref(), risk, theme).spans);
+            if let Some(f) = frag.as_deref() {
+                let age = super::allocator::age_words(f.t, now, true);
+                spans.push(Span::styled(age, theme.dim()));
             }
         }
         None => {
@@ -701,9 +715,9 @@ pub(crate) fn alloc_summary(
                 }
                 None => spans.push(Span::raw(format!(" cached {}", opt(d.cached_now())))),
             }
-            if d.frag.is_none() || d.frag.as_ref().is_some_and(|f| f.index().is_none()) {
+            if frag.as_deref().is_none_or(|f| f.index().is_none()) {
                 spans.push(Span::raw(" "));
-                spans.extend(super::allocator::frag_text(d.frag.as_ref(), risk, theme).spans);
+                spans.extend(super::allocator::frag_text(frag.as_deref(), risk, theme).spans);
             }
         }
     }
@@ -711,6 +725,28 @@ pub(crate) fn alloc_summary(
         spans.push(Span::styled(format!("  epoch {}", e.epoch), theme.dim()));
     }
     Line::from(spans)
+}
+
+/// A line too wide for `width` first sheds what the numbers do not need: the framework's
+/// version (the detail names it), then the stranded bytes (T − L), so that L and T, which
+/// say whether the next request fits, are the last to be cut.
+fn shed(mut line: Line<'static>, width: usize) -> Line<'static> {
+    let w = |l: &Line<'_>| l.width();
+    if w(&line) <= width {
+        return line;
+    }
+    if let Some(first) = line.spans.first_mut() {
+        // `  ↳ torch 2.11.0+cu130 ` keeps `  ↳ torch `.
+        let kept: Vec<&str> = first.content.split(' ').take(4).collect();
+        first.content = format!("{} ", kept.join(" ")).into();
+    }
+    if w(&line) <= width {
+        return line;
+    }
+    if let Some(i) = line.spans.iter().position(|s| s.content == " stranded ") {
+        line.spans.drain(i..(i + 2).min(line.spans.len()));
+    }
+    line
 }
 
 /// Without NVML (no driver, or a container without it) companions still report: list them
