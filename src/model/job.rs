@@ -54,7 +54,13 @@ impl Identity {
         };
         let rank = info.rank.or(h(|h| h.rank));
         let world_size = info.world_size.or(h(|h| h.world_size));
-        let run = info.run_id.clone().or(hs(|h| h.run_id.as_ref()));
+        // torchrun's run id is "none" unless `--rdzv-id` is given: every job launched
+        // without one would share it, so it names no job; the rendezvous address does.
+        let run = info
+            .run_id
+            .clone()
+            .or(hs(|h| h.run_id.as_ref()))
+            .filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("none"));
         let master = info.master.clone().or(hs(|h| h.master.as_ref()));
         let key = if let Some(r) = run {
             Some(JobKey::Run(r))
@@ -276,6 +282,12 @@ mod tests {
         let who = Identity::of(&i, None);
         assert_eq!(who.ranked_label().as_deref(), Some("[rank 3] train.py"));
         assert_eq!(who.key, Some(JobKey::Master("10.0.0.1:29500".into())));
+        i.run_id = Some("none".into());
+        assert_eq!(
+            Identity::of(&i, None).key,
+            Some(JobKey::Master("10.0.0.1:29500".into())),
+            "torchrun's default run id names no job"
+        );
         i.run_id = Some("bert-7".into());
         assert_eq!(
             Identity::of(&i, None).key,

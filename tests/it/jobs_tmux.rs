@@ -16,9 +16,12 @@ const PIDS: &str = "591,592,634,635,638,639,640,650,651";
 
 /// The recording up to `ms` after its start, as a plain file in `dir`.
 fn cut(dir: &Path, ms: i64) -> PathBuf {
-    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_jobs/jobs.gpumon.jsonl.gz");
+    let name = "jobs.gpumon.jsonl.gz";
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus_jobs")
+        .join(name);
     let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(rec).expect("recording"))
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(rec).expect("recording"))
         .read_to_string(&mut text)
         .expect("gzip");
     let mut lines = text.lines();
@@ -38,7 +41,7 @@ fn cut(dir: &Path, ms: i64) -> PathBuf {
         out.push_str(line);
         out.push('\n');
     }
-    let path = dir.join("jobs_cut.jsonl");
+    let path = dir.join(format!("{name}.cut.jsonl"));
     std::fs::write(&path, out).expect("write the cut");
     path
 }
@@ -46,8 +49,13 @@ fn cut(dir: &Path, ms: i64) -> PathBuf {
 /// `gpumon replay --speed max` of `file` (the jobs' ranks only) in a `w`x`h` pane, once its
 /// last moment is drawn.
 fn at_end(tag: &str, file: &Path, w: u16, h: u16) -> Session {
+    at_end_of(tag, file, PIDS, w, h)
+}
+
+/// `at_end` over the processes `pids` of any recording.
+fn at_end_of(tag: &str, file: &Path, pids: &str, w: u16, h: u16) -> Session {
     let cmd = format!(
-        "env LANG=C.UTF-8 TERM=xterm-256color {} replay --speed max --pid {PIDS} {}; sleep 120",
+        "env LANG=C.UTF-8 TERM=xterm-256color {} replay --speed max --pid {pids} {}; sleep 120",
         assert_cmd::cargo::cargo_bin("gpumon").display(),
         file.display()
     );
@@ -159,4 +167,34 @@ fn torchrun_ranks_show_their_script_and_rank_at_120x40() {
     let folded = settle(&s);
     assert!(folded.contains("▸ job.py@638  3 of 3 ranks"), "{folded}");
     assert!(!folded.contains("[rank 2]"), "{folded}");
+}
+
+/// A job started by `torch.multiprocessing.spawn`, recorded on the H200 by
+/// scripts/gpu/final_check.sh with companions that send the program they run: each spawn
+/// child reads as the script and its rank, never the bootstrap's `from multiprocessing…`.
+#[test]
+fn spawn_children_show_the_script_and_their_rank() {
+    if !have_tmux() {
+        return;
+    }
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_jobs/spawn_live.gpumon.jsonl.gz");
+    let s = at_end_of("spawnlive", &file, "544,545", 120, 40);
+    keys(&s, &["J"]);
+    let open = settle(&s);
+    let line = row(&open, "[rank 0] job.py --spawn 2");
+    assert!(line.contains("544"), "{line}");
+    assert!(!open.contains("multiprocessing"), "{open}");
+    assert!(
+        open.contains("job.py@127.0.0.1:29521  2 of 2 ranks"),
+        "{open}"
+    );
+    // The leaking rank, in the alerts panel: named by its rank and script.
+    keys(&s, &["a"]);
+    let panel = settle(&s);
+    assert!(panel.contains("PID 545 [rank 1]"), "{panel}");
+    assert!(
+        panel.contains("rank 1 +"),
+        "the divergent rank's alert:\n{panel}"
+    );
 }
