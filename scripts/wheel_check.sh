@@ -40,6 +40,14 @@ meta=$("$venv/bin/python" -c 'import importlib.metadata as m; print("\n".join(m.
 for name in Documentation Source; do
     echo "$meta" | grep -q "^$name, https://" || { echo "wheel: no $name in Project-URL: $meta"; exit 1; }
 done
+# The Grafana dashboard and the Prometheus examples come with the install (in the binary).
+"$venv/bin/gpumon" dashboard --write "$work/dash" >/dev/null
+cmp "$work/dash/grafana-dashboard.json" "$root/assets/grafana-dashboard.json" \
+    || { echo "wheel: gpumon dashboard differs from assets/grafana-dashboard.json"; exit 1; }
+"$venv/bin/python" -c 'import json, sys; json.load(open(sys.argv[1]))' "$work/dash/grafana-dashboard.json"
+for f in prometheus.yml alert-rules.yml; do
+    cmp "$work/dash/$f" "$root/assets/$f" || { echo "wheel: installed $f differs"; exit 1; }
+done
 py_ver=$("$venv/bin/python" -c 'import gpumon; print(gpumon.__version__)')
 [ "$py_ver" = "$want" ] || { echo "wheel: gpumon.__version__ is $py_ver, want $want"; exit 1; }
 

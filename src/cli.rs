@@ -74,6 +74,41 @@ pub enum Command {
     },
     /// Print the man page (roff), or write every page with --dir.
     Man(ManArgs),
+    /// Print the Grafana dashboard, the Prometheus scrape example or the alerting rules, or
+    /// write all three with --write.
+    Dashboard(DashboardArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct DashboardArgs {
+    /// Which file to print: `grafana` (the dashboard, to import into Grafana 10+),
+    /// `prometheus` (a scrape configuration), `alert-rules` (Prometheus rules that forward
+    /// gpumon's alerts to Alertmanager).
+    #[arg(value_enum, default_value_t = MonitoringFile::Grafana)]
+    pub which: MonitoringFile,
+    /// Write all three into DIR (created if missing) as grafana-dashboard.json,
+    /// prometheus.yml and alert-rules.yml, and print their paths.
+    #[arg(long, value_name = "DIR", conflicts_with = "which")]
+    pub write: Option<PathBuf>,
+}
+
+/// The monitoring files `gpumon dashboard` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MonitoringFile {
+    Grafana,
+    Prometheus,
+    AlertRules,
+}
+
+impl MonitoringFile {
+    /// The file's name in assets/ and under `--write DIR`.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Self::Grafana => "grafana-dashboard.json",
+            Self::Prometheus => "prometheus.yml",
+            Self::AlertRules => "alert-rules.yml",
+        }
+    }
 }
 
 #[derive(Debug, Args, Clone)]

@@ -49,11 +49,16 @@ fn main() {
     }
 }
 
-/// Whether a command uses the configuration file (`completions`, `man`, `demo list` and
-/// `snapshot` read none of it; `config` reports on it itself).
+/// Whether a command uses the configuration file (`completions`, `man`, `dashboard`, `demo
+/// list` and `snapshot` read none of it; `config` reports on it itself).
 fn reads_config(command: &Option<Command>) -> bool {
     match command {
-        Some(Command::Completions { .. } | Command::Man(_) | Command::Snapshot(_)) => false,
+        Some(
+            Command::Completions { .. }
+            | Command::Man(_)
+            | Command::Dashboard(_)
+            | Command::Snapshot(_),
+        ) => false,
         Some(Command::Demo(d)) => d.name.as_deref() != Some("list"),
         _ => true,
     }

@@ -44,6 +44,7 @@ mod completions;
 mod demos;
 mod headless;
 pub mod man;
+mod monitoring;
 mod report;
 mod threads;
 mod tui;
@@ -77,6 +78,7 @@ fn run_command(cli: Cli, settings: &Settings) -> Result<i32> {
         Some(Command::Run { cmd }) => return crate::launch::run(cmd),
         Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
         Some(Command::Completions { shell }) => return print_all(&completions::script(*shell)),
+        Some(Command::Dashboard(d)) => return monitoring::command(d),
         Some(Command::Man(m)) => {
             let Some(dir) = &m.dir else {
                 return print_all(&man::main_page()?);
@@ -139,6 +141,7 @@ fn run_command(cli: Cli, settings: &Settings) -> Result<i32> {
             | Some(Command::Run { .. })
             | Some(Command::Config(_))
             | Some(Command::Completions { .. })
+            | Some(Command::Dashboard(_))
             | Some(Command::Man(_)) => Ok(0),
         }
     })

@@ -58,6 +58,7 @@ mod live_frag;
 mod man_pages;
 mod metrics_process_label;
 mod model_bounds;
+mod monitoring_assets;
 mod msrv;
 mod multi_gpu;
 mod output_errors;
