@@ -187,7 +187,7 @@ pub struct WatchArgs {
 /// Outputs every mode can feed: metrics endpoint, flat logs, alerts.
 #[derive(Debug, Args, Clone, Default)]
 pub struct OutputArgs {
-    /// Also serve Prometheus metrics on this address: :9464 (loopback), HOST:PORT, [::1]:9464.
+    /// Also serve Prometheus metrics on this address: :19464 (loopback), HOST:PORT, [::1]:19464.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub serve: Option<SocketAddr>,
     /// TLS and basic auth for --serve, in the Prometheus exporters' web config format
@@ -461,12 +461,12 @@ pub fn parse_severity(s: &str) -> Result<crate::model::alerts::Severity, String>
 }
 
 /// `--listen` / `--serve` address: `:PORT` (loopback: a metrics port is opened to the network
-/// only when asked), `HOST:PORT`, `[::1]:PORT`, or a name (`localhost:9464`) resolved now so a
+/// only when asked), `HOST:PORT`, `[::1]:PORT`, or a name (`localhost:19464`) resolved now so a
 /// typo fails at once. A name with several addresses binds the first, IPv4 first.
 pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     use std::net::ToSocketAddrs;
     let hint = || {
-        format!("invalid address '{s}': use :PORT, HOST:PORT or [IPv6]:PORT, e.g. 127.0.0.1:9464")
+        format!("invalid address '{s}': use :PORT, HOST:PORT or [IPv6]:PORT, e.g. 127.0.0.1:19464")
     };
     let t = s.trim();
     if let Some(port) = t.strip_prefix(':') {
@@ -478,7 +478,7 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     }
     let (host, port) = t.rsplit_once(':').ok_or_else(hint)?;
     let port: u16 = port.parse().map_err(|_| hint())?;
-    // The resolver takes `0`, `127.1` or `2130706433` as IPv4 addresses (`0:9464` bound
+    // The resolver takes `0`, `127.1` or `2130706433` as IPv4 addresses (`0:19464` bound
     // every interface): a host of digits and dots must be a whole dotted quad.
     if !host.is_empty() && host.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return Err(format!(
@@ -565,18 +565,18 @@ mod tests {
     #[test]
     fn listen_addresses() {
         let a = |s: &str| parse_addr(s).map(|a| a.to_string());
-        assert_eq!(a(":9464"), Ok("127.0.0.1:9464".into()));
-        assert_eq!(a("0.0.0.0:9464"), Ok("0.0.0.0:9464".into()));
-        assert_eq!(a("[::1]:9464"), Ok("[::1]:9464".into()));
-        let local = parse_addr("localhost:9464").expect("resolves");
-        assert!(local.ip().is_loopback() && local.port() == 9464);
-        assert!(parse_addr("9464").is_err());
+        assert_eq!(a(":19464"), Ok("127.0.0.1:19464".into()));
+        assert_eq!(a("0.0.0.0:19464"), Ok("0.0.0.0:19464".into()));
+        assert_eq!(a("[::1]:19464"), Ok("[::1]:19464".into()));
+        let local = parse_addr("localhost:19464").expect("resolves");
+        assert!(local.ip().is_loopback() && local.port() == 19464);
+        assert!(parse_addr("19464").is_err());
         assert!(parse_addr(":99999").is_err());
         assert!(parse_addr("no-such-host.invalid:1").is_err());
-        // Issue 25: `0:9464` bound every interface; shorthand quads are refused.
-        for short in ["0:9464", "127.1:9464", "2130706433:9464"] {
+        // Issue 25: `0:19464` bound every interface; shorthand quads are refused.
+        for short in ["0:19464", "127.1:19464", "2130706433:19464"] {
             let e = parse_addr(short).expect_err(short);
-            assert!(e.contains("0.0.0.0:9464"), "{e}");
+            assert!(e.contains("0.0.0.0:19464"), "{e}");
         }
     }
 

@@ -124,3 +124,36 @@ fn the_alert_rules_pass_promtool() {
         }
     }
 }
+
+/// The default port collides with no exporter or service a GPU node commonly runs (the
+/// reasons are in docs/metrics.md), and the examples scrape the port gpumon listens on.
+#[test]
+fn the_default_port_is_nobody_elses_and_the_examples_use_it() {
+    let addr: std::net::SocketAddr = gpumon::export::DEFAULT_LISTEN.parse().expect("address");
+    let port = addr.port();
+    assert!(addr.ip().is_loopback());
+    // Prometheus's exporter range (all allocated), and what follows it.
+    assert!(
+        !(9100..=10999).contains(&port),
+        "{port}: an allocated exporter port"
+    );
+    // Below Linux's ephemeral range.
+    assert!(port < 32768, "{port}: ephemeral");
+    let taken = [
+        3000, 4317, 4318, 6006, 8000, 8001, 8002, 8080, 8265, 8888, 9090, 9093, 9400, 9464, 29500,
+    ];
+    assert!(
+        !taken.contains(&port),
+        "{port} is another service's default"
+    );
+    let scrape = String::from_utf8(asset("prometheus.yml")).expect("utf-8");
+    assert!(
+        scrape.contains(&format!("gpu-node-01:{port}")),
+        "prometheus.yml scrapes {port}"
+    );
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/metrics.md"))
+            .expect("docs");
+    assert!(docs.contains(&format!("### Why port {port}")));
+    assert!(docs.contains(&format!("| default address | `127.0.0.1:{port}`")));
+}
