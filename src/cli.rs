@@ -232,6 +232,11 @@ pub struct ServeArgs {
     /// Serve a recording instead of live GPUs (played at --speed, then held at its end).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+    /// Log with levels: each line of stderr starts with its UTC time (RFC 3339) and level,
+    /// and lines below LEVEL are dropped: error, warn, or info (where it serves or records,
+    /// and why it stopped). Without it, plain lines, none dropped.
+    #[arg(long, value_name = "LEVEL", value_enum)]
+    pub log_level: Option<crate::fmt::LogLevel>,
     /// Replay speed for --replay.
     #[arg(long, value_parser = Speed::parse, default_value = "max")]
     pub speed: Speed,
@@ -299,6 +304,11 @@ pub struct RecordArgs {
     /// When the recording ends (its --duration, or SIGINT/SIGTERM), write its HTML report here.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    /// Log with levels: each line of stderr starts with its UTC time (RFC 3339) and level,
+    /// and lines below LEVEL are dropped: error, warn, or info (where it serves or records,
+    /// and why it stopped). Without it, plain lines, none dropped.
+    #[arg(long, value_name = "LEVEL", value_enum)]
+    pub log_level: Option<crate::fmt::LogLevel>,
     #[command(flatten)]
     pub filter: FilterArgs,
 }

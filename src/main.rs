@@ -42,7 +42,7 @@ fn main() {
     match gpumon::runner::main_entry(cli, &settings) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            gpumon::say!("gpumon: {e:#}");
+            gpumon::say_error!("gpumon: {e:#}");
             let usage = e.downcast_ref::<gpumon::cli::UsageError>().is_some();
             std::process::exit(if usage { exit::USAGE } else { 1 });
         }

@@ -74,6 +74,14 @@ pub fn main_entry(cli: Cli, settings: &Settings) -> Result<i32> {
 struct StdoutClosed;
 
 fn run_command(cli: Cli, settings: &Settings) -> Result<i32> {
+    let log_level = match &cli.command {
+        Some(Command::Serve(s)) => s.log_level,
+        Some(Command::Record(r)) => r.log_level,
+        _ => None,
+    };
+    if let Some(level) = log_level {
+        crate::fmt::set_log_level(level);
+    }
     match &cli.command {
         Some(Command::Run { cmd }) => return crate::launch::run(cmd),
         Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
@@ -315,7 +323,7 @@ pub(super) async fn start_exporter(
     if addr.port() == 0 {
         // Port 0 asks the system for one: say which it gave, or nobody can scrape it.
         let got = listener.local_addr().map_or(addr, |a| a);
-        crate::say!(
+        crate::say_info!(
             "gpumon: serving metrics on {}://{got}/metrics",
             scheme(&web)
         );

@@ -37,6 +37,7 @@ mod cli_exit_status;
 mod cli_headless;
 mod cli_nothing_silent;
 mod companion_fields;
+mod daemon_logs;
 mod distributed_launch;
 mod docs_index;
 mod exit_killed;
