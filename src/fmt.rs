@@ -1,6 +1,8 @@
 //! Bytes and durations as people read them, shared by the screen, logs, exports and alert
 //! messages: one spelling per meaning (binary units, as nvidia-smi).
 
+pub mod out_file;
+
 const KIB: f64 = 1024.0;
 const MIB: f64 = KIB * 1024.0;
 const GIB: f64 = MIB * 1024.0;
@@ -226,6 +228,10 @@ pub fn print_stdout(text: &[u8]) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("cannot write to stdout: {e}"),
+        )),
         done => done,
     }
 }

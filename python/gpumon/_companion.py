@@ -274,6 +274,14 @@ class Companion(object):
                 h[k] = int(os.environ[env])
             except (KeyError, ValueError):
                 pass
+        prog = _program(h["cmdline"])
+        if prog:
+            h["program"] = prog
+        addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        if addr and port:
+            h["master"] = "%s:%s" % (addr, port)
+        if os.environ.get("TORCHELASTIC_RUN_ID"):
+            h["run_id"] = os.environ["TORCHELASTIC_RUN_ID"]
         for src in self.sources:
             if not src.ready():
                 continue
@@ -296,6 +304,9 @@ class Companion(object):
         return {k: v for k, v in h.items() if v is not None}
 
     def _hello_lines(self):
+        # What the program queued so far goes into the history first: the server answers a
+        # hello as soon as it accepts the connection, possibly before this loop's drain.
+        self._drain()
         lines = [_proto.encode(self._hello())]
         lines += _proto.history_parts(_proto.now_ms(), list(self.epochs), list(self.samples),
                                       list(self.markers), list(self.events),
@@ -441,16 +452,6 @@ class Companion(object):
                     self.server.broadcast(f)
         return time.perf_counter() - t0
 
-    def _epoch_frags(self):
-        for src in list(self.sources):
-            if src.ready():
-                for d in src.devices():
-                    f = src.frag(d["dev"])
-                    if f is not None:
-                        f["t"] = _proto.now_ms()
-                        self.last_frag[d["dev"]] = f
-                        self.server.broadcast(f)
-
     def _drain(self):
         while True:
             try:
@@ -466,7 +467,7 @@ class Companion(object):
                         self.server.broadcast(s)
                     self.server.broadcast(rec)
                 if self.live > 0:
-                    self._epoch_frags()
+                    self._snapshot()
             elif kind == "marker":
                 self.markers.append(val)
                 self.server.broadcast(val)
@@ -486,6 +487,17 @@ def _cmdline():
             return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
     except OSError:
         return " ".join(sys.argv)
+
+
+def _program(cmdline):
+    """A multiprocessing child's program: its own command line is the spawn or forkserver
+    bootstrap, but its sys.argv is the one the parent passed it (spawn's `prepare`)."""
+    boot = ("--multiprocessing-fork" in cmdline
+            or "from multiprocessing.spawn import" in cmdline
+            or "from multiprocessing.forkserver import" in cmdline)
+    if not boot or not sys.argv or not sys.argv[0] or sys.argv[0] == "-c":
+        return None
+    return " ".join([sys.executable or "python"] + [str(a) for a in sys.argv])
 
 
 _said = set()

@@ -22,9 +22,18 @@ MAX_QUEUE = 1024
 # process a file descriptor, so the cap is what keeps a connect flood from
 # starving the program's own open() of fds (ulimit -n 256 is common): live
 # monitors beyond MAX_MONITORS are refused, and a connection that has not said
-# hello yet is evicted (oldest first) when MAX_PENDING newer ones arrive.
+# hello yet is evicted (oldest first) when MAX_PENDING newer ones arrive, or
+# when MAX_PENDING_PER_PEER newer ones arrive from the same process. A monitor
+# sends its hello as it connects, and the hello is read as the connection is
+# accepted: so 1,000 idle connections held by one process (reconnecting each
+# one dropped) cannot keep a real monitor waiting for a slot (before, one got
+# no frame in 15 s).
 MAX_MONITORS = 16
 MAX_PENDING = 8
+MAX_PENDING_PER_PEER = 4
+# Connections accepted per wake-up, and the listen backlog.
+ACCEPT_BATCH = 64
+BACKLOG = 128
 
 
 class Monitor(object):
@@ -55,7 +64,8 @@ class Monitor(object):
 class Server(object):
     def __init__(self, path, on_hello, max_queue=MAX_QUEUE, own_uid=None,
                  stall_timeout=STALL_TIMEOUT_S, hello_timeout=HELLO_TIMEOUT_S,
-                 max_monitors=MAX_MONITORS, max_pending=MAX_PENDING):
+                 max_monitors=MAX_MONITORS, max_pending=MAX_PENDING,
+                 max_pending_per_peer=MAX_PENDING_PER_PEER):
         self.path = path
         # on_hello() -> list of encoded lines (our hello, then history parts).
         self.on_hello = on_hello
@@ -65,6 +75,7 @@ class Server(object):
         self.hello_timeout = hello_timeout
         self.max_monitors = max_monitors
         self.max_pending = max_pending
+        self.max_pending_per_peer = max_pending_per_peer
         self.monitors = []
         self.refused = 0
         # Connections closed because of the caps above, and connections closed
@@ -91,7 +102,7 @@ class Server(object):
                 os.unlink(self.path)
                 s.bind(self.path)
             os.chmod(self.path, 0o600)
-            s.listen(16)
+            s.listen(BACKLOG)
             s.setblocking(False)
         except OSError as e:
             s.close()
@@ -253,7 +264,7 @@ class Server(object):
         return woke
 
     def _accept(self, now):
-        for _ in range(16):
+        for _ in range(ACCEPT_BATCH):
             try:
                 conn, _addr = self.listener.accept()
             except (BlockingIOError, InterruptedError):
@@ -271,7 +282,7 @@ class Server(object):
                 conn.close()
                 self.refused += 1
                 continue
-            if not self._make_room():
+            if not self._make_room(pid):
                 conn.close()
                 self.over_cap += 1
                 continue
@@ -280,16 +291,30 @@ class Server(object):
             m.deadline = now + self.hello_timeout
             self.monitors.append(m)
             self.sel.register(conn, selectors.EVENT_READ, m)
+            # A real monitor's hello is already there: read now, before newer
+            # connections can push this one out of the pending slots.
+            try:
+                self._read(m, now)
+            except Exception:
+                self.failed += 1
+                self._drop(m)
 
-    def _make_room(self):
+    def _make_room(self, pid=None):
         """True when one more connection may be kept, after evicting the oldest
-        connection still waiting for its hello if the pending ones are at their cap."""
-        pending = [m for m in self.monitors if not m.live]
-        if len(pending) >= self.max_pending:
+        connection still waiting for its hello of the same peer process if it has
+        MAX_PENDING_PER_PEER of them, else the oldest of all if the pending ones
+        are at their cap."""
+        pending = [m for m in self.monitors if not m.live and not m.closing]
+        same = [m for m in pending if m.pid == pid]
+        if len(same) >= self.max_pending_per_peer:
+            self._drop(same[0])
+            self.over_cap += 1
+            pending.remove(same[0])
+        elif len(pending) >= self.max_pending:
             self._drop(pending[0])
             self.over_cap += 1
             pending = pending[1:]
-        live = len(self.monitors) - len(pending)
+        live = len([m for m in self.monitors if m.live])
         return live < self.max_monitors
 
     def _read(self, m, now):

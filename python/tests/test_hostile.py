@@ -159,3 +159,111 @@ def test_training_process_keeps_its_fds_under_a_connect_flood(sock_dir, tmp_path
         s.close()
     fails = int(out.split()[-1])
     assert fails == 0, "the program's own open() failed %d times" % fails
+
+
+HOLD_SCRIPT = r"""
+import os, resource, selectors, socket, sys, time
+path, n, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 64), hard))
+sel = selectors.DefaultSelector()
+held = set()
+dropped = 0
+
+
+def connect():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setblocking(False)
+    try:
+        s.connect(path)
+    except OSError:  # backlog full (EAGAIN): try again later
+        s.close()
+        return
+    held.add(s)
+    sel.register(s, selectors.EVENT_READ)
+
+
+t_end = time.time() + secs
+ready = False
+while time.time() < t_end:
+    while len(held) < n:
+        before = len(held)
+        connect()
+        if len(held) == before:
+            break
+    if not ready:
+        print("READY", len(held), flush=True)
+        ready = True
+    for key, _ in sel.select(0.005):
+        s = key.fileobj
+        try:
+            data = s.recv(4096)
+        except OSError:
+            data = b""
+        if not data:  # dropped by the companion: reconnect (the review's hostile.py hold)
+            sel.unregister(s)
+            s.close()
+            held.discard(s)
+            dropped += 1
+print("DROPPED", dropped, flush=True)
+"""
+
+
+def test_a_thousand_idle_connections_cannot_keep_a_real_monitor_out(companion, tmp_path):
+    # The review's C2: another process (same user) holds 1,000 connections that never say
+    # hello and reconnects each one the companion drops; a real monitor that connects
+    # meanwhile got no hello and no frame in 15 s. It must be served within seconds.
+    import subprocess
+    import sys
+    c = companion()
+    script = tmp_path / "hold.py"
+    script.write_text(HOLD_SCRIPT)
+    p = subprocess.Popen([sys.executable, str(script), c.path, "1000", "12"],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().split()[0] == "READY"
+        time.sleep(1.0)
+        t0 = time.time()
+        # As gpumon connects: again while the backlog is full (EAGAIN), within its
+        # hello timeout.
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect(c.path)
+                break
+            except BlockingIOError:
+                s.close()
+                assert time.time() - t0 < 5.0, "the backlog never had room"
+                time.sleep(0.01)
+        s.settimeout(8)
+        s.sendall((json.dumps({"v": 1, "type": "hello", "role": "monitor", "min_v": 1,
+                               "max_v": 1, "client": "test"}) + "\n").encode())
+        buf = b""
+        seen = []
+        marked = False
+        while time.time() - t0 < 8 and not any(m.get("type") == "marker" for m in seen):
+            if not marked and any(m.get("type") == "hello" for m in seen):
+                c.mark("through")  # a frame of the live stream, after the handshake
+                marked = True
+            try:
+                data = s.recv(65536)
+            except socket.timeout:
+                break
+            if not data:
+                break
+            buf += data
+            while b"\n" in buf:
+                line, _, buf = buf.partition(b"\n")
+                seen.append(json.loads(line))
+        took = time.time() - t0
+        s.close()
+        types = [m.get("type") for m in seen]
+        assert types[:1] == ["hello"], "no hello under 1,000 idle connections: %r" % types[:5]
+        assert "marker" in types, "no frame under 1,000 idle connections: %r" % types[:5]
+        assert took < 5.0, took
+        # The companion held its caps meanwhile.
+        assert len(c.server.monitors) <= _server.MAX_PENDING + _server.MAX_MONITORS
+    finally:
+        p.kill()
+        p.wait()

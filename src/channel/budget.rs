@@ -4,7 +4,9 @@
 //! Token buckets, refilled with time: messages per second, bytes per second,
 //! and "important" messages (epochs, markers, events, hellos: the ones never
 //! coalesced, which would otherwise queue for the main loop and the recorder
-//! without bound). A connection over its message or byte budget is simply not
+//! without bound), one bucket per kind (`wire::Lane`): markers at 20 a second
+//! shed markers, never the epochs or OOM reports beside them (before, one
+//! shared bucket let 4 of 21 epochs through). A connection over its message or byte budget is simply not
 //! read until the bucket refills: the flood waits in the flooder's own socket
 //! and queue (where the companion drops and counts it), so it costs gpumon no
 //! CPU and costs the other connections nothing. Important messages over their
@@ -20,10 +22,13 @@
 
 use std::time::{Duration, Instant};
 
+use crate::wire::Lane;
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rates {
     pub msgs_per_s: f64,
     pub bytes_per_s: f64,
+    /// Of each kind of important message (`wire::Lane`), each with its own bucket.
     pub important_per_s: f64,
     /// Burst allowance, in seconds of each rate (the history on connect is a burst).
     pub burst_s: f64,
@@ -75,7 +80,8 @@ impl Bucket {
 pub struct Budget {
     msgs: Bucket,
     bytes: Bucket,
-    important: Bucket,
+    /// One per `Lane::BUDGETED`, in that order.
+    important: [Bucket; Lane::BUDGETED.len()],
     at: Instant,
 }
 
@@ -84,7 +90,7 @@ impl Budget {
         Budget {
             msgs: Bucket::new(r.msgs_per_s, r.burst_s),
             bytes: Bucket::new(r.bytes_per_s, r.burst_s),
-            important: Bucket::new(r.important_per_s, r.burst_s),
+            important: Lane::BUDGETED.map(|_| Bucket::new(r.important_per_s, r.burst_s)),
             at: now,
         }
     }
@@ -94,7 +100,9 @@ impl Budget {
         self.at = now;
         self.msgs.refill(dt);
         self.bytes.refill(dt);
-        self.important.refill(dt);
+        for b in &mut self.important {
+            b.refill(dt);
+        }
     }
 
     /// How long to wait before reading more: zero while within budget.
@@ -113,11 +121,16 @@ impl Budget {
         self.msgs.level -= 1.0;
     }
 
-    /// One important message: false when over budget (drop it).
-    pub fn take_important(&mut self, now: Instant) -> bool {
+    /// One important message of `lane`: false when that lane is over its budget (drop
+    /// it). A message of no budgeted lane always passes.
+    pub fn take_important(&mut self, lane: Lane, now: Instant) -> bool {
         self.refill(now);
-        if self.important.level >= 1.0 {
-            self.important.level -= 1.0;
+        let Some(i) = Lane::BUDGETED.iter().position(|l| *l == lane) else {
+            return true;
+        };
+        let b = &mut self.important[i];
+        if b.level >= 1.0 {
+            b.level -= 1.0;
             true
         } else {
             false
@@ -150,9 +163,33 @@ mod tests {
 
         // 10 important per second pass, the 11th in the same instant does not.
         let mut b = Budget::new(r, t0);
-        assert!((0..10).all(|_| b.take_important(t0)));
-        assert!(!b.take_important(t0));
-        assert!(b.take_important(t0 + Duration::from_millis(100)));
+        assert!((0..10).all(|_| b.take_important(Lane::Marker, t0)));
+        assert!(!b.take_important(Lane::Marker, t0));
+        assert!(b.take_important(Lane::Marker, t0 + Duration::from_millis(100)));
+    }
+
+    /// The review's program (C6): `gpumon.mark()` 20 times a second and an epoch a second,
+    /// a minute long. With one shared bucket most epochs were dropped (4 of 21 recorded);
+    /// each kind has its own now: every epoch and OOM report passes, markers are shed.
+    #[test]
+    fn markers_at_20_a_second_never_cost_an_epoch_or_an_oom_report() {
+        let t0 = Instant::now();
+        let mut b = Budget::new(Rates::default(), t0);
+        let (mut epochs, mut ooms, mut marks) = (0, 0, 0);
+        for step in 0..20 * 60 {
+            let now = t0 + Duration::from_millis(50 * step);
+            marks += usize::from(b.take_important(Lane::Marker, now));
+            if step % 20 == 0 {
+                epochs += usize::from(b.take_important(Lane::Epoch, now));
+            }
+            if step % 200 == 0 {
+                ooms += usize::from(b.take_important(Lane::Event, now));
+            }
+        }
+        assert_eq!((epochs, ooms), (60, 6));
+        // 10 a second and the 4-second burst: the rest shed.
+        assert!((600..=650).contains(&marks), "{marks} markers passed");
+        assert!(b.take_important(Lane::None, t0), "unbudgeted messages pass");
     }
 
     #[test]

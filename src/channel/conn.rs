@@ -126,6 +126,11 @@ impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
                 {
                     tokio::time::sleep(FRESH_RETRY).await;
                 }
+                // The listen backlog is full (a pile of connections from a hostile peer
+                // of the same user): the companion drops idle ones, so room comes.
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    tokio::time::sleep(FRESH_RETRY).await;
+                }
                 Ok(Err(e)) => return Err(Outcome::Unreachable(e.to_string())),
                 Err(_) => return Err(Outcome::Unreachable("connect timed out".into())),
             }
@@ -273,8 +278,9 @@ impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
                 match item {
                     Ok(Decoded::Msg(m)) => {
                         budget.spend_msg();
-                        if m.rule().class == wire::Class::Important
-                            && !budget.take_important(Instant::now())
+                        let rule = m.rule();
+                        if rule.class == wire::Class::Important
+                            && !budget.take_important(rule.lane, Instant::now())
                         {
                             reader.stats.over_budget += 1;
                             self.say_over_budget(&mut said_over).await;
@@ -350,7 +356,7 @@ impl<E: From<Frame> + Send + 'static> Conn<'_, E> {
         }
         let r = self.cfg.budget;
         let text = format!(
-            "companion {} sends more than its budget ({:.0} messages/s, {:.0} MiB/s, {:.0} epochs/markers/events/s): read slower, excess markers dropped (counted)",
+            "companion {} sends more than its budget ({:.0} messages/s, {:.0} MiB/s, {:.0} a second of each of epochs, markers, events): read slower, the excess of a kind dropped (counted)",
             self.pid,
             r.msgs_per_s,
             r.bytes_per_s / (1024.0 * 1024.0),

@@ -8,7 +8,6 @@ use std::sync::LazyLock;
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::model::label::process_label;
 use crate::model::sample::Tick;
 use crate::model::state::State;
 use crate::model::time::rfc3339;
@@ -67,12 +66,16 @@ static ALLOCATOR: LazyLock<Vec<(String, &'static AllocValue)>> = LazyLock::new(|
     first.chain(rest).map(|v| (v.column(), v)).collect()
 });
 
+/// The columns after the allocator's: the distributed job a process is a rank of.
+const LATER: [&str; 2] = ["rank", "job"];
+
 /// Column order of both formats; the CSV header row.
 pub fn columns() -> Vec<&'static str> {
     FIXED
         .iter()
         .copied()
         .chain(ALLOCATOR.iter().map(|(c, _)| c.as_str()))
+        .chain(LATER)
         .collect()
 }
 
@@ -102,6 +105,8 @@ struct Row<'a> {
     command: Option<&'a str>,
     /// The process's allocator on this GPU (a companion's), for the allocator columns.
     alloc: Option<&'a AllocRow>,
+    rank: Option<u32>,
+    job: Option<&'a str>,
 }
 
 /// A row serialised as one struct: a CSV record in column order, or a JSON object whose
@@ -111,7 +116,7 @@ struct Named<'a, 'b>(&'b Row<'a>);
 impl Serialize for Named<'_, '_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let r = self.0;
-        let mut st = ser.serialize_struct("Row", FIXED.len() + ALLOCATOR.len())?;
+        let mut st = ser.serialize_struct("Row", FIXED.len() + ALLOCATOR.len() + LATER.len())?;
         st.serialize_field("time", r.time)?;
         st.serialize_field("time_unix_ms", &r.time_unix_ms)?;
         st.serialize_field("hostname", r.hostname)?;
@@ -140,6 +145,8 @@ impl Serialize for Named<'_, '_> {
                 None => st.serialize_field(name, &None::<u64>)?,
             }
         }
+        st.serialize_field("rank", &r.rank)?;
+        st.serialize_field("job", &r.job)?;
         st.end()
     }
 }
@@ -206,6 +213,7 @@ impl FlatLog {
         } else {
             super::snapshot::alloc_rows(state)
         };
+        let jobs = state.jobs();
         for s in &tick.gpus {
             let g = state.gpu(s.index);
             let (uuid, pci, name) = g.map_or(("", "", ""), |g| {
@@ -234,6 +242,8 @@ impl FlatLog {
                 error: s.error.as_deref(),
                 command: None,
                 alloc: None,
+                rank: None,
+                job: None,
             };
             rows.push(&Named(&gpu_row))?;
             if s.error.is_some() {
@@ -246,8 +256,8 @@ impl FlatLog {
                     .and_then(|ps| ps.gpus.get(&s.index))
                     .filter(|pg| pg.peak.at != 0)
                     .map(|pg| pg.peak.value);
-                let process =
-                    info.and_then(|i| process_label(i.cmdline.as_deref(), i.name.as_deref()));
+                let process = ps.and_then(|ps| ps.who.label.clone());
+                let job = jobs.iter().find(|j| j.has(p.pid)).map(|j| j.id.as_str());
                 let alloc = allocs.iter().find(|a| a.gpu == s.index && a.pid == p.pid);
                 let row = Row {
                     row: "process",
@@ -256,6 +266,8 @@ impl FlatLog {
                     process: process.as_deref(),
                     command: info.and_then(|i| i.cmdline.as_deref()),
                     alloc,
+                    rank: ps.and_then(|ps| ps.who.rank),
+                    job,
                     memory_used_bytes: p.used,
                     memory_total_bytes: None,
                     memory_free_bytes: None,

@@ -21,9 +21,10 @@
 //!
 //! With `--web-config-file` (`web_config.rs`) connections are TLS (the handshake must end
 //! within `header_read_timeout`, as a request head must) and every path asks for basic
-//! auth (401 otherwise). A bcrypt check runs on the blocking pool, two at a time, so
-//! wrong passwords cannot stall the scrapes of the right one; a credential that verified
-//! is remembered and costs nothing on the next scrape.
+//! auth (401 otherwise). A bcrypt check runs on the blocking pool, one at a time, within a
+//! per-peer rate (`http_auth.rs`), so wrong passwords cannot take the machine's cores or
+//! stall the scrapes of the right one; a credential that verified or failed is remembered
+//! and costs nothing the next time.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -42,11 +43,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, oneshot};
 
 use super::encode::Format;
+use super::http_auth::{AuthGate, Checked};
 use super::web_config::WebConfig;
 use super::{AlertRow, Exporter, Health, Snapshot, metrics};
-
-/// bcrypt checks running at once (each ~50 ms of CPU at cost 10).
-const AUTH_CHECKS: usize = 2;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -230,7 +229,7 @@ async fn accept_loop(
     limits: Limits,
     web: Arc<WebConfig>,
 ) -> std::io::Result<()> {
-    let checks = Arc::new(tokio::sync::Semaphore::new(AUTH_CHECKS));
+    let checks = Arc::new(AuthGate::default());
     let tls = web.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let registry = Arc::new(Registry {
         epoch: Instant::now(),
@@ -245,7 +244,7 @@ async fn accept_loop(
         .header_read_timeout(limits.header_read_timeout)
         .max_buf_size(limits.max_header_bytes.max(8192));
     loop {
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(s) => s,
             Err(e) if is_fatal(&e) => return Err(e),
             Err(_) => {
@@ -265,7 +264,7 @@ async fn accept_loop(
             let (r, s) = (Arc::clone(&registry), Arc::clone(&slot));
             let svc = service_fn(move |req: Request<Incoming>| {
                 s.last_done.store(r.now(), Ordering::Relaxed);
-                guarded(&exporter, &cache, &web, &checks, req)
+                guarded(&exporter, &cache, &web, &checks, peer.ip(), req)
             });
             let served = async {
                 match tls {
@@ -310,47 +309,58 @@ where
     }
 }
 
-/// The answer once basic auth (when configured) admits the request; 401 otherwise. A
-/// credential not yet verified is checked with bcrypt on the blocking pool.
+/// The answer once basic auth (when configured) admits the request; 401 otherwise, 429
+/// when the check is refused for its cost (`http_auth.rs`). A credential not yet known is
+/// checked with bcrypt on the blocking pool.
 fn guarded(
     exporter: &Arc<Exporter>,
     cache: &Arc<BodyCache>,
     web: &Arc<WebConfig>,
-    checks: &Arc<tokio::sync::Semaphore>,
+    gate: &Arc<AuthGate>,
+    peer: std::net::IpAddr,
     req: Request<Incoming>,
 ) -> impl std::future::Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + use<> {
     let auth = req
         .headers()
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes().to_vec());
-    let now = web
-        .admits_cached(auth.as_deref())
-        .then(|| respond(exporter, cache, &req));
-    let (exporter, cache, web, checks) = (
+    let now = match web.cached(auth.as_deref()) {
+        Some(true) => Some(respond(exporter, cache, &req)),
+        Some(false) => Some(unauthorized()),
+        None => None,
+    };
+    let (exporter, cache, web, gate) = (
         Arc::clone(exporter),
         Arc::clone(cache),
         Arc::clone(web),
-        Arc::clone(checks),
+        Arc::clone(gate),
     );
     async move {
         if let Some(r) = now {
             return Ok(r);
         }
-        let admitted = match (auth, checks.acquire_owned().await) {
-            (Some(a), Ok(permit)) => tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                web.admits(Some(&a))
-            })
-            .await
-            .unwrap_or(false),
-            _ => false,
+        let checked = match auth {
+            Some(a) => gate.check(web, peer, a).await,
+            None => Checked::Refused,
         };
-        Ok(if admitted {
-            respond(&exporter, &cache, &req)
-        } else {
-            unauthorized()
+        Ok(match checked {
+            Checked::Admitted => respond(&exporter, &cache, &req),
+            Checked::Refused => unauthorized(),
+            Checked::TooMany => too_many(),
         })
     }
+}
+
+/// A credential check refused for its cost: try again in a second.
+fn too_many() -> Response<Full<Bytes>> {
+    let mut r = reply(
+        StatusCode::TOO_MANY_REQUESTS,
+        "text/plain; charset=utf-8",
+        "too many authentication attempts\n",
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 fn unauthorized() -> Response<Full<Bytes>> {

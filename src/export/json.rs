@@ -28,10 +28,8 @@ pub(crate) fn to_json(state: &State) -> Value {
                         "pid": p.info.pid,
                         "user": p.info.user,
                         "name": p.info.name,
-                        "process": crate::model::label::process_label(
-                            p.info.cmdline.as_deref(),
-                            p.info.name.as_deref()
-                        ),
+                        "process": p.who.label,
+                        "rank": p.who.rank,
                         "cmdline": p.info.cmdline,
                         "kind": pg.kind,
                         "used_memory_bytes": pg.last_used,

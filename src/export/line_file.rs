@@ -24,9 +24,10 @@ pub struct LineFile {
 }
 
 impl LineFile {
-    /// Create (truncate) `path`.
+    /// Create `path` anew (`fmt::out_file`: a new file renamed into place, or a device or
+    /// FIFO written in place).
     pub fn create(path: &Path) -> io::Result<LineFile> {
-        let file = File::create(path)?;
+        let file = crate::fmt::out_file::open_stream(path)?;
         let cut = file.try_clone()?;
         Ok(LineFile {
             out: Box::new(file),

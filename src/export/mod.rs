@@ -7,6 +7,7 @@ pub(crate) mod allocator;
 pub(crate) mod encode;
 pub mod flat;
 pub mod http;
+mod http_auth;
 pub(crate) mod json;
 mod labels;
 pub mod line_file;

@@ -2,7 +2,6 @@
 //! the HTTP side never touches the model and never waits on it.
 
 use crate::model::allocator::DevAlloc;
-use crate::model::label::process_label;
 use crate::model::sample::MemInfo;
 use crate::model::series::Peak;
 use crate::model::state::State;
@@ -119,17 +118,17 @@ impl Snapshot {
             })
             .collect();
         let mut procs = Vec::with_capacity(state.procs.len());
+        let jobs = state.jobs();
         for p in state.procs.values().filter(|p| state.exported(p)) {
             for pg in p.gpus.values() {
                 procs.push(ProcRow {
                     gpu: pg.gpu,
                     pid: p.info.pid,
                     user: p.info.user.clone().unwrap_or_default(),
-                    process: process_label(p.info.cmdline.as_deref(), p.info.name.as_deref())
-                        .unwrap_or_default(),
+                    process: p.who.label.clone().unwrap_or_default(),
                     used: pg.last_used,
                     peak: peak(&pg.peak),
-                    placement: placement(state, p.info.pid),
+                    placement: placement(state, &jobs, p.info.pid),
                 });
             }
         }
@@ -157,25 +156,28 @@ impl Snapshot {
 /// none is left out, since without a GPU its series could not be told apart across processes.
 pub(super) fn alloc_rows(state: &State) -> Vec<AllocRow> {
     let mut rows = Vec::new();
+    let jobs = state.jobs();
     for &pid in state.companions.by_pid.keys() {
         let info = state.procs.get(&pid).map(|p| &p.info);
-        let hello_cmd = state
-            .companions
-            .get(pid)
-            .and_then(|p| p.hello.as_ref())
-            .and_then(|h| h.cmdline.as_deref());
-        // /proc's command line, else the one the companion's hello sent (a process /proc
-        // cannot read, in another container).
-        let process = process_label(
-            info.and_then(|i| i.cmdline.as_deref()).or(hello_cmd),
-            info.and_then(|i| i.name.as_deref()),
-        )
+        // /proc's facts, else what the companion's hello sent (a process /proc cannot
+        // read, in another container).
+        let process = match state.procs.get(&pid) {
+            Some(p) => p.who.label.clone(),
+            None => {
+                let hello = state.companions.get(pid).and_then(|p| p.hello.as_ref());
+                let bare = crate::model::sample::ProcInfo {
+                    pid,
+                    ..Default::default()
+                };
+                crate::model::job::Identity::of(&bare, hello).label
+            }
+        }
         .unwrap_or_default();
         for (gpu, d) in state.live_allocs_of(pid) {
             rows.push(alloc_row(
                 gpu,
                 pid,
-                placement(state, pid),
+                placement(state, &jobs, pid),
                 info.and_then(|i| i.user.clone()).unwrap_or_default(),
                 process.clone(),
                 d,
@@ -186,9 +188,13 @@ pub(super) fn alloc_rows(state: &State) -> Vec<AllocRow> {
     rows
 }
 
-/// Rank from the companion's hello, else from the environment /proc shows; Kubernetes labels
-/// from /proc.
-fn placement(state: &State, pid: u32) -> crate::model::placement::Placement {
+/// Rank from the companion's hello, else from the environment /proc shows; the job it is a
+/// rank of; Kubernetes labels from /proc.
+fn placement(
+    state: &State,
+    jobs: &[crate::model::job::Job],
+    pid: u32,
+) -> crate::model::placement::Placement {
     let hello = state.companions.get(pid).and_then(|p| p.hello.as_ref());
     let info = state.procs.get(&pid).map(|p| &p.info);
     crate::model::placement::Placement {
@@ -196,6 +202,7 @@ fn placement(state: &State, pid: u32) -> crate::model::placement::Placement {
         local_rank: hello
             .and_then(|h| h.local_rank)
             .or(info.and_then(|i| i.local_rank)),
+        job: jobs.iter().find(|j| j.has(pid)).map(|j| j.id.clone()),
         kube: info.and_then(|i| i.kube.clone()),
     }
 }

@@ -57,10 +57,7 @@ pub fn table(state: &State) -> String {
     let mut procs = vec![row(["GPU", "PID", "USER", "USED", "PROCESS"])];
     for g in &state.gpus {
         for (p, pg) in state.procs_on(g.info.index) {
-            let label = crate::model::label::process_label(
-                p.info.cmdline.as_deref(),
-                p.info.name.as_deref(),
-            );
+            let label = p.who.ranked_label();
             procs.push(vec![
                 g.info.index.to_string(),
                 p.info.pid.to_string(),

@@ -36,7 +36,16 @@ pub struct WebConfig {
     /// `Authorization` values that verified: bcrypt costs ~50 ms per check at cost 10, and
     /// Prometheus sends the same header every scrape (exporter-toolkit caches the same way).
     verified: Mutex<Vec<Vec<u8>>>,
+    /// `Authorization` values that failed, as keyed hashes, newest last: a flood that
+    /// repeats a wrong password costs one bcrypt check, not one per request (the review
+    /// measured 1.87 of 2 cores held by 100 such connections).
+    failed: Mutex<std::collections::VecDeque<u64>>,
+    /// The key of those hashes (random per process).
+    failed_key: std::collections::hash_map::RandomState,
 }
+
+/// Wrong credentials remembered at once; a new one past this replaces the oldest.
+const FAILED_CACHE: usize = 4096;
 
 /// Credentials remembered at once; a new one past this replaces the oldest.
 const VERIFIED_CACHE: usize = 16;
@@ -130,6 +139,8 @@ impl WebConfig {
             tls,
             users,
             verified: Mutex::default(),
+            failed: Mutex::default(),
+            failed_key: Default::default(),
         })
     }
 
@@ -159,14 +170,42 @@ impl WebConfig {
                 v.remove(0);
             }
             v.push(value.to_vec());
+        } else {
+            let h = self.failed_hash(value);
+            let mut f = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+            if f.len() >= FAILED_CACHE {
+                f.pop_front();
+            }
+            f.push_back(h);
         }
         ok
     }
 
-    /// Whether the cache already admits `authorization` (no bcrypt): lets the HTTP thread
-    /// answer a repeat scrape without a trip to the blocking pool.
-    pub fn admits_cached(&self, authorization: Option<&[u8]>) -> bool {
-        self.users.is_empty() || authorization.is_some_and(|a| self.lock().iter().any(|v| v == a))
+    /// The answer without bcrypt when there is one: `Some(true)` for a credential that
+    /// verified (a repeat scrape), `Some(false)` for none, one that is not basic auth or
+    /// one that already failed; `None` when only a bcrypt check can tell (`admits`). Lets
+    /// the HTTP thread answer those without a trip to the blocking pool.
+    pub fn cached(&self, authorization: Option<&[u8]>) -> Option<bool> {
+        if self.users.is_empty() {
+            return Some(true);
+        }
+        let Some(value) = authorization else {
+            return Some(false);
+        };
+        if self.lock().iter().any(|v| v == value) {
+            return Some(true);
+        }
+        if basic_credentials(value).is_none() {
+            return Some(false);
+        }
+        let h = self.failed_hash(value);
+        let f = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        f.contains(&h).then_some(false)
+    }
+
+    fn failed_hash(&self, value: &[u8]) -> u64 {
+        use std::hash::BuildHasher;
+        self.failed_key.hash_one(value)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
@@ -334,10 +373,14 @@ mod tests {
         assert!(!cfg.admits(Some(&header("prom", "wrong"))));
         assert!(!cfg.admits(Some(&header("nobody", "s3cret"))));
         assert!(!cfg.admits(Some(b"Bearer abc")));
-        assert!(!cfg.admits_cached(Some(&header("prom", "s3cret"))));
+        assert_eq!(cfg.cached(Some(&header("prom", "s3cret"))), None);
         assert!(cfg.admits(Some(&header("prom", "s3cret"))));
-        assert!(cfg.admits_cached(Some(&header("prom", "s3cret"))));
-        assert!(!cfg.admits_cached(Some(&header("prom", "wrong"))));
+        assert_eq!(cfg.cached(Some(&header("prom", "s3cret"))), Some(true));
+        // A wrong password already checked is answered without bcrypt; a new one is not.
+        assert_eq!(cfg.cached(Some(&header("prom", "wrong"))), Some(false));
+        assert_eq!(cfg.cached(Some(&header("prom", "wrong2"))), None);
+        assert_eq!(cfg.cached(None), Some(false));
+        assert_eq!(cfg.cached(Some(b"Bearer abc")), Some(false));
         // The dummy hash is a real bcrypt hash, so an unknown user costs a real check.
         assert!(DUMMY_HASH.parse::<bcrypt::HashParts>().is_ok());
     }

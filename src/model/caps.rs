@@ -88,6 +88,9 @@ pub fn hello_strings(h: &Hello) -> usize {
         local_rank: _,
         world_size: _,
         cmdline,
+        program,
+        master,
+        run_id,
         capabilities,
         sample_hz: _,
         snapshot_s: _,
@@ -104,6 +107,9 @@ pub fn hello_strings(h: &Hello) -> usize {
         + opt_len(cuda_visible_devices)
         + opt_len(cuda_device_order)
         + opt_len(cmdline)
+        + opt_len(program)
+        + opt_len(master)
+        + opt_len(run_id)
         + capabilities.iter().map(String::len).sum::<usize>()
         + map_len(na)
 }

@@ -4,6 +4,31 @@
 //! (its whole name: the kernel's `comm` stops at 15 bytes). The full command stays in the
 //! outputs that have room for it (the flat logs' `command`).
 
+/// A `multiprocessing` bootstrap: the command line of a spawn child, of the forkserver and
+/// its children, or of the resource tracker. It names the machinery, not the program it runs
+/// (`torch.multiprocessing.spawn` and Lightning's `ddp_spawn` ranks are such children).
+pub fn is_mp_bootstrap(cmd: &str) -> bool {
+    cmd.contains("--multiprocessing-fork")
+        || [
+            "from multiprocessing.spawn import",
+            "from multiprocessing.forkserver import",
+            "from multiprocessing.resource_tracker import",
+        ]
+        .iter()
+        .any(|m| cmd.contains(m))
+}
+
+/// The program a forkserver's command line names (`'main_path': '/w/train.py'`), as the
+/// command line that would run it: all a recording without the process tree tells.
+pub fn forkserver_program(cmd: &str) -> Option<String> {
+    if !cmd.contains("from multiprocessing.forkserver import") {
+        return None;
+    }
+    let path = cmd.split("'main_path': '").nth(1)?.split('\'').next()?;
+    let interp = cmd.split_whitespace().next()?;
+    (!path.is_empty()).then(|| format!("{interp} {path}"))
+}
+
 /// Launchers whose first argument names the program that runs.
 fn is_launcher(word: &str) -> bool {
     let base = word.rsplit('/').next().unwrap_or(word);
@@ -170,6 +195,31 @@ mod tests {
         assert_eq!(label("python3 -c import torch"), "python3");
         assert_eq!(label("python3"), "python3");
         assert_eq!(label("python3 ./serve"), "serve");
+    }
+
+    /// Real command lines of `multiprocessing` children (Python 3.12, torch 2.5).
+    const SPAWN: &str = "/usr/bin/python3 -c from multiprocessing.spawn import spawn_main; \
+        spawn_main(tracker_fd=5, pipe_handle=7) --multiprocessing-fork";
+    const FORKSERVER: &str = "/usr/bin/python3 -c from multiprocessing.forkserver import main; \
+        main(9, 10, ['__main__'], **{'sys_path': ['/w', '/usr/lib/python312.zip'], \
+        'main_path': '/w/ddp_fork.py'})";
+
+    #[test]
+    fn multiprocessing_bootstraps_are_told_from_programs() {
+        assert!(super::is_mp_bootstrap(SPAWN));
+        assert!(super::is_mp_bootstrap(FORKSERVER));
+        assert!(super::is_mp_bootstrap(
+            "python3 -c from multiprocessing.resource_tracker import main;main(6)"
+        ));
+        assert!(!super::is_mp_bootstrap(
+            "python3 train.py --multiprocessing"
+        ));
+        assert!(!super::is_mp_bootstrap("python3 -c import torch"));
+        assert_eq!(
+            super::forkserver_program(FORKSERVER).as_deref(),
+            Some("/usr/bin/python3 /w/ddp_fork.py")
+        );
+        assert_eq!(super::forkserver_program(SPAWN), None);
     }
 
     #[test]

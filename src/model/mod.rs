@@ -7,6 +7,8 @@ pub mod caps;
 pub mod exit;
 pub mod frame;
 pub mod growth_rate;
+pub mod job;
+pub mod job_status;
 pub mod label;
 pub mod mapping;
 pub mod named;

@@ -17,6 +17,8 @@ pub struct Placement {
     /// `RANK` and `LOCAL_RANK` of a distributed job, as the companion's hello reports them.
     pub rank: Option<u32>,
     pub local_rank: Option<u32>,
+    /// The distributed job it is a rank of (`model::job::Job::id`).
+    pub job: Option<String>,
     pub kube: Option<Kube>,
 }
 
@@ -30,6 +32,9 @@ impl Placement {
         }
         if let Some(r) = self.local_rank {
             out.push(("local_rank", r.to_string()));
+        }
+        if let Some(j) = &self.job {
+            out.push(("job", j.clone()));
         }
         if let Some(k) = &self.kube {
             for (name, v) in [

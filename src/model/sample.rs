@@ -101,6 +101,22 @@ pub struct ProcInfo {
     pub local_rank: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub world_size: Option<u32>,
+    /// `MASTER_ADDR:MASTER_PORT` and `TORCHELASTIC_RUN_ID`: the rendezvous every rank of one
+    /// job shares, so its ranks are told apart from another job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Parent and process group: the launcher ranks share when nothing else names the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ppid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pgid: Option<u32>,
+    /// A `multiprocessing` spawn or forkserver child's own command line is the bootstrap
+    /// (`python -c "from multiprocessing.spawn import spawn_main; ..."`): this is the command
+    /// line of the nearest ancestor that is not one, the program the child runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     /// Kubernetes pod, namespace and container when the process runs in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kube: Option<crate::model::placement::Kube>,

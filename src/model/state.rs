@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::model::allocator::Companions;
 use crate::model::exit::{EXIT_GRACE_MIN_MS, EXIT_GRACE_MS, EXIT_GRACE_TICKS, Exit, ExitCause};
 use crate::model::frame::{Frame, Header, Level};
+use crate::model::job::{Identity, Job};
 use crate::model::mapping::{Mapping, logical_index};
 use crate::model::named::StatusSource;
 use crate::model::sample::{GpuInfo, GpuSample, ProcInfo, ProcKind, Tick};
@@ -83,11 +84,14 @@ pub struct ProcState {
     pub exit: Option<Exit>,
     /// Readable ticks in a row that did not list it (0 while listed).
     pub unlisted: u32,
+    /// Its program, rank and job, from `info` and its companion's hello.
+    pub who: Identity,
 }
 
 impl ProcState {
     pub(crate) fn new(info: ProcInfo, t: Ts) -> ProcState {
         ProcState {
+            who: Identity::of(&info, None),
             info,
             first_seen: t,
             last_seen: t,
@@ -166,7 +170,12 @@ impl State {
                     self.apply_proc_info(p);
                 }
             }
-            Frame::Companion(c) => self.companions.apply(c),
+            Frame::Companion(c) => {
+                self.companions.apply(c);
+                if matches!(c.msg, crate::wire::Message::Hello(_)) {
+                    self.refresh_who(c.pid);
+                }
+            }
             Frame::Alert(a) => {
                 use crate::model::alerts::ChangeKind;
                 // The alert bar shows alerts; the message log keeps when they happened.
@@ -389,6 +398,7 @@ impl State {
                 proc_state.exit = None;
             }
         }
+        let new = proc_state.gpus.is_empty() && proc_state.first_seen == t;
         proc_state.last_seen = t;
         proc_state.unlisted = 0;
         let info = &proc_state.info;
@@ -416,6 +426,31 @@ impl State {
         if let Some(u) = used {
             pg.peak.observe(t, u);
         }
+        if new {
+            self.refresh_who(pid);
+        }
+    }
+
+    /// A process's program, rank and job again, after its /proc facts or its hello came.
+    fn refresh_who(&mut self, pid: u32) {
+        let c = &self.companions;
+        let hello = c
+            .get(pid)
+            .or(c.ended.get(&pid))
+            .and_then(|c| c.hello.as_ref());
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.who = Identity::of(&p.info, hello);
+        }
+    }
+
+    /// The distributed jobs among the processes listed (exited ranks too, while kept).
+    pub fn jobs(&self) -> Vec<Job> {
+        crate::model::job::group(self.procs.iter().map(|(pid, p)| (*pid, &p.who)))
+    }
+
+    /// The job `pid` is a rank of.
+    pub fn job_of(&self, pid: u32) -> Option<Job> {
+        self.jobs().into_iter().find(|j| j.has(pid))
     }
 
     fn apply_proc_info(&mut self, info: &ProcInfo) {
@@ -437,6 +472,12 @@ impl State {
             self.companions.forget(info.pid);
         }
         p.info = info.clone();
+        let c = &self.companions;
+        let hello = c
+            .get(info.pid)
+            .or(c.ended.get(&info.pid))
+            .and_then(|c| c.hello.as_ref());
+        p.who = Identity::of(&p.info, hello);
         for pg in p.gpus.values_mut() {
             pg.mapping = logical_index(
                 gpus_info,

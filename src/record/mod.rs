@@ -42,13 +42,9 @@ impl Recorder {
         ignore_sigxfsz();
         // Read access too: after a failed write the tail of a plain file is read
         // back to cut it at its last complete line.
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|source| RecordingError::Write {
+        // (`fmt::out_file` opens the new file read-write.)
+        let file =
+            crate::fmt::out_file::open_stream(path).map_err(|source| RecordingError::Write {
                 path: path.into(),
                 err: source,
             })?;

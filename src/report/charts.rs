@@ -52,12 +52,18 @@ pub fn gpu_chart(run: &Run, g: &GpuRun) -> Drawn {
     c.series(&g.used, "used", gap_ms(run));
     // Labels as the TUI's rows tell runs apart: the script and the arguments that differ
     // (a 60-character cut of `python3 /long/path/scenario.py --name …` named none).
-    let names: Vec<&str> = procs.iter().map(|p| p.name.as_str()).collect();
+    // A multiprocessing child by the program it runs, a rank with its rank.
+    let names: Vec<&str> = procs.iter().map(|p| program(run, p)).collect();
     let labels = crate::model::label::distinct_labels(&names);
     for (i, (p, label)) in procs.iter().zip(labels).enumerate() {
         let class = format!("p{}", i % PALETTE);
         c.series(&p.nvml, &class, gap_ms(run));
-        legend.push((class, format!("PID {} {}", p.pid, short(&label))));
+        let rank = run
+            .who
+            .get(&p.pid)
+            .map(|w| w.rank_prefix())
+            .unwrap_or_default();
+        legend.push((class, format!("PID {} {rank}{}", p.pid, short(&label))));
     }
     alert_marks(&mut c, run, |a| a.gpu == g.info.index, true);
     let title = format!("GPU {} memory used over time", g.info.index);
@@ -69,6 +75,86 @@ pub fn gpu_chart(run: &Run, g: &GpuRun) -> Drawn {
 }
 
 /// Vertical lines where alerts were raised (OOMs labelled), for the alerts `keep` selects.
+/// The command line a process is known by: a multiprocessing child's program, else its own.
+pub fn program<'a>(run: &'a Run, p: &'a ProcRun) -> &'a str {
+    match run.who.get(&p.pid) {
+        Some(w) if w.mp_child => w.program.as_deref().unwrap_or(&p.name),
+        _ => &p.name,
+    }
+}
+
+/// What a job's chart draws of a rank: its allocator's allocated, else NVML's usage.
+fn rank_series(p: &ProcRun) -> (&crate::report::minmax::MinMax, &'static str) {
+    match p.dev.as_ref().filter(|d| !d.allocated.is_empty()) {
+        Some(d) => (&d.allocated, "allocated"),
+        None => (&p.nvml, "used (NVML)"),
+    }
+}
+
+/// A distributed job: its ranks side by side on one chart (what the allocator handed out,
+/// else NVML's usage), each rank's epoch floors, and the rank a divergent-rank alert named
+/// marked where it was raised.
+pub fn job_chart(run: &Run, job: &crate::model::job::Job, idx: usize) -> Drawn {
+    let ranks: Vec<(&crate::model::job::Member, &ProcRun)> = job
+        .members
+        .iter()
+        .flat_map(|m| {
+            run.procs
+                .iter()
+                .filter(move |p| p.pid == m.pid)
+                .map(move |p| (m, p))
+        })
+        .collect();
+    let ymax = ranks
+        .iter()
+        .filter_map(|(_, p)| rank_series(p).0.range())
+        .map(|r| r.1)
+        .fold(0.0, f64::max);
+    let mut c = Chart::new(run.start, run.end, ymax, HEIGHT);
+    c.axes();
+    let divergent: Vec<&AlertLine> = run
+        .alerts
+        .iter()
+        .filter(|a| {
+            a.kind == AlertKind::DivergentRank
+                && a.change == Change::Raised
+                && a.pid.is_some_and(|p| job.has(p))
+        })
+        .collect();
+    let mut legend = vec![];
+    for (i, (m, p)) in ranks.iter().enumerate() {
+        let class = format!("p{}", i % PALETTE);
+        let (s, what) = rank_series(p);
+        c.series(s, &class, gap_ms(run));
+        let rank = m
+            .rank
+            .map_or_else(|| "rank ?".into(), |r| format!("rank {r}"));
+        let mut words = format!("{rank} · PID {} · {what}", p.pid);
+        if let Some(a) = divergent.iter().find(|a| a.pid == Some(p.pid)) {
+            let excess = a.evidence.points.last().map_or(0, |p| p.bytes);
+            words += &format!(
+                " · the divergent rank: {} more than its peers when named, +{}/epoch",
+                human(excess),
+                human(a.evidence.slope.unwrap_or(0.0).max(0.0) as u64)
+            );
+        }
+        legend.push((class, words));
+    }
+    for a in &divergent {
+        c.vline(
+            a.at,
+            "warnline",
+            &format!("divergent rank · PID {}", a.pid.unwrap_or(0)),
+        );
+    }
+    let title = format!("Job {}: its ranks side by side", job.id);
+    Drawn {
+        svg: c.finish(&format!("job-{idx}"), &title),
+        legend,
+        forecasts: vec![],
+    }
+}
+
 fn alert_marks(c: &mut Chart, run: &Run, keep: impl Fn(&AlertLine) -> bool, with_pid: bool) {
     for a in run
         .alerts

@@ -22,6 +22,26 @@ const MAX_EPOCHS: usize = 20_000;
 /// Source warnings and errors quoted on the page.
 const MAX_NOTES: usize = 20;
 
+// What a report keeps at most, so that a recording someone hands you costs bounded memory
+// and time (each series is at most `minmax::CAPACITY` buckets), with the model's caps where
+// it has one. What goes past a cap is counted and the page says so (`Run::left_out`).
+/// GPUs (the model's cap).
+pub const MAX_GPUS: usize = crate::model::state::MAX_GPUS;
+/// Process rows, one per (pid, GPU), in the order they are first seen.
+pub const MAX_PROCS: usize = 256;
+/// Companion devices (pid, device), and companions.
+pub const MAX_DEVS: usize = 256;
+pub const MAX_COMPANIONS: usize = 256;
+/// Command lines remembered, and the bytes kept of each.
+pub const MAX_NAMES: usize = 1024;
+pub const MAX_NAME_BYTES: usize = 4096;
+/// Epoch points of all devices together.
+pub const MAX_EPOCH_POINTS: usize = 100_000;
+/// Frames are read from an hour before the header's start to a year after it: one tick at
+/// `t = i64::MAX` made the time axis span 292 million years.
+pub const EARLIEST: Ts = 3_600_000;
+pub const LONGEST: Ts = 366 * 86_400_000;
+
 /// One run, ready to be written as a page.
 #[derive(Debug, Clone)]
 pub struct Run {
@@ -36,6 +56,75 @@ pub struct Run {
     pub companions: BTreeMap<u32, CompanionRun>,
     pub alerts: Vec<AlertLine>,
     pub notes: Vec<(Ts, String)>,
+    /// What the caps above left out, counted.
+    pub dropped: Dropped,
+    /// Each process's program, rank and job as the model last knew them.
+    pub who: BTreeMap<u32, crate::model::job::Identity>,
+    /// The distributed jobs among the run's processes.
+    pub jobs: Vec<crate::model::job::Job>,
+}
+
+/// Readings left out of a report by its caps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Frames whose time is outside [start − 1 h, start + 366 days].
+    pub out_of_time: u64,
+    /// GPU readings of GPUs past the first `MAX_GPUS`.
+    pub gpu_readings: u64,
+    /// NVML process readings of rows past the first `MAX_PROCS`.
+    pub proc_readings: u64,
+    /// Companion messages of devices or companions past their caps.
+    pub companion_msgs: u64,
+    /// Command lines not kept (past `MAX_NAMES`), and command lines cut to `MAX_NAME_BYTES`.
+    pub names: u64,
+    pub names_cut: u64,
+    /// Epoch points past `MAX_EPOCH_POINTS` (or a device's own cap).
+    pub epochs: u64,
+}
+
+impl Dropped {
+    /// One sentence per kind of reading left out.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![];
+        let mut say = |n: u64, what: String| {
+            if n > 0 {
+                out.push(format!("{n} {what}"));
+            }
+        };
+        say(
+            self.out_of_time,
+            "frames left out: their time is more than an hour before the recording's start or more than 366 days after it".into(),
+        );
+        say(
+            self.gpu_readings,
+            format!("GPU readings left out: GPUs past the first {MAX_GPUS}"),
+        );
+        say(
+            self.proc_readings,
+            format!(
+                "process readings left out: processes past the first {MAX_PROCS} (pid and GPU)"
+            ),
+        );
+        say(
+            self.companion_msgs,
+            format!(
+                "companion messages left out: past the first {MAX_COMPANIONS} companions or {MAX_DEVS} devices"
+            ),
+        );
+        say(
+            self.names,
+            format!("command lines left out: past the first {MAX_NAMES} processes"),
+        );
+        say(
+            self.names_cut,
+            format!("command lines cut to {MAX_NAME_BYTES} bytes"),
+        );
+        say(
+            self.epochs,
+            format!("epoch points left out: past {MAX_EPOCH_POINTS} in all, or 20,000 per device"),
+        );
+        out
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -144,6 +233,8 @@ pub struct Collector {
     devs: BTreeMap<(u32, u32), DevRun>,
     dev_gpu: HashMap<(u32, u32), u32>,
     names: HashMap<u32, String>,
+    epoch_points: usize,
+    who: BTreeMap<u32, crate::model::job::Identity>,
 }
 
 impl Collector {
@@ -152,6 +243,7 @@ impl Collector {
         let gpus = h
             .gpus
             .iter()
+            .take(MAX_GPUS)
             .map(|g| {
                 let run = GpuRun {
                     info: g.clone(),
@@ -174,6 +266,9 @@ impl Collector {
                 companions: BTreeMap::new(),
                 alerts: vec![],
                 notes: vec![],
+                dropped: Dropped::default(),
+                who: BTreeMap::new(),
+                jobs: vec![],
             },
             width,
             gpus,
@@ -181,7 +276,20 @@ impl Collector {
             devs: BTreeMap::new(),
             dev_gpu: HashMap::new(),
             names: HashMap::new(),
+            epoch_points: 0,
+            who: BTreeMap::new(),
         }
+    }
+
+    /// Whether a frame at `t` belongs to the run (`EARLIEST`, `LONGEST`); one that does
+    /// not is counted, and neither applied nor shown.
+    pub fn admits_time(&mut self, t: Ts) -> bool {
+        let start = self.run.header.started;
+        let ok = t >= start.saturating_sub(EARLIEST) && t <= start.saturating_add(LONGEST);
+        if !ok {
+            self.run.dropped.out_of_time += 1;
+        }
+        ok
     }
 
     /// Take in one frame the pipeline has just applied to `state`.
@@ -192,13 +300,34 @@ impl Collector {
             Frame::Tick(tick) => self.tick(tick, state),
             Frame::Procs { procs, .. } => {
                 for p in procs {
-                    let cmd = p.cmdline.clone().filter(|c| !c.trim().is_empty());
-                    if let Some(n) = cmd.or(p.name.clone()) {
-                        self.names.insert(p.pid, n);
+                    let cmd = p.cmdline.as_ref().filter(|c| !c.trim().is_empty());
+                    let Some(n) = cmd.or(p.name.as_ref()) else {
+                        continue;
+                    };
+                    if self.names.len() >= MAX_NAMES && !self.names.contains_key(&p.pid) {
+                        self.run.dropped.names += 1;
+                        continue;
                     }
+                    let n = if n.len() > MAX_NAME_BYTES {
+                        self.run.dropped.names_cut += 1;
+                        let mut end = MAX_NAME_BYTES;
+                        while !n.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        n[..end].to_string()
+                    } else {
+                        n.clone()
+                    };
+                    self.names.insert(p.pid, n);
+                    self.note_who(p.pid, state);
                 }
             }
-            Frame::Companion(c) => self.companion(c.t, c.pid, &c.msg, state),
+            Frame::Companion(c) => {
+                if matches!(c.msg, Message::Hello(_)) {
+                    self.note_who(c.pid, state);
+                }
+                self.companion(c.t, c.pid, &c.msg, state)
+            }
             Frame::Status { t, level, text, .. }
                 if *level != Level::Info && self.run.notes.len() < MAX_NOTES =>
             {
@@ -213,6 +342,10 @@ impl Collector {
         for g in &tick.gpus {
             let start = self.run.start;
             let width = self.width;
+            if self.gpus.len() >= MAX_GPUS && !self.gpus.contains_key(&g.index) {
+                self.run.dropped.gpu_readings += 1;
+                continue;
+            }
             let run = self.gpus.entry(g.index).or_insert_with(|| GpuRun {
                 info: GpuInfo {
                     index: g.index,
@@ -234,6 +367,10 @@ impl Collector {
                 }
             }
             for p in &g.procs {
+                if self.procs.len() >= MAX_PROCS && !self.procs.contains_key(&(p.pid, g.index)) {
+                    self.run.dropped.proc_readings += 1;
+                    continue;
+                }
                 let pr = self
                     .procs
                     .entry((p.pid, g.index))
@@ -256,6 +393,10 @@ impl Collector {
     }
 
     fn companion(&mut self, t: Ts, pid: u32, msg: &Message, state: &State) {
+        if self.run.companions.len() >= MAX_COMPANIONS && !self.run.companions.contains_key(&pid) {
+            self.run.dropped.companion_msgs += 1;
+            return;
+        }
         let c = self
             .run
             .companions
@@ -272,6 +413,10 @@ impl Collector {
             _ => {}
         }
         let Some(dev) = msg.dev() else { return };
+        if self.devs.len() >= MAX_DEVS && !self.devs.contains_key(&(pid, dev)) {
+            self.run.dropped.companion_msgs += 1;
+            return;
+        }
         if !self.dev_gpu.contains_key(&(pid, dev))
             && let Some(g) = place(state, pid, dev)
         {
@@ -297,12 +442,18 @@ impl Collector {
                     d.limit = s.limit;
                 }
             }
-            Message::Epoch(e) if d.epochs.len() < MAX_EPOCHS => d.epochs.push(EpochPoint {
-                t,
-                epoch: e.epoch,
-                floor: e.floor,
-                peak: e.peak,
-            }),
+            Message::Epoch(e)
+                if d.epochs.len() < MAX_EPOCHS && self.epoch_points < MAX_EPOCH_POINTS =>
+            {
+                self.epoch_points += 1;
+                d.epochs.push(EpochPoint {
+                    t,
+                    epoch: e.epoch,
+                    floor: e.floor,
+                    peak: e.peak,
+                })
+            }
+            Message::Epoch(_) => self.run.dropped.epochs += 1,
             Message::Frag(f) => {
                 let stranded = |f: &Frag| {
                     f.free_total
@@ -385,9 +536,32 @@ impl Collector {
         }
         procs.sort_by_key(|p| (p.gpu.unwrap_or(u32::MAX), p.pid));
         self.run.procs = procs;
+        self.run.jobs = crate::model::job::group(self.who.iter().map(|(p, w)| (*p, w)));
+        self.run.who = self.who;
         self.run.gpus = self.gpus.into_values().collect();
         self.run.alerts = alerts;
         self.run
+    }
+}
+
+impl Collector {
+    /// What the model knows of a process's program, rank and job, kept past its exit.
+    fn note_who(&mut self, pid: u32, state: &State) {
+        if self.who.len() >= MAX_NAMES && !self.who.contains_key(&pid) {
+            return;
+        }
+        let who = match state.procs.get(&pid) {
+            Some(p) => p.who.clone(),
+            None => {
+                let hello = state.companions.get(pid).and_then(|c| c.hello.as_ref());
+                let bare = crate::model::sample::ProcInfo {
+                    pid,
+                    ..Default::default()
+                };
+                crate::model::job::Identity::of(&bare, hello)
+            }
+        };
+        self.who.insert(pid, who);
     }
 }
 

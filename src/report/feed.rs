@@ -76,6 +76,12 @@ pub fn replay_run(path: &Path, mut pipe: Pipeline) -> Result<Run, ReportError> {
                     {
                         crate::say!("gpumon: {text}");
                     }
+                    // Outside the run's time (a tick at t = i64::MAX): counted, not applied.
+                    if let Some(c) = &mut collector
+                        && !c.admits_time(f.time())
+                    {
+                        continue;
+                    }
                     pipe.apply(&f);
                     if let Frame::Header(h) = &f
                         && collector.is_none()
@@ -102,9 +108,13 @@ pub fn replay_run(path: &Path, mut pipe: Pipeline) -> Result<Run, ReportError> {
             "{file}: the replay stopped before the end of the recording"
         )));
     }
-    let collector = collector.ok_or(ReportError::NoHeader(file))?;
+    let collector = collector.ok_or_else(|| ReportError::NoHeader(file.clone()))?;
     // Alerts still open at the end stay open: the page says so; nothing is flushed here.
     drop(pipe.sinks.alerts_out.take());
     let alerts = capture.lines().map_err(ReportError::Replay)?;
-    Ok(collector.finish(alerts))
+    let run = collector.finish(alerts);
+    for line in run.dropped.lines() {
+        crate::say!("gpumon: {file}: {line}");
+    }
+    Ok(run)
 }

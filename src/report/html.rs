@@ -32,6 +32,7 @@ pub fn page(run: &Run) -> String {
     header(&mut o, run, &title);
     summary_section(&mut o, run);
     gpu_section(&mut o, run);
+    job_section(&mut o, run);
     proc_section(&mut o, run);
     allocator_section(&mut o, run);
     alerts_section(&mut o, run);
@@ -170,8 +171,47 @@ fn gpu_section(o: &mut String, run: &Run) {
     o.push_str("</section>");
 }
 
+/// One card per distributed job: its ranks on one chart, the divergent rank marked.
+fn job_section(o: &mut String, run: &Run) {
+    if run.jobs.is_empty() {
+        return;
+    }
+    o.push_str(r#"<section id="jobs"><h2>Distributed jobs</h2>"#);
+    for (i, job) in run.jobs.iter().enumerate() {
+        let ranks = match job.world_size {
+            Some(w) => format!("{} of {w} ranks", job.members.len()),
+            None => format!("{} ranks", job.members.len()),
+        };
+        let pids: Vec<String> = job
+            .members
+            .iter()
+            .map(|m| match m.rank {
+                Some(r) => format!("rank {r}: PID {}", m.pid),
+                None => format!("PID {}", m.pid),
+            })
+            .collect();
+        let _ = write!(
+            o,
+            r#"<div class="card"><h3>{} · {}</h3><p class="cmd">{}</p>"#,
+            esc(&job.id),
+            esc(&ranks),
+            esc(&pids.join(" · "))
+        );
+        let d = charts::job_chart(run, job, i);
+        o.push_str(&d.svg);
+        legend(o, &d);
+        o.push_str("</div>");
+    }
+    o.push_str("</section>");
+}
+
 fn proc_title(run: &Run, p: &ProcRun) -> String {
-    let mut parts = vec![format!("PID {}", p.pid)];
+    let rank = run
+        .who
+        .get(&p.pid)
+        .map(|w| w.rank_prefix())
+        .unwrap_or_default();
+    let mut parts = vec![format!("{rank}PID {}", p.pid)];
     parts.push(match (p.gpu, &p.mapping) {
         (Some(g), Some(m)) => format!("GPU {g} ({m} inside the process)"),
         (Some(g), None) => format!("GPU {g}"),
@@ -209,7 +249,7 @@ fn proc_section(o: &mut String, run: &Run) {
             o,
             r#"<div class="card"><h3>{}</h3><p class="cmd"><code>{}</code></p>"#,
             esc(&proc_title(run, p)),
-            esc(&charts::card_command(&p.name))
+            esc(&charts::card_command(charts::program(run, p)))
         );
         let d = charts::proc_chart(run, p, i);
         o.push_str(&d.svg);
@@ -501,12 +541,16 @@ fn num(v: f64) -> String {
 }
 
 fn notes_section(o: &mut String, run: &Run) {
-    if run.notes.is_empty() {
+    let left_out = run.dropped.lines();
+    if run.notes.is_empty() && left_out.is_empty() {
         return;
     }
     o.push_str(r#"<section id="notes"><h2>What the sources said</h2><ul>"#);
     for (t, text) in &run.notes {
         let _ = write!(o, "<li>{} — {}</li>", esc(&utc(*t)), esc(text));
+    }
+    for line in &left_out {
+        let _ = write!(o, "<li>This report: {}</li>", esc(line));
     }
     o.push_str("</ul></section>");
 }

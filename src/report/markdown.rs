@@ -77,6 +77,13 @@ pub fn markdown(run: &Run) -> String {
             md(&crate::report::charts::short(&p.name))
         );
     }
+    let left_out = run.dropped.lines();
+    if !left_out.is_empty() {
+        let _ = writeln!(o, "\n## Left out of this report\n");
+        for line in &left_out {
+            let _ = writeln!(o, "- {}", md(line));
+        }
+    }
     if !run.alerts.is_empty() {
         let _ = writeln!(
             o,
@@ -91,22 +98,71 @@ pub fn markdown(run: &Run) -> String {
     o
 }
 
-/// Text in a Markdown table cell or list item: no pipes, no line breaks, no HTML tag (a
-/// `<` before a letter would open one; `1 MiB < 2 MiB` stays as written).
+/// Text from a recording in a Markdown table cell or list item, inert: no pipes, no line
+/// breaks, no HTML tag, and no link, image or emphasis (a command line
+/// `x ![ok](https://evil.example/all-green.png)` rendered a remote image in the PR or job
+/// summary the page goes to). Markdown's punctuation is backslash-escaped, and so are the
+/// `:` of `://`, the `.` of `www.` and `@`, which GitHub's autolinking would make links of.
+/// Backticks pass: a code span is inert, and the remedies quote settings in them.
 fn md(s: &str) -> String {
-    let s = s.replace('|', "\\|").replace(['\n', '\r'], " ");
-    let mut o = String::with_capacity(s.len());
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        if c == '<'
-            && it
-                .peek()
-                .is_some_and(|n| n.is_alphabetic() || matches!(n, '/' | '!' | '?'))
-        {
-            o.push_str("&lt;");
-        } else {
-            o.push(c);
+    let mut o = String::with_capacity(s.len() + s.len() / 8);
+    let b = s.as_bytes();
+    for (i, c) in s.char_indices() {
+        match c {
+            '\n' | '\r' => o.push(' '),
+            '\\' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '!' | '@' | '#' => {
+                o.push('\\');
+                o.push(c);
+            }
+            ':' if b[i + 1..].starts_with(b"//") => o.push_str("\\:"),
+            '.' if i >= 3 && b[i - 3..i].eq_ignore_ascii_case(b"www") => o.push_str("\\."),
+            _ => o.push(c),
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a renderer can make a link, an image or a tag of: an unescaped `[`, `]`, `<`,
+    /// `!`, `://`, `www.` or `@`.
+    fn live_markup(text: &str) -> Option<usize> {
+        let b = text.as_bytes();
+        let escaped = |i: usize| {
+            // An odd number of backslashes before `i`.
+            b[..i].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1
+        };
+        (0..b.len()).find(|&i| {
+            let at = |s: &[u8]| b[i..].starts_with(s);
+            let live = matches!(b[i], b'[' | b']' | b'<' | b'!' | b'@')
+                || at(b"://")
+                || (b[i] == b'.' && i >= 3 && b[i - 3..i].eq_ignore_ascii_case(b"www"));
+            live && !escaped(i)
+        })
+    }
+
+    #[test]
+    fn links_images_and_tags_from_a_recording_are_inert() {
+        for payload in [
+            "x ![ok](https://evil.example/all-green.png)",
+            "[t](javascript:alert(1))",
+            "<img src=x onerror=alert(1)> <https://evil.example>",
+            "see www.evil.example or mail a@evil.example",
+            "**bold** _it_ `code` ~~s~~ # h | pipe \\[x](y)",
+            "a\\\\![x](y)",
+        ] {
+            let out = md(payload);
+            assert_eq!(live_markup(&out), None, "{payload:?} -> {out:?}");
+            assert!(!out.contains('\n'));
+        }
+        // Ordinary text reads as it was.
+        assert_eq!(
+            md("python3 train.py --lr 3e-4"),
+            "python3 train.py --lr 3e-4"
+        );
+        assert_eq!(md("1 MiB < 2 MiB"), "1 MiB \\< 2 MiB");
+        assert_eq!(live_markup("![x](y)"), Some(0), "the check sees an image");
+    }
 }

@@ -172,6 +172,22 @@ fn item(run: &Run, changes: &[&AlertLine]) -> Option<Item> {
                 _ => format!("{who} may hold memory it does not use (grab-all) {when}"),
             }
         }
+        AlertKind::DivergentRank => {
+            // The rule's first sentence names the rank, its job and its excess.
+            let said = worst.message.split(": ").next().unwrap_or_default();
+            let excess = e.points.last().map(|p| human(p.bytes)).unwrap_or_default();
+            let rate = e
+                .slope
+                .map(|b| human(b.max(0.0) as u64))
+                .unwrap_or_default();
+            if said.is_empty() {
+                format!(
+                    "{who} held {excess} more than its job's other ranks, +{rate} per epoch, {when}"
+                )
+            } else {
+                format!("{said}, found {when}")
+            }
+        }
         AlertKind::Headroom => {
             let mut s = format!("{who} ran low on headroom {when}");
             if let (Some(h), Some(r)) = (v(ValueName::Headroom), v(ValueName::TypicalRequest)) {

@@ -100,7 +100,11 @@ impl Chart {
         let (tstep, secs) = time_step(self.t1 - self.t0);
         let mut t = (self.t0 + tstep - 1).div_euclid(tstep) * tstep;
         let mut ticks = String::new();
-        while t <= self.t1 {
+        // `time_step` gives at most ten labels; the count and the checked step are a guard
+        // against an axis no recording should reach.
+        let mut labels = 0;
+        while t <= self.t1 && labels < 64 {
+            labels += 1;
             let x = self.x(t);
             let _ = write!(ticks, "M{x:.1} {:.1}v5", self.bottom());
             let _ = write!(grid, "M{x:.1} {TOP:.1}V{:.1}", self.bottom());
@@ -110,7 +114,10 @@ impl Chart {
                 self.bottom() + 17.0,
                 clock(t, secs)
             );
-            t += tstep;
+            let Some(next) = t.checked_add(tstep) else {
+                break;
+            };
+            t = next;
         }
         let _ = write!(
             self.body,

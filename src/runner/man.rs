@@ -99,6 +99,12 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          allocator's policy and to find Keras; gpumon never changes them.",
     ),
     (
+        "RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID",
+        "A distributed job's launcher variables (torchrun, DeepSpeed, Lightning): read from a \
+         process's environment (/proc) and by its companion to name its rank and group the \
+         ranks of one job; gpumon never changes them.",
+    ),
+    (
         "GPUMON_PRELOAD_SO",
         "At build time: embed this prebuilt libgpumon_preload.so instead of building it \
          (packagers).",
@@ -305,7 +311,8 @@ pub fn write_all(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for (name, text) in pages()? {
         let p = dir.join(name);
-        std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
+        crate::fmt::out_file::write_whole(&p, &text)
+            .with_context(|| format!("cannot write {}", p.display()))?;
         written.push(p);
     }
     Ok(written)

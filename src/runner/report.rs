@@ -30,7 +30,8 @@ pub(super) fn report(r: &ReportArgs, settings: &Settings) -> Result<i32> {
 }
 
 /// Replay `recording` and write its report to `out` (stdout when `None`). The file appears
-/// whole or not at all: it is written beside its place and renamed over it.
+/// whole or not at all (`fmt::out_file`: never through a planted link, never a rename over
+/// a device or FIFO, which are written in place).
 pub(super) fn write_report(
     recording: &Path,
     out: Option<&Path>,
@@ -47,20 +48,17 @@ pub(super) fn write_report(
         },
         settings,
     )?;
+    // Past `ulimit -f` a write fails with EFBIG (said, temp file removed) instead of a
+    // silent death by SIGXFSZ.
+    crate::record::ignore_sigxfsz();
     let text = render(recording, pipe, format)?;
     let Some(out) = out else {
+        // A full disk or EFBIG is an error (one line, exit 1); a reader gone early is not
+        // (`| head`, as every stdout output).
         return Ok(crate::fmt::print_stdout(text.as_bytes())?);
     };
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".into());
-    let tmp = out.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::write(&tmp, text.as_bytes()).and_then(|()| std::fs::rename(&tmp, out));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.with_context(|| format!("cannot write report {}", out.display()))?;
+    crate::fmt::out_file::write_whole(out, text.as_bytes())
+        .with_context(|| format!("cannot write report {}", out.display()))?;
     eprintln!("gpumon: report written to {}", out.display());
     Ok(())
 }

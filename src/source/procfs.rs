@@ -16,20 +16,25 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
     let name = fs::read_to_string(format!("{dir}/comm"))
         .ok()
         .map(|s| s.trim_end().to_string());
-    let cmdline = fs::read(format!("{dir}/cmdline")).ok().and_then(|raw| {
-        let parts: Vec<String> = raw
-            .split(|&b| b == 0)
-            .filter(|p| !p.is_empty())
-            .map(|p| {
-                // `python -c '...'` puts newlines and tabs in arguments; one row stays one row.
-                String::from_utf8_lossy(p)
-                    .chars()
-                    .map(|c| if c.is_control() { ' ' } else { c })
-                    .collect::<String>()
-            })
-            .collect();
-        (!parts.is_empty()).then(|| parts.join(" "))
-    });
+    let cmdline = read_cmdline(&dir);
+    let (ppid, pgid) = parents(&dir).unzip();
+    // A multiprocessing child runs its launcher's program: the nearest ancestor whose
+    // command line is not a bootstrap (a forkserver child's parent is the forkserver).
+    let program = cmdline
+        .as_deref()
+        .filter(|c| crate::model::label::is_mp_bootstrap(c))
+        .and_then(|_| {
+            let mut at = ppid?;
+            for _ in 0..8 {
+                let up = format!("{root}/{at}");
+                let cmd = read_cmdline(&up)?;
+                if !crate::model::label::is_mp_bootstrap(&cmd) {
+                    return Some(cmd);
+                }
+                at = parents(&up)?.0;
+            }
+            None
+        });
     let user = fs::read_to_string(format!("{dir}/status"))
         .ok()
         .and_then(|s| status_uid(&s))
@@ -39,8 +44,12 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
         user,
         name,
         cmdline,
+        ppid,
+        pgid,
+        program,
         ..ProcInfo::default()
     };
+    let (mut addr, mut port) = (None, None);
     if let Ok(env) = fs::read(format!("{dir}/environ")) {
         info.env_readable = true;
         let mut kube = crate::model::placement::KubeEnv::default();
@@ -56,10 +65,20 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
                 info.local_rank = v.trim().parse().ok();
             } else if let Some(v) = var.strip_prefix("WORLD_SIZE=") {
                 info.world_size = v.trim().parse().ok();
+            } else if let Some(v) = var.strip_prefix("MASTER_ADDR=") {
+                addr = Some(v.trim().to_string());
+            } else if let Some(v) = var.strip_prefix("MASTER_PORT=") {
+                port = Some(v.trim().to_string());
+            } else if let Some(v) = var.strip_prefix("TORCHELASTIC_RUN_ID=") {
+                info.run_id = Some(v.trim().to_string()).filter(|v| !v.is_empty());
             } else {
                 kube.var(&var);
             }
         }
+        info.master = match (addr, port) {
+            (Some(a), Some(p)) if !a.is_empty() && !p.is_empty() => Some(format!("{a}:{p}")),
+            _ => None,
+        };
         info.kube = kube.finish(
             || {
                 fs::read_to_string(format!(
@@ -71,6 +90,32 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
         );
     }
     info
+}
+
+/// The command line, arguments joined by spaces; `None` for a kernel thread or a process
+/// that is gone.
+fn read_cmdline(dir: &str) -> Option<String> {
+    let raw = fs::read(format!("{dir}/cmdline")).ok()?;
+    let parts: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            // `python -c '...'` puts newlines and tabs in arguments; one row stays one row.
+            String::from_utf8_lossy(p)
+                .chars()
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect::<String>()
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+/// Parent pid and process group (fields 4 and 5 of `stat`).
+fn parents(dir: &str) -> Option<(u32, u32)> {
+    let stat = fs::read_to_string(format!("{dir}/stat")).ok()?;
+    // The command name may contain spaces and parentheses; fields start after the last ')'.
+    let mut f = stat.rsplit_once(')')?.1.split_whitespace().skip(1);
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
 }
 
 /// Start time in clock ticks (field 22 of /proc/PID/stat): tells a reused pid from the old one.
@@ -167,6 +212,51 @@ mod tests {
         assert_eq!(info.user.as_deref(), Some("root"));
         assert_eq!(info.cuda_visible_devices.as_deref(), Some("2,3"));
         assert_eq!(info.cuda_device_order.as_deref(), Some("PCI_BUS_ID"));
+    }
+
+    fn fake(root: &std::path::Path, pid: u32, ppid: u32, cmd: &[u8], env: &[u8]) {
+        let p = root.join(pid.to_string());
+        fs::create_dir(&p).expect("mkdir");
+        fs::write(p.join("comm"), "python3\n").expect("write");
+        fs::write(p.join("cmdline"), cmd).expect("write");
+        let stat = format!("{pid} (pt_main thread) S {ppid} 77 77 0 -1 4194560 1 0 0 0");
+        fs::write(p.join("stat"), stat).expect("write");
+        fs::write(p.join("environ"), env).expect("write");
+    }
+
+    #[test]
+    fn a_spawn_child_runs_its_launchers_program_and_job() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        fake(root, 1, 0, b"/sbin/init\0", b"");
+        fake(root, 959, 1, b"python3\0ddp_spawn.py\0--epochs\x003\0", b"");
+        let spawn = b"/usr/bin/python3\0-c\0from multiprocessing.spawn import spawn_main; \
+spawn_main(tracker_fd=5, pipe_handle=7)\0--multiprocessing-fork\0";
+        let env = b"MASTER_ADDR=127.0.0.1\0MASTER_PORT=29511\0RANK=1\0WORLD_SIZE=2\0";
+        fake(root, 961, 959, spawn, env);
+        // A forkserver child: its parent is the forkserver, whose parent runs the program.
+        let fsrv = b"/usr/bin/python3\0-c\0from multiprocessing.forkserver import main; \
+main(8, 9, ['__main__'], **{'sys_path': ['/w'], 'main_path': '/w/fs.py'})\0";
+        fake(root, 970, 959, fsrv, b"");
+        fake(root, 971, 970, fsrv, b"TORCHELASTIC_RUN_ID=abc\0");
+        let r = root.to_str().expect("utf8 path");
+        let child = read_at(r, 961);
+        assert_eq!(child.ppid, Some(959));
+        assert_eq!(child.pgid, Some(77));
+        assert_eq!(
+            child.program.as_deref(),
+            Some("python3 ddp_spawn.py --epochs 3")
+        );
+        assert_eq!(child.master.as_deref(), Some("127.0.0.1:29511"));
+        assert_eq!((child.rank, child.world_size), (Some(1), Some(2)));
+        let forked = read_at(r, 971);
+        assert_eq!(
+            forked.program.as_deref(),
+            Some("python3 ddp_spawn.py --epochs 3")
+        );
+        assert_eq!(forked.run_id.as_deref(), Some("abc"));
+        // The program itself has no other program.
+        assert_eq!(read_at(r, 959).program, None);
     }
 
     #[test]

@@ -166,6 +166,8 @@ pub struct App {
     pub full_scale: bool,
     /// The detail chart shows the whole card instead of the selected process (key `c`).
     pub card_chart: bool,
+    /// A distributed job's ranks on a card are one row (key `J` unfolds them).
+    pub jobs_folded: bool,
     /// Lines the selected alert's evidence and message are scrolled by.
     pub alert_scroll: u16,
     pub sort: Sort,
@@ -230,6 +232,7 @@ impl App {
             full_scale: false,
             solo: Solo::All,
             card_chart: false,
+            jobs_folded: true,
             alert_scroll: 0,
             sort: Sort::default(),
             filter: String::new(),
@@ -286,7 +289,22 @@ impl App {
     /// Processes on the GPU with NVML index `gpu`, sorted and filtered as the user chose.
     /// Every process list on screen comes from here, so rows and selection agree.
     pub fn rows_on(&self, gpu: u32) -> Vec<(&ProcState, &ProcGpu)> {
-        crate::tui::selection::rows(self.view_state(), gpu, self.sort, &self.filter)
+        use crate::tui::selection;
+        let s = self.view_state();
+        let rows = selection::rows(s, gpu, self.sort, &self.filter);
+        selection::group_jobs(s, gpu, rows, &selection::jobs_on(s, gpu), self.jobs_folded)
+    }
+
+    /// The job `pid` stands for as one folded row on `gpu`, if it does.
+    pub fn folded_job(&self, gpu: u32, pid: u32) -> Option<crate::model::job::Job> {
+        use crate::tui::selection;
+        if !self.jobs_folded {
+            return None;
+        }
+        let s = self.view_state();
+        selection::jobs_on(s, gpu)
+            .into_iter()
+            .find(|j| selection::job_lead(s, j, gpu) == Some(pid))
     }
 
     /// PIDs the selection moves through: the selected GPU's rows, or, without any GPU
@@ -561,6 +579,14 @@ impl App {
             }
             Action::FullScale => self.full_scale = !self.full_scale,
             Action::CardChart => self.card_chart = !self.card_chart,
+            Action::FoldJobs => {
+                self.jobs_folded = !self.jobs_folded;
+                self.flash = Some(if self.jobs_folded {
+                    "jobs folded: one row per distributed job (J: its ranks)".into()
+                } else {
+                    "jobs unfolded: each rank on its own row (J: one row per job)".into()
+                });
+            }
             Action::ZoomIn => self.zoom_step(false),
             Action::ZoomOut => self.zoom_step(true),
             Action::ZoomAll => self.zoom_all(),

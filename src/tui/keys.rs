@@ -41,6 +41,7 @@ pub enum Action {
     FullScale,
     CardChart,
     Loop,
+    FoldJobs,
 }
 
 /// One line of the key table: the keys, how help shows them, and what they do.
@@ -202,6 +203,12 @@ pub const BINDINGS: &[Binding] = &[
         "detail chart: the card / the selected process",
         CardChart,
         Char('c')
+    ),
+    bind!(
+        "J",
+        "distributed jobs: one row per job, or each rank on its own row",
+        FoldJobs,
+        Char('J')
     ),
     bind!(">", "replay faster (each press doubles)", Faster, Char('>')),
     bind!("<", "replay slower (each press halves)", Slower, Char('<')),

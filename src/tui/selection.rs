@@ -4,6 +4,7 @@
 
 use crate::model::alerts::config::GrowthConfig;
 use crate::model::alerts::{Alert, AlertKey};
+use crate::model::job::Job;
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::model::time::Ts;
 
@@ -80,11 +81,13 @@ pub fn growth(s: &State, pid: u32, gpu: u32) -> Option<f64> {
     crate::model::growth_rate::per_minute(s, pid, gpu, &GrowthConfig::default())
 }
 
-/// The name a process is sorted and filtered by: its command line, else its name.
+/// The name a process is sorted and filtered by: its program's command line (a
+/// multiprocessing child's launcher's), else its own, else its name.
 pub fn name(p: &ProcState) -> &str {
-    p.info
-        .cmdline
+    p.who
+        .program
         .as_deref()
+        .or(p.info.cmdline.as_deref())
         .or(p.info.name.as_deref())
         .unwrap_or("")
 }
@@ -99,6 +102,8 @@ pub fn matches(p: &ProcState, filter: &str) -> bool {
     let has = |s: Option<&str>| s.is_some_and(|s| s.to_lowercase().contains(&f));
     p.info.pid.to_string().contains(&f)
         || has(p.info.cmdline.as_deref())
+        || has(p.who.program.as_deref())
+        || has(Some(p.who.rank_prefix().as_str()))
         || has(p.info.name.as_deref())
         || has(p.info.user.as_deref())
 }
@@ -136,6 +141,77 @@ pub fn rows<'a>(
         ord.then(a.0.info.pid.cmp(&b.0.info.pid))
     });
     keyed.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The jobs with two or more ranks on `gpu`: the ones its list groups (a job with one rank
+/// per card shows each rank on its own card).
+pub fn jobs_on(s: &State, gpu: u32) -> Vec<Job> {
+    s.jobs()
+        .into_iter()
+        .filter(|j| {
+            let here = j.members.iter().filter(|m| {
+                s.procs
+                    .get(&m.pid)
+                    .is_some_and(|p| p.gpus.contains_key(&gpu))
+            });
+            here.count() >= 2
+        })
+        .collect()
+}
+
+/// The first rank of `job` listed on `gpu`: the row a folded job is drawn on, selected by
+/// and opened by.
+pub fn job_lead(s: &State, job: &Job, gpu: u32) -> Option<u32> {
+    job.members
+        .iter()
+        .map(|m| m.pid)
+        .find(|pid| s.procs.get(pid).is_some_and(|p| p.gpus.contains_key(&gpu)))
+}
+
+/// A sorted, filtered list with each job's ranks together where its first rank sorts (so
+/// sort and filter apply to jobs), in rank order; `folded`, a job is one row, its lead's.
+pub fn group_jobs<'a>(
+    s: &'a State,
+    gpu: u32,
+    rows: Vec<(&'a ProcState, &'a ProcGpu)>,
+    jobs: &[Job],
+    folded: bool,
+) -> Vec<(&'a ProcState, &'a ProcGpu)> {
+    if jobs.is_empty() {
+        return rows;
+    }
+    let passed: std::collections::BTreeSet<u32> = rows.iter().map(|(p, _)| p.info.pid).collect();
+    let mut done: Vec<usize> = Vec::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for (p, pg) in rows {
+        let Some(j) = jobs.iter().position(|j| j.has(p.info.pid)) else {
+            out.push((p, pg));
+            continue;
+        };
+        if done.contains(&j) {
+            continue;
+        }
+        done.push(j);
+        let here = |pid: &u32| {
+            s.procs
+                .get(pid)
+                .and_then(|p| p.gpus.get(&gpu).map(|pg| (p, pg)))
+        };
+        if folded {
+            // The lead stands for the job even when only another rank passed the filter.
+            out.extend(job_lead(s, &jobs[j], gpu).as_ref().and_then(here));
+        } else {
+            out.extend(
+                jobs[j]
+                    .members
+                    .iter()
+                    .map(|m| m.pid)
+                    .filter(|pid| passed.contains(pid))
+                    .filter_map(|pid| here(&pid)),
+            );
+        }
+    }
+    out
 }
 
 /// An alert's identity: the same kind, process and GPU raised at the same time. (The key
@@ -202,6 +278,77 @@ mod tests {
         for f in ["bob", "999", "resnet"] {
             assert!(!matches(&p, f), "{f:?} should not match");
         }
+    }
+
+    /// Two ranks of a job (lead 11, rank 1 = 12, the busiest), a stranger between them.
+    fn job_state() -> State {
+        use crate::model::frame::Frame;
+        use crate::model::sample::{GpuSample, MemInfo, ProcInfo, ProcSample, Tick};
+        let mut s = State::default();
+        let rank = |pid: u32, r: u32| ProcInfo {
+            pid,
+            cmdline: Some("python3 train.py".into()),
+            rank: Some(r),
+            world_size: Some(2),
+            master: Some("127.0.0.1:29500".into()),
+            ..ProcInfo::default()
+        };
+        let other = ProcInfo {
+            pid: 20,
+            cmdline: Some("python3 eval.py".into()),
+            ..ProcInfo::default()
+        };
+        s.apply(&Frame::Procs {
+            t: 0,
+            procs: vec![rank(11, 0), rank(12, 1), other],
+        });
+        let ps = |pid, used| ProcSample {
+            pid,
+            kind: Default::default(),
+            used: Some(used),
+        };
+        s.apply(&Frame::Tick(Tick {
+            t: 0,
+            gpus: vec![GpuSample {
+                index: 0,
+                mem: Some(MemInfo {
+                    total: 1000,
+                    used: 600,
+                    free: 400,
+                    reserved: 0,
+                }),
+                util: None,
+                temp_c: None,
+                power_mw: None,
+                procs: vec![ps(11, 100), ps(12, 300), ps(20, 200)],
+                error: None,
+            }],
+        }));
+        s
+    }
+
+    #[test]
+    fn a_jobs_ranks_fold_into_its_lead_and_sort_and_filter_apply_to_the_job() {
+        let s = job_state();
+        let jobs = jobs_on(&s, 0);
+        assert_eq!(jobs.len(), 1);
+        let pids = |rows: Vec<(&ProcState, &ProcGpu)>| -> Vec<u32> {
+            rows.iter().map(|(p, _)| p.info.pid).collect()
+        };
+        let by_used = rows(&s, 0, Sort::default(), "");
+        assert_eq!(pids(by_used.clone()), [12, 20, 11]);
+        // Folded: the job sorts where its busiest rank does, drawn on its lead.
+        assert_eq!(
+            pids(group_jobs(&s, 0, by_used.clone(), &jobs, true)),
+            [11, 20]
+        );
+        // Unfolded: its ranks together, in rank order.
+        assert_eq!(pids(group_jobs(&s, 0, by_used, &jobs, false)), [11, 12, 20]);
+        // A filter that one rank passes keeps the job.
+        let f = rows(&s, 0, Sort::default(), "12");
+        assert_eq!(pids(group_jobs(&s, 0, f, &jobs, true)), [11]);
+        let none = rows(&s, 0, Sort::default(), "eval");
+        assert_eq!(pids(group_jobs(&s, 0, none, &jobs, true)), [20]);
     }
 
     #[test]

@@ -21,6 +21,35 @@ pub enum Class {
     Control,
 }
 
+/// Which of a connection's budgets of important messages a message is counted against
+/// (`channel::budget`). Each kind has its own: a program that marks every step at 20 a
+/// second sheds markers, never its epochs or an OOM report (rare by nature, and what the
+/// alerts are made of).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Not budgeted one by one: periodic messages (message and byte budgets only) and the
+    /// connection's own course.
+    None,
+    Hello,
+    Epoch,
+    Marker,
+    Event,
+    History,
+    Error,
+}
+
+impl Lane {
+    /// The lanes that have a budget, in a fixed order (`channel::budget` keeps one each).
+    pub const BUDGETED: [Lane; 6] = [
+        Lane::Hello,
+        Lane::Epoch,
+        Lane::Marker,
+        Lane::Event,
+        Lane::History,
+        Lane::Error,
+    ];
+}
+
 /// The rule of one message type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
@@ -28,29 +57,32 @@ pub struct Rule {
     /// The alert rules are evaluated as soon as it is applied, not at the next tick's turn:
     /// it can change a verdict by itself (an epoch closes, an OOM, a new block map).
     pub evaluate_now: bool,
+    /// The budget an important message is counted against.
+    pub lane: Lane,
 }
 
 impl Message {
     /// This message's rule (the table, one row per type).
     pub fn rule(&self) -> Rule {
         use Class::{Control, Important, Periodic};
-        let (class, evaluate_now) = match self {
-            Message::Hello(_) => (Important, false),
-            Message::Sample(_) => (Periodic, false),
-            Message::Frag(_) => (Periodic, true),
-            Message::Epoch(_) => (Important, true),
-            Message::Marker(_) => (Important, false),
-            Message::Event(_) => (Important, true),
-            Message::History(_) => (Important, true),
-            Message::Alloc(_) => (Periodic, false),
-            Message::Bye(_) => (Control, false),
-            Message::Error(_) => (Important, false),
-            Message::Disconnected(_) => (Control, false),
-            Message::Link(_) => (Periodic, false),
+        let (class, evaluate_now, lane) = match self {
+            Message::Hello(_) => (Important, false, Lane::Hello),
+            Message::Sample(_) => (Periodic, false, Lane::None),
+            Message::Frag(_) => (Periodic, true, Lane::None),
+            Message::Epoch(_) => (Important, true, Lane::Epoch),
+            Message::Marker(_) => (Important, false, Lane::Marker),
+            Message::Event(_) => (Important, true, Lane::Event),
+            Message::History(_) => (Important, true, Lane::History),
+            Message::Alloc(_) => (Periodic, false, Lane::None),
+            Message::Bye(_) => (Control, false, Lane::None),
+            Message::Error(_) => (Important, false, Lane::Error),
+            Message::Disconnected(_) => (Control, false, Lane::None),
+            Message::Link(_) => (Periodic, false, Lane::None),
         };
         Rule {
             class,
             evaluate_now,
+            lane,
         }
     }
 }
@@ -64,19 +96,19 @@ mod tests {
     /// has its line here, so a new type is a decision, not a default.
     #[test]
     fn every_type_has_its_rule() {
-        let want: &[(&str, Class, bool)] = &[
-            ("hello", Class::Important, false),
-            ("sample", Class::Periodic, false),
-            ("frag", Class::Periodic, true),
-            ("epoch", Class::Important, true),
-            ("marker", Class::Important, false),
-            ("event", Class::Important, true),
-            ("history", Class::Important, true),
-            ("alloc", Class::Periodic, false),
-            ("bye", Class::Control, false),
-            ("error", Class::Important, false),
-            ("disconnected", Class::Control, false),
-            ("link", Class::Periodic, false),
+        let want: &[(&str, Class, bool, Lane)] = &[
+            ("hello", Class::Important, false, Lane::Hello),
+            ("sample", Class::Periodic, false, Lane::None),
+            ("frag", Class::Periodic, true, Lane::None),
+            ("epoch", Class::Important, true, Lane::Epoch),
+            ("marker", Class::Important, false, Lane::Marker),
+            ("event", Class::Important, true, Lane::Event),
+            ("history", Class::Important, true, Lane::History),
+            ("alloc", Class::Periodic, false, Lane::None),
+            ("bye", Class::Control, false, Lane::None),
+            ("error", Class::Important, false, Lane::Error),
+            ("disconnected", Class::Control, false, Lane::None),
+            ("link", Class::Periodic, false, Lane::None),
         ];
         let all: Vec<&str> = PEER_TYPES.iter().chain(LOCAL_TYPES).copied().collect();
         assert_eq!(
@@ -84,7 +116,7 @@ mod tests {
             want.iter().map(|w| w.0).collect::<Vec<_>>(),
             "one row per type, in the protocol's order"
         );
-        for (name, class, evaluate_now) in want {
+        for (name, class, evaluate_now, lane) in want {
             // Fields unknown to a type are ignored: one line gives every type what it needs.
             let m: Message = serde_json::from_str(&format!(
                 r#"{{"type":"{name}","reason":"","code":"","text":""}}"#
@@ -95,7 +127,8 @@ mod tests {
                 m.rule(),
                 Rule {
                     class: *class,
-                    evaluate_now: *evaluate_now
+                    evaluate_now: *evaluate_now,
+                    lane: *lane,
                 },
                 "{name}"
             );

@@ -127,6 +127,15 @@ pub struct Hello {
     pub world_size: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cmdline: Option<String>,
+    /// A `multiprocessing` child's program: the interpreter and the `sys.argv` its parent
+    /// passed it (its own command line is the bootstrap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// `MASTER_ADDR:MASTER_PORT` and `TORCHELASTIC_RUN_ID`: which job the rank belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     pub capabilities: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sample_hz: Option<f64>,

@@ -28,7 +28,7 @@ pub mod tagged;
 mod cross_language;
 
 pub use decode::{Decoded, Line, LineSplitter, Reject, decode_line, monitor_hello};
-pub use handling::{Class, Rule};
+pub use handling::{Class, Lane, Rule};
 pub use messages::{
     AllocBatch, Bye, DeviceInfo, Disconnected, EpochRecord, ErrorMsg, Frag, FrameworkEvent, Hello,
     HistBucket, History, LinkStats, Marker, Message, Sample,

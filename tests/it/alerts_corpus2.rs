@@ -331,10 +331,7 @@ pub fn labels_hold(dir: &Path, labels_file: &str) -> Res<()> {
                             .push(format!("{name}: no growth forecast before the OOM")),
                     }
                 }
-                if let Some(oom) = e["oom_epoch"]
-                    .as_f64()
-                    .filter(|_| e["first_forecast_pct"].is_null())
-                {
+                if let Some(oom) = e["oom_epoch"].as_f64() {
                     // from the 3rd epoch after the raise: within 10 % of the real OOM epoch
                     let errs: Vec<f64> = s
                         .forecasts

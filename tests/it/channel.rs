@@ -508,3 +508,83 @@ async fn open_directory_is_refused_with_a_status() {
         "listener is still there, untouched"
     );
 }
+
+/// The review's C2 end to end: another process of the same user holds 1,000 connections
+/// to a real Python companion that never say hello, reconnecting each one dropped; a
+/// gpumon monitor started meanwhile got no hello and no frame in 15 s. It is served now
+/// (the companion reads a hello as it accepts, bounds pending connections per peer, and
+/// gpumon connects again while the backlog is full).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_held_by_another_process_cannot_keep_gpumon_out() {
+    if !python_available() {
+        eprintln!("python3 >= 3.9 not found; the Python end-to-end test needs it");
+        return;
+    }
+    let _flood = flood();
+    let dir = private_dir();
+    let py = python_companion(dir.path(), 2).await;
+    let sock = dir.path().join(format!("{}.sock", py.pid));
+    let hold = r#"
+import resource, selectors, socket, sys, time
+path, n, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 64), hard))
+sel, held, ready = selectors.DefaultSelector(), set(), False
+t_end = time.time() + secs
+while time.time() < t_end:
+    while len(held) < n:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(path)
+        except OSError:
+            s.close()
+            break
+        held.add(s)
+        sel.register(s, selectors.EVENT_READ)
+    if not ready:
+        print("READY", len(held), flush=True)
+        ready = True
+    for key, _ in sel.select(0.005):
+        s = key.fileobj
+        try:
+            data = s.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            sel.unregister(s)
+            s.close()
+            held.discard(s)
+"#;
+    let mut attacker = tokio::process::Command::new("python3")
+        .args(["-c", hold])
+        .arg(&sock)
+        .args(["1000", "20"])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    BufReader::new(attacker.stdout.take().expect("piped"))
+        .read_line(&mut line)
+        .await
+        .expect("read");
+    assert!(line.starts_with("READY"), "{line}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let t0 = Instant::now();
+    let (tx, mut rx) = mpsc::channel(256);
+    let _h = spawn_with(config_any_peer(dir.path()), tx);
+    let pid = py.pid;
+    let f = next_matching(
+        &mut rx,
+        Duration::from_secs(10),
+        |f| matches!(companion_msg(f), Some((p, Message::History(_))) if p == pid),
+    )
+    .await;
+    assert!(companion_msg(&f).is_some());
+    eprintln!(
+        "served under 1,000 idle connections after {:?}",
+        t0.elapsed()
+    );
+    let _ = attacker.kill().await;
+}

@@ -114,6 +114,93 @@ async fn a_flooder_is_held_to_its_budget_and_a_good_companion_loses_no_epoch() {
     assert!(said, "the status line did not name the flooder");
 }
 
+/// The review's program (C6): one companion marks every step, 20 a second, and closes an
+/// epoch 4 times a second, with an OOM report now and then. Markers, epochs and events
+/// shared one budget of 10 a second: most epochs were dropped (4 of 21 in the review).
+/// Each kind has its own budget now: every epoch and OOM report arrives, markers are shed
+/// and counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn markers_at_20_a_second_never_push_out_epochs_or_oom_reports() {
+    let _flood = flood();
+    let dir = private_dir();
+    let me = std::process::id();
+    serve(&dir.path().join(format!("{me}.sock")), |s| {
+        tokio::spawn(async move {
+            let (rd, mut wr) = s.into_split();
+            let _ = BufReader::new(rd).read_line(&mut String::new()).await;
+            let _ = wr.write_all(format!("{HELLO}\n").as_bytes()).await;
+            for step in 0..80 {
+                let mut line = format!(
+                    "{{\"v\":1,\"type\":\"marker\",\"kind\":\"mark\",\"label\":\"step {step}\"}}\n"
+                );
+                if step % 5 == 0 {
+                    line += &format!(
+                        "{{\"v\":1,\"type\":\"epoch\",\"epoch\":{step},\"dev\":0,\"floor\":1}}\n"
+                    );
+                }
+                if step % 40 == 0 {
+                    line +=
+                        "{\"v\":1,\"type\":\"event\",\"kind\":\"oom\",\"dev\":0,\"requested\":1}\n";
+                }
+                let _ = wr.write_all(line.as_bytes()).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        })
+    })
+    .await;
+    let cfg = Config {
+        dirs: Some(vec![dir.path().to_path_buf()]),
+        scan_interval: Duration::from_millis(50),
+        stats_interval: Duration::from_millis(100),
+        check_peer_pid: false,
+        budget: Rates {
+            msgs_per_s: 500.0,
+            bytes_per_s: 1024.0 * 1024.0,
+            important_per_s: 10.0,
+            burst_s: 0.5,
+        },
+        ..Config::default()
+    };
+    let (tx, mut rx) = mpsc::channel(256);
+    let _h = spawn_with(cfg, tx);
+    let t0 = Instant::now();
+    let (mut epochs, mut ooms, mut marks) = (0, 0, 0);
+    let mut link = None;
+    while t0.elapsed() < Duration::from_secs(5) && epochs + ooms < 18 {
+        match tokio::time::timeout(Duration::from_millis(100), rx.recv()).await {
+            Ok(Some(Frame::Companion(CompanionFrame { pid, msg, .. }))) if pid == me => match msg {
+                Message::Epoch(_) => epochs += 1,
+                Message::Event(_) => ooms += 1,
+                Message::Marker(_) => marks += 1,
+                Message::Link(l) => link = Some(l),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    assert_eq!((epochs, ooms), (16, 2), "epochs and OOM reports lost");
+    assert!(
+        marks < 80,
+        "markers over their budget are shed: {marks} of 80"
+    );
+    // The link counters come with the next stats interval.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while link.as_ref().is_none_or(|l| l.over_budget == 0) && Instant::now() < deadline {
+        if let Ok(Some(Frame::Companion(CompanionFrame {
+            msg: Message::Link(l),
+            ..
+        }))) = tokio::time::timeout(Duration::from_millis(100), rx.recv()).await
+        {
+            link = Some(l);
+        }
+    }
+    assert!(
+        link.is_some_and(|l| l.over_budget > 0),
+        "shed markers are counted"
+    );
+}
+
 /// An endless line and a flood of blank lines were never counted (F13): the
 /// peer is now closed, with a status line, instead of burning a core forever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

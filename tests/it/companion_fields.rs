@@ -66,6 +66,9 @@ fn hello(pid: u32, role: Role) -> Message {
         local_rank: Some(0),
         world_size: Some(1),
         cmdline: Some("python3 -u train_every_field.py --lr 3e-4".into()),
+        program: Some("train_every_field.py --lr 3e-4".into()),
+        master: Some("127.0.0.1:29500".into()),
+        run_id: Some("every-field-run".into()),
         capabilities: vec!["frag".into(), "epochs".into()],
         sample_hz: Some(4.0),
         snapshot_s: Some(5.0),
@@ -91,6 +94,13 @@ fn interposer_hello() -> Message {
         cmdline: Some("./solver --grid 4096".into()),
         capabilities: vec!["alloc".into()],
         na: BTreeMap::new(),
+        // a program of its own, not a rank of the torch process's job
+        program: None,
+        master: None,
+        run_id: None,
+        rank: None,
+        local_rank: None,
+        world_size: None,
         ..h
     })
 }

@@ -198,6 +198,8 @@ fn a_csv_from_a_recording_with_a_companion_has_the_allocator_columns() {
     assert_eq!(columns()[19], "error");
     assert_eq!(columns()[20], "command");
     assert_eq!(&columns()[21..28], allocator);
+    let cols = columns();
+    assert_eq!(&cols[cols.len() - 2..], ["rank", "job"], "the job's columns come last");
 
     let mut r = csv::Reader::from_path(&csv_path).expect("csv");
     let header: Vec<String> = r

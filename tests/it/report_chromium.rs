@@ -31,7 +31,7 @@ const FLAGS: &[&str] = &[
 const DATA_CLASSES: &str =
     "used nvml resv alloc floor peak evpt fit forecast bar p0 p1 p2 p3 p4 p5 p6 p7";
 
-fn chromium() -> Option<&'static str> {
+pub(crate) fn chromium() -> Option<&'static str> {
     let found = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| {
@@ -48,7 +48,7 @@ fn chromium() -> Option<&'static str> {
 
 /// Run the browser on `page` with a fresh profile; its console messages (the text between
 /// the quotes of each `CONSOLE` log line).
-fn render(bin: &str, page: &Path, width: u32, height: u32, png: &Path) -> Vec<String> {
+pub(crate) fn render(bin: &str, page: &Path, width: u32, height: u32, png: &Path) -> Vec<String> {
     let profile = tempfile::tempdir().expect("profile dir");
     let out = Command::new("timeout")
         .args(["120", bin])
@@ -89,7 +89,7 @@ fn console(stderr: &str) -> Vec<String> {
 /// The page with a probe appended: for every chart, how many data paths have a length or
 /// an area in the layout, and the summary's rendered text. The copy's CSP lets the probe
 /// run; the page itself stays script-free.
-fn probed(html: &str) -> String {
+pub(crate) fn probed(html: &str) -> String {
     let probe = format!(
         r##"<script>(function(){{
 const data = new Set("{DATA_CLASSES}".split(" "));

@@ -94,6 +94,14 @@ SCENARIOS.update({
     "h5_leak_mark_5": dict(kind="leak", leak_mib=5, onset=15, epoch_s=0.5, batch=256),
 })
 
+# Checks of one behaviour each, not corpus runs.
+SCENARIOS.update({
+    # resets PyTorch's peak counter every epoch, as programs that print their own epoch
+    # peak do: the companion must still report each epoch's peak
+    "v_ws_reset_peak": dict(kind="workset", cap_mib=3072, base_mib=500, ws_mib=250, grow=0.04,
+                            epoch_s=0.5, seed=61, reset_peak=True),
+})
+
 
 def mk(run, mib):
     return run.torch.empty(int(mib * MiB), dtype=run.torch.uint8, device="cuda")
@@ -116,6 +124,8 @@ def workset(run, sc, truth):
     while h.left() > 3:
         ws = sc["ws_mib"] * (1 + sc.get("grow", 0.0)) ** e + sc.get("grow_mib", 0) * e
         t0 = time.time()
+        if sc.get("reset_peak"):
+            run.torch.cuda.reset_peak_memory_stats()
         for _ in range(3):
             # activations of one step: a few tensors in the working set's proportions
             acts = [mk(run, ws * f) for f in (0.4, 0.3, 0.2, 0.1)]

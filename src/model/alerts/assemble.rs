@@ -480,3 +480,55 @@ fn largest_request(c: &CompanionView) -> Option<(u64, RequestSource)> {
             _ => Some(cur),
         })
 }
+
+/// The divergent-rank rule over every job in the snapshot: its running ranks, each with
+/// the epochs its companion reported (or NVML's usage at its epoch markers), its ceiling
+/// and its epoch time.
+pub fn divergent_ranks(snap: &Snapshot, cfg: &AlertConfig) -> Vec<Finding> {
+    let mut jobs: std::collections::BTreeMap<&str, Vec<&ProcView>> = Default::default();
+    for p in snap.procs.iter().filter(|p| !p.exited) {
+        if let Some(j) = &p.job {
+            jobs.entry(j.as_str()).or_default().push(p);
+        }
+    }
+    let mut out = Vec::new();
+    for (job, procs) in jobs {
+        let ranks = procs
+            .iter()
+            .map(|p| {
+                let gpu = snap.gpus.iter().find(|g| g.index == p.gpu);
+                let (free, total) = (gpu.and_then(|g| g.free), gpu.map_or(0, |g| g.total));
+                let (epochs, ceiling) = match &p.companion {
+                    Some(c) if !c.epochs.is_empty() => (
+                        c.epochs.as_slice(),
+                        allocator_ceiling(c, free, total).map(|c| (c.bytes, c.source)),
+                    ),
+                    _ => (
+                        p.nvml_epochs.as_slice(),
+                        p.nvml_used
+                            .zip(free)
+                            .map(|(u, f)| (u.saturating_add(f), CeilingSource::CardNotHeld)),
+                    ),
+                };
+                let epoch_ms = match (epochs.first(), epochs.last()) {
+                    (Some(a), Some(b)) if b.epoch > a.epoch => {
+                        Some((b.t - a.t) as f64 / (b.epoch - a.epoch) as f64)
+                    }
+                    _ => None,
+                };
+                super::divergent_rank::RankInput {
+                    pid: p.pid,
+                    gpu: p.gpu,
+                    rank: p.rank,
+                    epochs,
+                    ceiling,
+                    epoch_ms,
+                }
+            })
+            .filter(|r| !r.epochs.is_empty())
+            .collect();
+        let input = super::divergent_rank::JobInput { job, ranks };
+        out.extend(super::divergent_rank::check(&input, &cfg.divergent_rank));
+    }
+    out
+}

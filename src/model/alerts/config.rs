@@ -12,6 +12,7 @@ pub struct AlertConfig {
     pub fragmentation: FragConfig,
     pub grab_all: GrabAllConfig,
     pub headroom: HeadroomConfig,
+    pub divergent_rank: super::divergent_rank::DivergentConfig,
     pub engine: EngineConfig,
 }
 
@@ -244,7 +245,19 @@ impl AlertConfig {
         let f = &self.fragmentation;
         let a = &self.grab_all;
         let share = |v: f64| (0.0..=1.0).contains(&v);
-        let rules: [(&str, bool, &str); 24] = [
+        let d = &self.divergent_rank;
+        let rules: [(&str, bool, &str); 27] = [
+            (
+                "divergent_rank.min_epochs",
+                d.min_epochs >= 3 && d.max_epochs >= d.min_epochs,
+                "at least 3, and max_epochs at least min_epochs",
+            ),
+            ("divergent_rank.confirm", d.confirm >= 1, "at least 1"),
+            (
+                "divergent_rank.widening_share",
+                share(d.widening_share),
+                "a share from 0 to 1",
+            ),
             (
                 "growth.alpha",
                 g.alpha > 0.0 && g.alpha < 1.0,

@@ -111,6 +111,7 @@ impl AlertEngine {
             }
             findings.extend(growth);
         }
+        findings.extend(super::assemble::divergent_ranks(s, &self.cfg));
         // Persistence: a condition must hold at every evaluation for its period.
         let true_now: BTreeSet<AlertKey> = conditions.iter().map(|(f, _)| f.key).collect();
         self.pending.retain(|k, _| true_now.contains(k));

@@ -232,6 +232,7 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
         .flat_map(|pid| state.live_allocs_of(*pid).map(|(gpu, d)| (*pid, gpu, d)))
         .collect();
     pairs.extend(placed.iter().map(|(pid, gpu, _)| (*pid, *gpu)));
+    let jobs = state.jobs();
     let procs = pairs
         .into_iter()
         .map(|(pid, gpu)| {
@@ -290,6 +291,8 @@ pub fn snapshot(state: &State, cfg: &AlertConfig) -> Snapshot {
                 nvml_epochs,
                 companion,
                 exited,
+                rank: ps.and_then(|p| p.who.rank),
+                job: jobs.iter().find(|j| j.has(pid)).map(|j| j.id.clone()),
             }
         })
         .collect();

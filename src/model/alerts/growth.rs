@@ -81,6 +81,18 @@ fn forecast(
     } else {
         f64::INFINITY
     };
+    forecast_in(steps, current, rate_per_step, ceiling, ms_per_step, last_x)
+}
+
+/// The forecast that the ceiling is met `steps` steps after `last_x`.
+fn forecast_in(
+    steps: f64,
+    current: u64,
+    rate_per_step: f64,
+    ceiling: &Ceiling,
+    ms_per_step: Option<f64>,
+    last_x: Option<f64>,
+) -> Forecast {
     let steps = if steps.is_finite() {
         (steps * 100.0).round() / 100.0
     } else {
@@ -248,15 +260,14 @@ pub fn epoch_growth(
             .filter(|w| w.last_x == last.epoch as f64);
         let ws_fc = ws.as_ref().zip(ctx.ceiling.as_ref()).and_then(|(w, c)| {
             let steps = workset::epochs_to(w, last.floor as f64, floor_rate, c.bytes as f64)?;
-            Some(Forecast {
-                ceiling: c.bytes,
-                ceiling_source: c.source.clone(),
-                current: (last.floor as f64 + w.now).round() as u64,
-                rate: (w.bytes_per_epoch() + floor_rate).round(),
-                steps: (steps * 100.0).round() / 100.0,
-                ms: ms_step.map(|m| (m * steps).min(i64::MAX as f64 / 2.0) as i64),
-                at_epoch: Some(last.epoch as f64 + steps),
-            })
+            Some(forecast_in(
+                steps,
+                (last.floor as f64 + w.now).round() as u64,
+                w.bytes_per_epoch() + floor_rate,
+                c,
+                ms_step,
+                Some(last.epoch as f64),
+            ))
         });
         let by_workset = match (&ws_fc, &fc) {
             (Some(w), Some(f)) => w.steps < f.steps,

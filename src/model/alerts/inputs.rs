@@ -38,6 +38,9 @@ pub struct ProcView {
     pub companion: Option<CompanionView>,
     /// The process is gone: NVML no longer lists it and its companion left (or never was).
     pub exited: bool,
+    /// Its rank, and the distributed job it is a rank of (`model::job::Job::id`).
+    pub rank: Option<u32>,
+    pub job: Option<String>,
 }
 
 /// One fixed time window: its index, end time and minimum.

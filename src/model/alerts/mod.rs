@@ -10,6 +10,7 @@
 pub mod assemble;
 pub mod cache_fit;
 pub mod config;
+pub mod divergent_rank;
 pub mod engine;
 pub mod format;
 pub mod fragmentation;
@@ -104,6 +105,8 @@ alert_kinds! {
     GrabAll => "grab-all",
     /// The largest allocation that would succeed now is below the run's typical request.
     Headroom => "headroom",
+    /// One rank of a distributed job keeps more memory than its peers, more every epoch.
+    DivergentRank => "divergent rank",
 }
 
 /// Identity of an alert: one per kind, process and GPU (NVML index).

@@ -38,6 +38,9 @@ named! {
         HeldShareNvml = "held share of card (NVML only)",
         // Headroom.
         Headroom = "headroom < request",
+        // Divergent rank.
+        ExcessGrowth = "excess over peers grew vs their spread",
+        Widening = "widening share of epochs",
     }
 }
 

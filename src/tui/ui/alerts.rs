@@ -285,6 +285,8 @@ fn gate_label(name: &GateName) -> &str {
         GateName::CacheOnly => "D",
         GateName::SpareHoles => "holes",
         GateName::HoleMargin => "margin",
+        GateName::ExcessGrowth => "excess",
+        GateName::Widening => "widening",
         // A gate from another build's recording: its first word.
         GateName::Other(n) => n.split([' ', '=']).next().unwrap_or(""),
     }
@@ -431,10 +433,18 @@ pub(crate) fn paint_panel(p: &mut super::paint::Painter, app: &App, area: Rect, 
 }
 
 /// `PID 786 on GPU 1 (786@1)`: the alert's subject written out, with the short form the
-/// bar uses so the two can be matched up.
-fn subject(a: &Alert) -> String {
+/// bar uses so the two can be matched up; a rank of a job says so
+/// (`PID 635 [rank 1] train.py on GPU 0 (635@0)`).
+fn subject(a: &Alert, app: Option<&App>) -> String {
     match a.pid {
-        Some(pid) => format!("PID {pid} on GPU {} ({pid}@{})", a.gpu, a.gpu),
+        Some(pid) => {
+            let who = app
+                .and_then(|app| app.view_state().procs.get(&pid))
+                .and_then(|p| p.who.rank.is_some().then(|| p.who.ranked_label()).flatten())
+                .map(|l| format!(" {l}"))
+                .unwrap_or_default();
+            format!("PID {pid}{who} on GPU {} ({pid}@{})", a.gpu, a.gpu)
+        }
         None => format!("GPU {}", a.gpu),
     }
 }
@@ -561,8 +571,13 @@ fn panel(
             style(a.severity, theme)
         };
         let mut text = format!("{m} {}", a.summary);
+        let rank = a
+            .pid
+            .and_then(|pid| app?.view_state().procs.get(&pid)?.who.rank)
+            .map(|r| format!(" [rank {r}]"))
+            .unwrap_or_default();
         let spelled = match a.pid {
-            Some(pid) => format!("  PID {pid} on GPU {}", a.gpu),
+            Some(pid) => format!("  PID {pid}{rank} on GPU {}", a.gpu),
             None => String::new(),
         };
         if text.chars().count() + spelled.len() <= w {
@@ -591,7 +606,7 @@ fn panel(
         return;
     }
     let a = items[selected];
-    let mut lines = vec![Line::from(Span::styled(subject(a), theme.title()))];
+    let mut lines = vec![Line::from(Span::styled(subject(a, app), theme.title()))];
     // Each label stays on the line of its value (`allocator 4.00GiB`).
     lines.extend(
         evidence_lines(a, w, theme)
@@ -633,7 +648,17 @@ fn panel(
 /// acknowledged, in its colour on a process that has ended (its alerts ended with it),
 /// dim on one that runs on.
 pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'static str, Style)> {
-    let about = |a: &&Alert| a.pid == Some(pid) && a.gpu == gpu;
+    rows_mark(app, &[pid], gpu, theme)
+}
+
+/// The mark of a row that stands for several processes (a folded job): their worst.
+pub fn rows_mark(
+    app: &App,
+    pids: &[u32],
+    gpu: u32,
+    theme: &Theme,
+) -> Option<(&'static str, Style)> {
+    let about = |a: &&Alert| a.pid.is_some_and(|p| pids.contains(&p)) && a.gpu == gpu;
     let active = app.view_alerts().active();
     if let Some(s) = active
         .into_iter()
@@ -649,11 +674,12 @@ pub fn row_mark(app: &App, pid: u32, gpu: u32, theme: &Theme) -> Option<(&'stati
         .filter(about)
         .map(|a| a.severity)
         .max()?;
-    let ended = app
-        .view_state()
-        .procs
-        .get(&pid)
-        .is_some_and(|p| p.exit.is_some());
+    let ended = pids.iter().any(|pid| {
+        app.view_state()
+            .procs
+            .get(pid)
+            .is_some_and(|p| p.exit.is_some())
+    });
     Some((
         mark(s, theme),
         if ended { style(s, theme) } else { theme.dim() },

@@ -240,12 +240,17 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
 fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'static>> {
     let user = pr.info.user.clone().unwrap_or_else(|| "?".into());
     let age = crate::fmt::duration(pg.last_seen - pr.first_seen);
-    let cmd = pr
+    let own = pr
         .info
         .cmdline
         .clone()
         .or_else(|| pr.info.name.clone())
         .unwrap_or_else(|| "(command not readable)".into());
+    // A multiprocessing child is shown running its launcher's program.
+    let cmd = match (&pr.who.program, pr.who.mp_child) {
+        (Some(prog), true) => format!("{}{prog} (multiprocessing child)", pr.who.rank_prefix()),
+        _ => format!("{}{own}", pr.who.rank_prefix()),
+    };
     let now = match (pr.exit, pg.last_used) {
         (Some(e), _) => format!("{} at {}", e.cause.label(), theme.clock(e.at)),
         (None, Some(u)) => format!("{} now", human(u)),

@@ -11,6 +11,7 @@ pub(crate) mod chart;
 pub(crate) mod companion_detail;
 pub(crate) mod detail;
 pub(crate) mod help;
+pub(crate) mod job_row;
 pub mod legend;
 pub(crate) mod overview;
 pub mod paint;

@@ -370,8 +370,29 @@ fn proc_rows(
         }
         return 0;
     }
-    let allocs: Vec<_> = procs.iter().map(|(pr, _)| alloc_of(s, pr, g)).collect();
-    let need: u16 = allocs.iter().map(|a| 1 + u16::from(a.is_some())).sum();
+    // A folded job's row says the job, not its lead's allocator; unfolded, a job's first
+    // rank gets the job's row above it.
+    let jobs = crate::tui::selection::jobs_on(s, g.info.index);
+    let mut headed = std::collections::BTreeSet::new();
+    let heads: Vec<Option<&crate::model::job::Job>> = procs
+        .iter()
+        .map(|(pr, _)| {
+            let j = jobs.iter().position(|j| j.has(pr.info.pid))?;
+            (!app.jobs_folded && headed.insert(j)).then(|| &jobs[j])
+        })
+        .collect();
+    let allocs: Vec<_> = procs
+        .iter()
+        .map(|(pr, _)| {
+            let folded = app.jobs_folded && jobs.iter().any(|j| j.has(pr.info.pid));
+            alloc_of(s, pr, g).filter(|_| !folded)
+        })
+        .collect();
+    let need: u16 = allocs
+        .iter()
+        .zip(&heads)
+        .map(|(a, h)| 1 + u16::from(a.is_some()) + u16::from(h.is_some()))
+        .sum();
     let header = area.height >= 2;
     let body = area.height - u16::from(header);
     let fits = need <= body;
@@ -385,12 +406,26 @@ fn proc_rows(
     // Scrolled so the selected process stays on the card. `first_visible` keeps a line
     // below the selection for "+N more", which here has its own row (outside `budget`) or
     // goes into the title row: that line is given back when there is one.
-    let lines = |i: usize| 1 + u16::from(allocs[i].is_some());
+    let lines = |i: usize| 1 + u16::from(allocs[i].is_some()) + u16::from(heads[i].is_some());
     let fit = budget + u16::from(app.proc_row + 1 < procs.len());
     let first = first_visible(app, pos, procs.len(), fit, lines);
-    for ((pr, pg), alloc) in procs.iter().zip(&allocs).skip(first) {
+    for (((pr, pg), alloc), head) in procs.iter().zip(&allocs).zip(&heads).skip(first) {
         if y >= end {
             break;
+        }
+        if let Some(job) = head {
+            let row = Rect {
+                y,
+                height: 1,
+                ..area
+            };
+            let st = crate::model::job_status::status(s, job);
+            let line = super::job_row::job_line(job, &st, false, row.width, theme);
+            p.paint("job row", |buf| super::put::line(&line, row, buf));
+            y += 1;
+            if y >= end {
+                break;
+            }
         }
         let row = Rect {
             y,

@@ -329,9 +329,30 @@ pub fn sort_titles(
 /// The command line with paths shortened to their last component, so the part that tells
 /// runs apart (`train_bert.py --lr 3e-4`) survives a narrow column. A control character
 /// (the newlines of `python -c` source) parts words as a space does: the terminal would
-/// drop it and run the words together.
+/// drop it and run the words together. A `multiprocessing` child shows the program it runs
+/// (its own command line is the bootstrap), and a rank of a distributed job its rank.
 pub fn command(p: &ProcState) -> String {
-    let cmd = match &p.info.cmdline {
+    format!("{}{}", p.who.rank_prefix(), program_command(p))
+}
+
+/// `command` without the rank.
+fn program_command(p: &ProcState) -> String {
+    let own = p.info.cmdline.as_deref();
+    let line = match (&p.who.program, own) {
+        (Some(prog), _) if p.who.mp_child => Some(prog.clone()),
+        // The program is not known (a recording without the process tree): say what it is.
+        (None, Some(c)) if p.who.mp_child => {
+            let interp = c.split_whitespace().next().unwrap_or("python");
+            let how = if c.contains("forkserver") {
+                "forkserver"
+            } else {
+                "spawn"
+            };
+            Some(format!("{interp} {how} child"))
+        }
+        _ => own.map(str::to_string),
+    };
+    match line {
         Some(c) => c
             .split(|ch: char| ch == ' ' || ch.is_control())
             .map(|arg| match arg.rsplit_once('/') {
@@ -345,11 +366,6 @@ pub fn command(p: &ProcState) -> String {
             .name
             .clone()
             .unwrap_or_else(|| "(not readable)".into()),
-    };
-    // Which rank of a distributed job this is: the question when one rank leaks.
-    match p.info.rank {
-        Some(r) => format!("[rank {r}] {cmd}"),
-        None => cmd,
     }
 }
 
@@ -360,7 +376,15 @@ fn command_cell(r: &RowCtx, width: usize) -> Vec<Span<'static>> {
             .map(|e| format!(" ended {}", r.theme.clock(e.at)))
             .filter(|t| width >= 24 + t.chars().count());
     let cmd_w = width - ended.as_ref().map_or(0, |t| t.chars().count());
-    let cmd = super::text::fit_command(&command(r.p), cmd_w, r.theme.ascii);
+    // The rank stays whole; the command is shortened into what is left.
+    let rank = r.p.who.rank_prefix();
+    let rank_w = rank.chars().count();
+    let cmd = if rank_w > 0 && cmd_w >= rank_w + 6 {
+        let rest = super::text::fit_command(&program_command(r.p), cmd_w - rank_w, r.theme.ascii);
+        format!("{rank}{rest}")
+    } else {
+        super::text::fit_command(&command(r.p), cmd_w, r.theme.ascii)
+    };
     let mut spans = vec![Span::raw(format!("{cmd:<cmd_w$}"))];
     spans.extend(ended.map(|t| Span::styled(t, r.theme.dim())));
     spans
@@ -536,6 +560,28 @@ mod tests {
                 assert_eq!(head.chars().count(), usize::from(w), "{w} {sort:?}: {head}");
             }
         }
+    }
+
+    #[test]
+    fn a_spawn_child_shows_its_program_and_rank() {
+        use crate::model::job::Identity;
+        use crate::model::sample::ProcInfo;
+        let info = ProcInfo {
+            pid: 961,
+            cmdline: Some(
+                "/usr/bin/python3 -c from multiprocessing.spawn import spawn_main; \
+                 spawn_main(tracker_fd=5, pipe_handle=7) --multiprocessing-fork"
+                    .into(),
+            ),
+            program: Some("/usr/bin/python3 /w/ddp_spawn.py --epochs 40".into()),
+            rank: Some(1),
+            ..ProcInfo::default()
+        };
+        let mut p = ProcState::new(info.clone(), 0);
+        assert_eq!(command(&p), "[rank 1] python3 ddp_spawn.py --epochs 40");
+        p.info.program = None;
+        p.who = Identity::of(&p.info, None);
+        assert_eq!(command(&p), "[rank 1] python3 spawn child");
     }
 
     #[test]

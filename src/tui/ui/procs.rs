@@ -44,12 +44,21 @@ pub fn render_row(
         state: Some(app.view_state()),
         theme,
     };
-    super::put::line(
-        &proc_column::row(&ctx, row.width, Some(app.sort.key)),
-        row,
-        buf,
-    );
-    if let Some((mark, style)) = super::alerts::row_mark(app, p.info.pid, pg.gpu, theme) {
+    // A folded job is drawn on its lead's row, selected and opened as its lead.
+    let job = app.folded_job(pg.gpu, p.info.pid);
+    let line = match &job {
+        Some(job) => {
+            let st = crate::model::job_status::status(app.view_state(), job);
+            super::job_row::job_line(job, &st, true, row.width, theme)
+        }
+        None => proc_column::row(&ctx, row.width, Some(app.sort.key)),
+    };
+    super::put::line(&line, row, buf);
+    let pids: Vec<u32> = match &job {
+        Some(j) => j.members.iter().map(|m| m.pid).collect(),
+        None => vec![p.info.pid],
+    };
+    if let Some((mark, style)) = super::alerts::rows_mark(app, &pids, pg.gpu, theme) {
         super::put::row(buf, row, row.y, mark, style);
     }
     if app.is_selected(Some(gpu), p.info.pid) {
