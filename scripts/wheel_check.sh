@@ -31,6 +31,23 @@ cd "$work"
 want=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)
 got=$("$venv/bin/gpumon" --version)
 [ "$got" = "gpumon $want" ] || { echo "wheel: gpumon --version says '$got', want 'gpumon $want'"; exit 1; }
+# `python -m gpumon` runs the same installed binary (python/gpumon/__main__.py), also with
+# the venv's bin/ off PATH, as in a notebook started from elsewhere.
+got=$(env PATH=/usr/bin:/bin "$venv/bin/python" -m gpumon --version)
+[ "$got" = "gpumon $want" ] || { echo "wheel: python -m gpumon --version says '$got', want 'gpumon $want'"; exit 1; }
+# The project URLs reach the installed metadata.
+meta=$("$venv/bin/python" -c 'import importlib.metadata as m; print("\n".join(m.metadata("gpumon-memory").get_all("Project-URL") or []))')
+for name in Documentation Source; do
+    echo "$meta" | grep -q "^$name, https://" || { echo "wheel: no $name in Project-URL: $meta"; exit 1; }
+done
+# The Grafana dashboard and the Prometheus examples come with the install (in the binary).
+"$venv/bin/gpumon" dashboard --write "$work/dash" >/dev/null
+cmp "$work/dash/grafana-dashboard.json" "$root/assets/grafana-dashboard.json" \
+    || { echo "wheel: gpumon dashboard differs from assets/grafana-dashboard.json"; exit 1; }
+"$venv/bin/python" -c 'import json, sys; json.load(open(sys.argv[1]))' "$work/dash/grafana-dashboard.json"
+for f in prometheus.yml alert-rules.yml; do
+    cmp "$work/dash/$f" "$root/assets/$f" || { echo "wheel: installed $f differs"; exit 1; }
+done
 py_ver=$("$venv/bin/python" -c 'import gpumon; print(gpumon.__version__)')
 [ "$py_ver" = "$want" ] || { echo "wheel: gpumon.__version__ is $py_ver, want $want"; exit 1; }
 

@@ -74,6 +74,41 @@ pub enum Command {
     },
     /// Print the man page (roff), or write every page with --dir.
     Man(ManArgs),
+    /// Print the Grafana dashboard, the Prometheus scrape example or the alerting rules, or
+    /// write all three with --write.
+    Dashboard(DashboardArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct DashboardArgs {
+    /// Which file to print: `grafana` (the dashboard, to import into Grafana 10+),
+    /// `prometheus` (a scrape configuration), `alert-rules` (Prometheus rules that forward
+    /// gpumon's alerts to Alertmanager).
+    #[arg(value_enum, default_value_t = MonitoringFile::Grafana)]
+    pub which: MonitoringFile,
+    /// Write all three into DIR (created if missing) as grafana-dashboard.json,
+    /// prometheus.yml and alert-rules.yml, and print their paths.
+    #[arg(long, value_name = "DIR", conflicts_with = "which")]
+    pub write: Option<PathBuf>,
+}
+
+/// The monitoring files `gpumon dashboard` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MonitoringFile {
+    Grafana,
+    Prometheus,
+    AlertRules,
+}
+
+impl MonitoringFile {
+    /// The file's name in assets/ and under `--write DIR`.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Self::Grafana => "grafana-dashboard.json",
+            Self::Prometheus => "prometheus.yml",
+            Self::AlertRules => "alert-rules.yml",
+        }
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -152,7 +187,7 @@ pub struct WatchArgs {
 /// Outputs every mode can feed: metrics endpoint, flat logs, alerts.
 #[derive(Debug, Args, Clone, Default)]
 pub struct OutputArgs {
-    /// Also serve Prometheus metrics on this address: :9464 (loopback), HOST:PORT, [::1]:9464.
+    /// Also serve Prometheus metrics on this address: :19464 (loopback), HOST:PORT, [::1]:19464.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub serve: Option<SocketAddr>,
     /// TLS and basic auth for --serve, in the Prometheus exporters' web config format
@@ -197,6 +232,11 @@ pub struct ServeArgs {
     /// Serve a recording instead of live GPUs (played at --speed, then held at its end).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+    /// Log with levels: each line of stderr starts with its UTC time (RFC 3339) and level,
+    /// and lines below LEVEL are dropped: error, warn, or info (where it serves or records,
+    /// and why it stopped). Without it, plain lines, none dropped.
+    #[arg(long, value_name = "LEVEL", value_enum)]
+    pub log_level: Option<crate::fmt::LogLevel>,
     /// Replay speed for --replay.
     #[arg(long, value_parser = Speed::parse, default_value = "max")]
     pub speed: Speed,
@@ -264,6 +304,11 @@ pub struct RecordArgs {
     /// When the recording ends (its --duration, or SIGINT/SIGTERM), write its HTML report here.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+    /// Log with levels: each line of stderr starts with its UTC time (RFC 3339) and level,
+    /// and lines below LEVEL are dropped: error, warn, or info (where it serves or records,
+    /// and why it stopped). Without it, plain lines, none dropped.
+    #[arg(long, value_name = "LEVEL", value_enum)]
+    pub log_level: Option<crate::fmt::LogLevel>,
     #[command(flatten)]
     pub filter: FilterArgs,
 }
@@ -426,12 +471,12 @@ pub fn parse_severity(s: &str) -> Result<crate::model::alerts::Severity, String>
 }
 
 /// `--listen` / `--serve` address: `:PORT` (loopback: a metrics port is opened to the network
-/// only when asked), `HOST:PORT`, `[::1]:PORT`, or a name (`localhost:9464`) resolved now so a
+/// only when asked), `HOST:PORT`, `[::1]:PORT`, or a name (`localhost:19464`) resolved now so a
 /// typo fails at once. A name with several addresses binds the first, IPv4 first.
 pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     use std::net::ToSocketAddrs;
     let hint = || {
-        format!("invalid address '{s}': use :PORT, HOST:PORT or [IPv6]:PORT, e.g. 127.0.0.1:9464")
+        format!("invalid address '{s}': use :PORT, HOST:PORT or [IPv6]:PORT, e.g. 127.0.0.1:19464")
     };
     let t = s.trim();
     if let Some(port) = t.strip_prefix(':') {
@@ -443,7 +488,7 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     }
     let (host, port) = t.rsplit_once(':').ok_or_else(hint)?;
     let port: u16 = port.parse().map_err(|_| hint())?;
-    // The resolver takes `0`, `127.1` or `2130706433` as IPv4 addresses (`0:9464` bound
+    // The resolver takes `0`, `127.1` or `2130706433` as IPv4 addresses (`0:19464` bound
     // every interface): a host of digits and dots must be a whole dotted quad.
     if !host.is_empty() && host.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return Err(format!(
@@ -530,18 +575,18 @@ mod tests {
     #[test]
     fn listen_addresses() {
         let a = |s: &str| parse_addr(s).map(|a| a.to_string());
-        assert_eq!(a(":9464"), Ok("127.0.0.1:9464".into()));
-        assert_eq!(a("0.0.0.0:9464"), Ok("0.0.0.0:9464".into()));
-        assert_eq!(a("[::1]:9464"), Ok("[::1]:9464".into()));
-        let local = parse_addr("localhost:9464").expect("resolves");
-        assert!(local.ip().is_loopback() && local.port() == 9464);
-        assert!(parse_addr("9464").is_err());
+        assert_eq!(a(":19464"), Ok("127.0.0.1:19464".into()));
+        assert_eq!(a("0.0.0.0:19464"), Ok("0.0.0.0:19464".into()));
+        assert_eq!(a("[::1]:19464"), Ok("[::1]:19464".into()));
+        let local = parse_addr("localhost:19464").expect("resolves");
+        assert!(local.ip().is_loopback() && local.port() == 19464);
+        assert!(parse_addr("19464").is_err());
         assert!(parse_addr(":99999").is_err());
         assert!(parse_addr("no-such-host.invalid:1").is_err());
-        // Issue 25: `0:9464` bound every interface; shorthand quads are refused.
-        for short in ["0:9464", "127.1:9464", "2130706433:9464"] {
+        // Issue 25: `0:19464` bound every interface; shorthand quads are refused.
+        for short in ["0:19464", "127.1:19464", "2130706433:19464"] {
             let e = parse_addr(short).expect_err(short);
-            assert!(e.contains("0.0.0.0:9464"), "{e}");
+            assert!(e.contains("0.0.0.0:19464"), "{e}");
         }
     }
 

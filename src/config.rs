@@ -346,8 +346,8 @@ view = "overview"
 sort = "used"
 # Directory of companion sockets (default: $GPUMON_DIR, $XDG_RUNTIME_DIR/gpumon, /tmp/gpumon-UID).
 # socket_dir = "/run/user/1000/gpumon"
-# Address `gpumon serve` listens on: ":9464" (loopback), "HOST:PORT", "[::1]:9464".
-listen = "127.0.0.1:9464"
+# Address `gpumon serve` listens on: ":19464" (loopback), "HOST:PORT", "[::1]:19464".
+listen = "127.0.0.1:19464"
 # How long an exited process stays listed with its last allocator state and alerts: a
 # duration or "run" (until gpumon stops). Unset: 10m live, the rest of the recording in a replay.
 # keep_exited = "10m"
@@ -443,7 +443,7 @@ mod tests {
             ("view = \"detial\"", "did you mean 'detail'"),
             ("window = \"2m\"", "window"),
             ("sort = \"peek\"", "did you mean 'peak'"),
-            ("listen = \"9464\"", "listen"),
+            ("listen = \"19464\"", "listen"),
             ("keep_exited = \"soon\"", "keep_exited"),
         ] {
             let msg = format!("{:#}", parse(text).expect_err(text));

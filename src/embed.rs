@@ -41,6 +41,17 @@ pub(crate) const ASSETS: &[(&str, &[u8])] = &[
     ),
 ];
 
+/// What a Prometheus/Grafana setup takes from gpumon, by the file name `gpumon dashboard
+/// --write` gives each: shipped in the binary so that a wheel or a `cargo install` has them.
+pub(crate) const MONITORING: &[(&str, &str)] = &[
+    (
+        "grafana-dashboard.json",
+        include_str!("../assets/grafana-dashboard.json"),
+    ),
+    ("prometheus.yml", include_str!("../assets/prometheus.yml")),
+    ("alert-rules.yml", include_str!("../assets/alert-rules.yml")),
+];
+
 /// FNV-1a over names and contents: names a cache directory after what it holds.
 pub(crate) fn content_hash<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

@@ -137,12 +137,87 @@ pub fn printable(s: &str) -> String {
     out.join("\n")
 }
 
-/// `eprintln!` for gpumon's own messages: what they carry is made `printable`.
+/// `eprintln!` for gpumon's own messages: what they carry is made `printable`. A warning
+/// when logging with levels (`serve`/`record --log-level`); `say_info!` and `say_error!` say
+/// the other levels.
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::fmt::printable(&format!($($arg)*)))
+        $crate::fmt::emit($crate::fmt::LogLevel::Warn, &format!($($arg)*))
     };
+}
+
+/// `say!` for what a daemon reports in normal operation (where it serves, what it records).
+#[macro_export]
+macro_rules! say_info {
+    ($($arg:tt)*) => {
+        $crate::fmt::emit($crate::fmt::LogLevel::Info, &format!($($arg)*))
+    };
+}
+
+/// `say!` for the error that ends gpumon.
+#[macro_export]
+macro_rules! say_error {
+    ($($arg:tt)*) => {
+        $crate::fmt::emit($crate::fmt::LogLevel::Error, &format!($($arg)*))
+    };
+}
+
+/// The levels of `--log-level`, most severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum LogLevel {
+    Error = 1,
+    Warn = 2,
+    Info = 3,
+}
+
+impl LogLevel {
+    fn name(self) -> &'static str {
+        match self {
+            LogLevel::Error => "ERROR",
+            LogLevel::Warn => "WARN",
+            LogLevel::Info => "INFO",
+        }
+    }
+}
+
+/// 0: plain lines, none dropped (the terminal modes, and daemons not given a level).
+static LOG_LEVEL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// From now on, stderr lines start with their UTC time and level, and lines below `level`
+/// are dropped: what a daemon's log under systemd, in a pod or in a file needs.
+pub fn set_log_level(level: LogLevel) {
+    LOG_LEVEL.store(level as u8, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Write one of gpumon's messages to stderr, as `set_log_level` says.
+pub fn emit(level: LogLevel, text: &str) {
+    let max = LOG_LEVEL.load(std::sync::atomic::Ordering::Relaxed);
+    let now = if max == 0 {
+        String::new()
+    } else {
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    if let Some(line) = log_line(max, level, &now, text) {
+        eprintln!("{line}");
+    }
+}
+
+/// The stderr text of one message (None: below the level). Every line of a message carries
+/// the stamp, so a log reader that splits on lines keeps each with its time and level.
+fn log_line(max: u8, level: LogLevel, now: &str, text: &str) -> Option<String> {
+    let text = printable(text);
+    if max == 0 {
+        return Some(text);
+    }
+    if level as u8 > max {
+        return None;
+    }
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|l| format!("{now} {:<5} {l}", level.name()))
+        .collect();
+    Some(lines.join("\n"))
 }
 
 /// Writes `text` to stdout and flushes. A reader that stopped early (`gpumon snapshot |
@@ -194,6 +269,30 @@ fn fmt3(v: f64, unit: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn log_lines_carry_time_and_level_and_drop_what_is_below() {
+        use super::{LogLevel, log_line};
+        let now = "2026-12-04T18:20:00.123Z";
+        assert_eq!(
+            log_line(0, LogLevel::Info, now, "gpumon: a"),
+            Some("gpumon: a".into())
+        );
+        assert_eq!(
+            log_line(3, LogLevel::Info, now, "gpumon: a\nb"),
+            Some(format!("{now} INFO  gpumon: a\n{now} INFO  b"))
+        );
+        assert_eq!(
+            log_line(2, LogLevel::Warn, now, "w"),
+            Some(format!("{now} WARN  w"))
+        );
+        assert_eq!(log_line(2, LogLevel::Info, now, "i"), None);
+        assert_eq!(
+            log_line(1, LogLevel::Error, now, "e"),
+            Some(format!("{now} ERROR e"))
+        );
+        assert_eq!(log_line(1, LogLevel::Warn, now, "w"), None);
+    }
+
     use super::*;
 
     #[test]

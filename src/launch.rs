@@ -21,6 +21,10 @@ pub(crate) const PY_FILES: &[(&str, &str)] = &[
         include_str!("../python/gpumon/__init__.py"),
     ),
     (
+        "gpumon/__main__.py",
+        include_str!("../python/gpumon/__main__.py"),
+    ),
+    (
         "gpumon/_callback_base.py",
         include_str!("../python/gpumon/_callback_base.py"),
     ),

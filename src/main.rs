@@ -42,18 +42,23 @@ fn main() {
     match gpumon::runner::main_entry(cli, &settings) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            gpumon::say!("gpumon: {e:#}");
+            gpumon::say_error!("gpumon: {e:#}");
             let usage = e.downcast_ref::<gpumon::cli::UsageError>().is_some();
             std::process::exit(if usage { exit::USAGE } else { 1 });
         }
     }
 }
 
-/// Whether a command uses the configuration file (`completions`, `man`, `demo list` and
-/// `snapshot` read none of it; `config` reports on it itself).
+/// Whether a command uses the configuration file (`completions`, `man`, `dashboard`, `demo
+/// list` and `snapshot` read none of it; `config` reports on it itself).
 fn reads_config(command: &Option<Command>) -> bool {
     match command {
-        Some(Command::Completions { .. } | Command::Man(_) | Command::Snapshot(_)) => false,
+        Some(
+            Command::Completions { .. }
+            | Command::Man(_)
+            | Command::Dashboard(_)
+            | Command::Snapshot(_),
+        ) => false,
         Some(Command::Demo(d)) => d.name.as_deref() != Some("list"),
         _ => true,
     }

@@ -30,7 +30,7 @@ pub use line_file::LineFile;
 pub use snapshot::Snapshot;
 
 /// Default listen address: loopback, so metrics are never exposed by accident.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:19464";
 
 /// Hands the newest model values to the HTTP endpoint.
 ///

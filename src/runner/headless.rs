@@ -161,7 +161,7 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
         }
     };
     if s.listen.port() != 0 {
-        crate::say!(
+        crate::say_info!(
             "gpumon: serving metrics on {}://{}/metrics{}",
             if tls { "https" } else { "http" },
             s.listen,
@@ -226,7 +226,7 @@ pub(super) async fn headless(
                 Event::Reset => pipe.reset(),
                 Event::Replay(s) if stop_at_replay_end && s.ended => stop = true,
                 Event::Quit(reason) => {
-                    crate::say!("gpumon: {reason}");
+                    crate::say_info!("gpumon: {reason}");
                     stop = true;
                 }
                 _ => {}
@@ -286,7 +286,7 @@ pub(super) async fn record(r: RecordArgs, settings: &Settings) -> Result<i32> {
     let mut pipe = Pipeline::new(sinks(&out, Some(recorder)).await?);
     set_filter(&mut pipe, &r.filter)?;
     pipe.apply(&Frame::Header(header.clone()));
-    crate::say!(
+    crate::say_info!(
         "gpumon: recording {} GPU(s) every {} ms to {}{}",
         header.gpus.len(),
         r.interval.as_millis(),

@@ -44,6 +44,7 @@ mod completions;
 mod demos;
 mod headless;
 pub mod man;
+mod monitoring;
 mod report;
 mod threads;
 mod tui;
@@ -73,10 +74,19 @@ pub fn main_entry(cli: Cli, settings: &Settings) -> Result<i32> {
 struct StdoutClosed;
 
 fn run_command(cli: Cli, settings: &Settings) -> Result<i32> {
+    let log_level = match &cli.command {
+        Some(Command::Serve(s)) => s.log_level,
+        Some(Command::Record(r)) => r.log_level,
+        _ => None,
+    };
+    if let Some(level) = log_level {
+        crate::fmt::set_log_level(level);
+    }
     match &cli.command {
         Some(Command::Run { cmd }) => return crate::launch::run(cmd),
         Some(Command::Config(c)) => return crate::config::command(c, cli.config.as_deref()),
         Some(Command::Completions { shell }) => return print_all(&completions::script(*shell)),
+        Some(Command::Dashboard(d)) => return monitoring::command(d),
         Some(Command::Man(m)) => {
             let Some(dir) = &m.dir else {
                 return print_all(&man::main_page()?);
@@ -139,6 +149,7 @@ fn run_command(cli: Cli, settings: &Settings) -> Result<i32> {
             | Some(Command::Run { .. })
             | Some(Command::Config(_))
             | Some(Command::Completions { .. })
+            | Some(Command::Dashboard(_))
             | Some(Command::Man(_)) => Ok(0),
         }
     })
@@ -312,7 +323,7 @@ pub(super) async fn start_exporter(
     if addr.port() == 0 {
         // Port 0 asks the system for one: say which it gave, or nobody can scrape it.
         let got = listener.local_addr().map_or(addr, |a| a);
-        crate::say!(
+        crate::say_info!(
             "gpumon: serving metrics on {}://{got}/metrics",
             scheme(&web)
         );

@@ -23,7 +23,7 @@ fn usage_errors_exit_2() {
             "'10' has no unit: write 10s or 10ms",
         ));
     gpumon()
-        .args(["serve", "--listen", "9464"])
+        .args(["serve", "--listen", "19464"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains(":PORT"));

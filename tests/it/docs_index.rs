@@ -92,3 +92,46 @@ fn contributing_names_every_test_module() {
         "CONTRIBUTING.md (\"What a change meets\") does not name {missing:?}"
     );
 }
+
+/// README's test command says what it needs from outside: the registries, and each tool whose
+/// tests skip without it unless its `GPUMON_REQUIRE_*` variable is set.
+#[test]
+fn readme_names_what_the_suite_needs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    let intro = readme.split("\n**").next().expect("intro");
+    for need in ["crates.io", "PyPI"] {
+        assert!(
+            intro.contains(need),
+            "README's test command does not say it needs {need}"
+        );
+    }
+    let mut used = std::collections::BTreeSet::new();
+    let mut stack = vec![root.join("tests/it")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).expect("tests/it").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).expect("source");
+                for (i, _) in text.match_indices("GPUMON_REQUIRE_") {
+                    let name: String = text[i..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                        .collect();
+                    if name.len() > "GPUMON_REQUIRE_".len() {
+                        used.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    assert!(used.len() >= 5, "read tests/it: {used:?}");
+    for name in used {
+        assert!(
+            intro.contains(&format!("`{name}`")),
+            "README does not name {name}"
+        );
+    }
+}

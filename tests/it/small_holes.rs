@@ -40,11 +40,11 @@ fn listen_on_port_0_prints_the_port_it_got() {
 #[test]
 fn a_shorthand_ipv4_host_is_refused() {
     let out = gpumon()
-        .args(["serve", "--listen", "0:9464"])
+        .args(["serve", "--listen", "0:19464"])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("0.0.0.0:9464"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0.0.0.0:19464"));
 }
 
 /// `--follow` on a file replaced by a FIFO blocked in `open` without a word (N15): it now
