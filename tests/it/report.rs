@@ -349,3 +349,37 @@ fn a_process_card_shows_the_whole_command_line() {
     let cmd = "scripts/gpu/corpus/scenario.py --name grab_all --deadline 1795971387 --hold-until 1795971395</code></p>";
     assert!(html.contains(cmd), "the card's command line is whole");
 }
+
+/// A process the OOM ended says so on its card, as its row in the live view does (`OOM`),
+/// and one that exited without one is only "gone": corpus4's six OOM runs and the rest.
+#[test]
+fn a_process_ended_by_an_oom_says_so_on_its_card() {
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus4/corpus4.gpumon.jsonl.gz");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = dir.path().join("r.html");
+    let out = gpumon()
+        .arg("report")
+        .arg(&rec)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .expect("report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).expect("page");
+    let ooms = std::fs::read_to_string(rec.with_file_name("truth4.jsonl"))
+        .expect("truth")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|t| t["oom_epoch"].is_u64())
+        .count();
+    assert_eq!(ooms, 6);
+    assert_eq!(
+        html.matches("ended by an OOM, last seen").count(),
+        ooms,
+        "{html}"
+    );
+}
