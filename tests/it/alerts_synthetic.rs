@@ -133,6 +133,7 @@ fn ctx() -> GrowthContext {
         growth_active: false,
         cache_active: false,
         exact: true,
+        envelope: Default::default(),
     }
 }
 

@@ -14,7 +14,7 @@ use super::fragmentation::{self, FragInput, RequestSource};
 use super::grab_all::{self, GrabInput};
 use super::growth::{self, Ceiling, GrowthContext, WindowSource};
 use super::headroom::{self, HeadroomInput};
-use super::inputs::{CompanionView, EpochPoint, GpuView, ProcView, Runtime, Snapshot};
+use super::inputs::{CompanionView, Envelope, EpochPoint, GpuView, ProcView, Runtime, Snapshot};
 use super::memory::Memory;
 use super::oom::{LeakNote, OomContext};
 use super::retry_risk::{self, RetryInput};
@@ -70,12 +70,14 @@ impl<'a> Subject<'a> {
             growth_active: self.active(AlertKind::Growth).is_some(),
             cache_active: self.active(AlertKind::CacheGrowth).is_some(),
             exact: false,
+            envelope: Envelope::default(),
         };
         if let Some(c) = &p.companion {
             ctx.capacity = c
                 .limit
                 .map_or(total, |l| if total > 0 { l.min(total) } else { l });
             ctx.ceiling = allocator_ceiling(c, self.free(), total);
+            ctx.envelope = c.envelope;
             ctx.current_epoch = c.current_epoch.or(c.epochs.last().map(|e| e.epoch));
             ctx.last_epoch = c.last_epoch;
             if !c.epochs.is_empty() {

@@ -14,7 +14,7 @@ use crate::model::time::Ts;
 use super::config::AlertConfig;
 use super::grab_all;
 use super::inputs::{
-    CompanionView, EpochPoint, FragView, GpuView, OomEvent, ProcView, Runtime, Snapshot,
+    CompanionView, Envelope, EpochPoint, FragView, GpuView, OomEvent, ProcView, Runtime, Snapshot,
     WindowPoint,
 };
 
@@ -63,8 +63,9 @@ fn runtime(p: &ProcAlloc) -> Runtime {
 fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> CompanionView {
     let g = &cfg.growth;
     // The companion may hold 10,000 epochs; the rules look at most twice the longest window
-    // back (noise history) plus the confirmation endings, and the envelope before that.
-    let keep_epochs = (2 * g.max_window).max(g.envelope_epochs + g.max_window) + g.confirm + 2;
+    // back (noise history) plus the confirmation endings; the envelope before that travels
+    // as its range only.
+    let keep_epochs = 2 * g.max_window + g.confirm + 2;
     let skip = d.epochs.len().saturating_sub(keep_epochs);
     let mut epochs = Vec::with_capacity(d.epochs.len() - skip);
     epochs.extend(d.epochs.range(skip..).filter_map(|e| {
@@ -82,6 +83,14 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
         .filter(|e| e.kind == EventKind::ConfigChange)
         .filter_map(|e| e.t)
         .max();
+    let mut envelope = Envelope::default();
+    for e in d.epochs.range(skip.saturating_sub(g.envelope_epochs)..skip) {
+        let usable =
+            e.epoch >= g.warmup_epochs && baseline_from.is_none_or(|b| e.t.unwrap_or(0) >= b);
+        if let (true, Some(floor)) = (usable, e.floor) {
+            envelope.take(floor, e.peak, e.reserved);
+        }
+    }
     let current_epoch = d
         .last
         .as_ref()
@@ -142,6 +151,7 @@ fn companion_view(p: &ProcAlloc, d: &DevAlloc, now: Ts, cfg: &AlertConfig) -> Co
         })
         .collect();
     CompanionView {
+        envelope,
         runtime: runtime(p),
         epochs,
         current_epoch,

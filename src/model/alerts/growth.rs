@@ -8,7 +8,7 @@ use crate::model::time::Ts;
 
 use super::config::GrowthConfig;
 use super::format::{fit_summary, p_value, steps, who};
-use super::inputs::{EpochPoint, WindowPoint};
+use super::inputs::{Envelope, EpochPoint, WindowPoint};
 use super::stats::median;
 use super::trend::{Trace, TrendTest, current_rate, detect_confirmed, epoch_trends, usable_epochs};
 use super::workset;
@@ -51,6 +51,8 @@ pub struct GrowthContext {
     /// Whether a growth / cache-growth alert is active (hysteresis).
     pub growth_active: bool,
     pub cache_active: bool,
+    /// The range of the process's usable epochs older than the points given.
+    pub envelope: Envelope,
     /// The floor is exact (an allocator's count after gc, the interposer's live bytes):
     /// judged with noise-scaled gates (`GrowthConfig::exact`).
     pub exact: bool,
@@ -203,6 +205,7 @@ pub fn epoch_growth(
         ctx.capacity,
         ctx.exact,
         (ctx.growth_active, ctx.cache_active),
+        &ctx.envelope,
         cfg,
     );
     let floor_t = trends.floor.clone();
@@ -550,6 +553,7 @@ mod tests {
             growth_active: false,
             cache_active: false,
             exact: false,
+            envelope: Envelope::default(),
         }
     }
 

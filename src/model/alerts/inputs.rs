@@ -94,12 +94,40 @@ impl Default for Runtime {
     }
 }
 
+/// The lowest and highest floor, peak and reserved of a process's usable epochs older than
+/// those in `CompanionView::epochs`, within `growth.envelope_epochs`: the range a new trend
+/// must leave (the old epochs themselves are not carried).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Envelope {
+    pub floor: Option<(u64, u64)>,
+    pub peak: Option<(u64, u64)>,
+    pub reserved: Option<(u64, u64)>,
+}
+
+impl Envelope {
+    /// Widens the ranges by one epoch's values.
+    pub fn take(&mut self, floor: u64, peak: Option<u64>, reserved: Option<u64>) {
+        fn widen(r: &mut Option<(u64, u64)>, v: u64) {
+            *r = Some(r.map_or((v, v), |(l, h)| (l.min(v), h.max(v))));
+        }
+        widen(&mut self.floor, floor);
+        if let Some(p) = peak {
+            widen(&mut self.peak, p);
+        }
+        if let Some(r) = reserved {
+            widen(&mut self.reserved, r);
+        }
+    }
+}
+
 /// Allocator state for a process on one device, from its companion.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CompanionView {
     pub runtime: Runtime,
-    /// Completed epochs, oldest first.
+    /// Completed epochs, oldest first (the newest the trend tests read).
     pub epochs: Vec<EpochPoint>,
+    /// The range of the usable epochs before those.
+    pub envelope: Envelope,
     /// Epoch in progress (from the latest sample or marker).
     pub current_epoch: Option<u64>,
     /// Last epoch of the run, when the framework announced it.

@@ -7,7 +7,7 @@ use crate::fmt::MIB_U64;
 use crate::model::time::Ts;
 
 use super::config::GrowthConfig;
-use super::inputs::EpochPoint;
+use super::inputs::{Envelope, EpochPoint};
 use super::memo;
 use super::stats::{mann_kendall_up, median, quantise_mib, residual_noise, theil_sen};
 use super::{Gate, GateName, Point};
@@ -30,6 +30,10 @@ pub struct Trace {
     pub x: Vec<f64>,
     pub t: Vec<Ts>,
     pub y: Vec<u64>,
+    /// The lowest and highest value of the series' points before these ones, within the
+    /// envelope (`GrowthConfig::envelope_epochs`): the range a new trend must leave, kept
+    /// as two numbers so that hundreds of old epochs need not travel with the trace.
+    pub older: Option<(u64, u64)>,
 }
 
 impl Trace {
@@ -46,6 +50,7 @@ impl Trace {
             x: self.x[..len].to_vec(),
             t: self.t[..len].to_vec(),
             y: self.y[..len].to_vec(),
+            older: self.older,
         }
     }
 
@@ -55,6 +60,7 @@ impl Trace {
             x: self.x[s..].to_vec(),
             t: self.t[s..].to_vec(),
             y: self.y[s..].to_vec(),
+            older: None,
         }
     }
 
@@ -250,15 +256,19 @@ fn new_high(trace: &Trace, k: usize, cfg: &GrowthConfig, margin: bool) -> Option
         .map(|&v| v as f64)
         .collect();
     let level = median(&mut last).unwrap_or(0.0);
+    // The range before the window: its own older points and the summary of those before
+    // the trace.
+    let range = before
+        .iter()
+        .map(|&v| (v, v))
+        .chain(trace.older)
+        .reduce(|(l0, h0), (l1, h1)| (l0.min(l1), h0.max(h1)));
     // Above the top by a quarter of the range: a wandering series sets a record now and
     // then by a little, a leak leaves the range for good.
-    let (lo, hi) = (before.iter().min(), before.iter().max());
     let share = if margin { 0.25 } else { 0.0 };
-    let top = hi
-        .zip(lo)
-        .map(|(h, l)| *h as f64 + share * (*h - *l) as f64);
-    let passed =
-        cfg.envelope_epochs == 0 || before.len() < cfg.min_window || top.is_none_or(|m| level > m);
+    let top = range.map(|(l, h)| h as f64 + share * (h - l) as f64);
+    let short = before.len() < cfg.min_window && trace.older.is_none();
+    let passed = cfg.envelope_epochs == 0 || short || top.is_none_or(|m| level > m);
     passed.then(|| Gate {
         name: GateName::NewHigh,
         value: sig4(level),
@@ -319,12 +329,17 @@ pub fn usable_epochs(
     v
 }
 
-fn trace_of(points: &[EpochPoint], f: impl Fn(&EpochPoint) -> Option<u64>) -> Trace {
+fn trace_of(
+    points: &[EpochPoint],
+    older: Option<(u64, u64)>,
+    f: impl Fn(&EpochPoint) -> Option<u64>,
+) -> Trace {
     let n = points.len();
     let mut tr = Trace {
         x: Vec::with_capacity(n),
         t: Vec::with_capacity(n),
         y: Vec::with_capacity(n),
+        older,
     };
     for p in points {
         if let Some(v) = f(p) {
@@ -355,6 +370,7 @@ pub fn epoch_trends(
     capacity: u64,
     exact: bool,
     (growth_active, cache_active): (bool, bool),
+    envelope: &Envelope,
     cfg: &GrowthConfig,
 ) -> std::rc::Rc<EpochTrends> {
     let flags = (exact, growth_active, cache_active);
@@ -365,6 +381,7 @@ pub fn epoch_trends(
     );
     // The newest points and the count tell series apart; the whole key is compared on a hit.
     h = memo::mix(h, points.len() as u64);
+    h = memo::mix(h, envelope.floor.map_or(0, |(l, h)| l ^ h.rotate_left(17)));
     for p in points.iter().rev().take(2).chain(points.first()) {
         h = memo::mix(memo::mix(memo::mix(h, p.epoch), p.t as u64), p.floor);
         h = memo::mix(
@@ -377,6 +394,7 @@ pub fn epoch_trends(
             && k.flags == flags
             && k.baseline_from == baseline_from
             && k.points == points
+            && k.envelope == *envelope
             && k.cfg == *cfg
     };
     EPOCH_TRENDS
@@ -386,9 +404,9 @@ pub fn epoch_trends(
             let floor_cfg = if exact { &exact_cfg } else { cfg };
             let pts = usable_epochs(points, baseline_from, cfg);
             let floor_pts = usable_epochs(points, baseline_from, floor_cfg);
-            let floor = trace_of(&floor_pts, |p| Some(p.floor));
-            let peak = trace_of(&pts, |p| p.peak);
-            let reserved = trace_of(&pts, |p| p.reserved);
+            let floor = trace_of(&floor_pts, envelope.floor, |p| Some(p.floor));
+            let peak = trace_of(&pts, envelope.peak, |p| p.peak);
+            let reserved = trace_of(&pts, envelope.reserved, |p| p.reserved);
             let trends = std::rc::Rc::new(EpochTrends {
                 last: floor_pts.last().copied(),
                 floor: detect_confirmed(&floor, capacity, floor_cfg, growth_active),
@@ -397,6 +415,7 @@ pub fn epoch_trends(
             });
             let key = EpochKey {
                 points: points.to_vec(),
+                envelope: *envelope,
                 baseline_from,
                 capacity,
                 flags,
@@ -409,6 +428,7 @@ pub fn epoch_trends(
 
 struct EpochKey {
     points: Vec<EpochPoint>,
+    envelope: Envelope,
     baseline_from: Option<Ts>,
     capacity: u64,
     flags: (bool, bool, bool),
@@ -442,6 +462,7 @@ fn detect_confirmed_memo(
         h = memo::mix(memo::mix(memo::mix(h, x.to_bits()), *t as u64), *y);
     }
     h = memo::mix(h, trace.len() as u64);
+    h = memo::mix(h, trace.older.map_or(0, |(l, h)| l ^ h.rotate_left(17)));
     let same = |k: &TraceKey| {
         k.capacity == capacity && k.sticky == sticky && k.trace == *trace && k.cfg == *cfg
     };
