@@ -51,6 +51,7 @@ mod export_metrics;
 mod export_placement;
 mod follow_hostile;
 mod frag_fields;
+mod fleet_tmux;
 mod freeze;
 mod http_hostile;
 mod inert_output;
