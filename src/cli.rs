@@ -514,7 +514,9 @@ fn parse_node(s: &str) -> Result<String, String> {
         return Err("a node name cannot be empty".into());
     }
     if t.chars().any(char::is_control) || t.len() > 253 {
-        return Err("a node name is at most 253 characters, none of them control characters".into());
+        return Err(
+            "a node name is at most 253 characters, none of them control characters".into(),
+        );
     }
     Ok(t.to_string())
 }

@@ -8,9 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::alerts::{
-    AlertKey, AlertKind, Basis, Evidence, Finding, SUMMARY_MAX, Severity,
-};
+use crate::model::alerts::{AlertKey, AlertKind, Basis, Evidence, Finding, SUMMARY_MAX, Severity};
 use crate::model::time::Ts;
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -76,12 +74,11 @@ impl NodeAlert {
         let kind: AlertKind =
             serde_json::from_value(serde_json::Value::String(self.kind.clone())).ok()?;
         let gpu = self.gpu.unwrap_or(0);
-        let who = match self.pid.and_then(|pid| node.proc_on(pid, gpu).or(node.procs.iter().find(|p| p.pid == pid))) {
-            Some(p) => format!(
-                "PID {} ({})",
-                p.pid,
-                p.process.as_deref().unwrap_or("?")
-            ),
+        let who = match self.pid.and_then(|pid| {
+            node.proc_on(pid, gpu)
+                .or(node.procs.iter().find(|p| p.pid == pid))
+        }) {
+            Some(p) => format!("PID {} ({})", p.pid, p.process.as_deref().unwrap_or("?")),
             None => self.pid.map_or("the card".into(), |p| format!("PID {p}")),
         };
         let when = self
@@ -255,7 +252,9 @@ impl Selector {
                 None => (Field::Any, word),
             };
             if pat.is_empty() {
-                return Err(format!("`{word}` selects nothing: give a pattern after `=`"));
+                return Err(format!(
+                    "`{word}` selects nothing: give a pattern after `=`"
+                ));
             }
             terms.push((field, pat.to_lowercase()));
         }
@@ -269,7 +268,11 @@ impl Selector {
     pub fn matches(&self, n: &Node) -> bool {
         self.terms.iter().all(|(field, pat)| {
             let node = || glob(pat, &n.name);
-            let job = || n.procs.iter().any(|p| p.job.as_deref().is_some_and(|j| glob(pat, j)));
+            let job = || {
+                n.procs
+                    .iter()
+                    .any(|p| p.job.as_deref().is_some_and(|j| glob(pat, j)))
+            };
             let user = || {
                 n.procs
                     .iter()
@@ -298,8 +301,7 @@ fn glob(pat: &str, text: &str) -> bool {
     }
     let parts: Vec<&str> = pat.split('*').collect();
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last)
-    {
+    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
         return false;
     }
     let mut rest = &text[first.len()..text.len() - last.len()];
@@ -412,7 +414,9 @@ impl Fleet {
         for n in self.nodes.values() {
             let stale = n.stale_ms(self.at).is_some();
             for p in &n.procs {
-                let Some(name) = p.job.as_deref() else { continue };
+                let Some(name) = p.job.as_deref() else {
+                    continue;
+                };
                 let j = by.entry(name).or_insert_with(|| FleetJob {
                     name: name.to_string(),
                     ranks: Vec::new(),
@@ -496,13 +500,20 @@ mod tests {
     #[test]
     fn a_node_missing_from_the_answer_is_kept_and_marked_stale_with_its_age() {
         let mut f = Fleet::default();
-        f.merge(vec![node("a", 10, vec![]), node("b", 20, vec![])], &[], 1_000);
+        f.merge(
+            vec![node("a", 10, vec![]), node("b", 20, vec![])],
+            &[],
+            1_000,
+        );
         f.merge(vec![node("a", 11, vec![])], &[], 6_000);
         assert_eq!(f.nodes["a"].stale_ms(f.at), None);
         assert_eq!(f.nodes["b"].stale_ms(f.at), Some(5_000), "b kept, 5 s old");
         assert_eq!(f.nodes["b"].used(), 20, "its last values, not zero");
         f.prune(4_000);
-        assert!(!f.nodes.contains_key("b"), "forgotten once stale past the keep");
+        assert!(
+            !f.nodes.contains_key("b"),
+            "forgotten once stale past the keep"
+        );
     }
 
     #[test]
@@ -600,13 +611,20 @@ mod tests {
         let f = n.alerts[0].finding(&n).expect("a known kind");
         assert_eq!(f.key.kind, AlertKind::Growth);
         assert_eq!((f.key.pid, f.key.gpu), (Some(7), 0));
-        assert!(f.message.contains("raised by gpumon on n7"), "{}", f.message);
+        assert!(
+            f.message.contains("raised by gpumon on n7"),
+            "{}",
+            f.message
+        );
         assert!(f.message.contains("ssh n7 gpumon"), "{}", f.message);
         assert!(f.summary.chars().count() <= SUMMARY_MAX);
         assert_eq!(f.evidence.basis, Basis::Remote);
         let mut odd = n.alerts[0].clone();
         odd.kind = "from_a_newer_gpumon".into();
-        assert!(odd.finding(&n).is_none(), "an unknown kind is not guessed at");
+        assert!(
+            odd.finding(&n).is_none(),
+            "an unknown kind is not guessed at"
+        );
     }
 
     #[test]

@@ -59,10 +59,17 @@ pub enum View {
 /// Where the data comes from, for the status line and labels.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SourceKind {
-    Live { interval_ms: u64 },
-    Replay { file: String, demo: bool },
+    Live {
+        interval_ms: u64,
+    },
+    Replay {
+        file: String,
+        demo: bool,
+    },
     /// A fleet read from Prometheus (the URL, without credentials).
-    Prometheus { url: String },
+    Prometheus {
+        url: String,
+    },
 }
 
 /// What the loop does after `update`.
@@ -540,9 +547,7 @@ impl App {
         if self.help {
             return self.help_action(a);
         }
-        if self.view == View::Nodes
-            && !matches!(a, Action::Quit | Action::Help | Action::Suspend)
-        {
+        if self.view == View::Nodes && !matches!(a, Action::Quit | Action::Help | Action::Suspend) {
             return self.node_action(a);
         }
         let gpus = self.view_state().gpus.len().max(1);

@@ -18,7 +18,14 @@ fn exporter(recording: &str, node: &str) -> (KillOnDrop, SocketAddr) {
         .expect("addr");
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(recording);
     let child = Command::new(assert_cmd::cargo::cargo_bin("gpumon"))
-        .args(["serve", "--node", node, "--listen", &addr.to_string(), "--replay"])
+        .args([
+            "serve",
+            "--node",
+            node,
+            "--listen",
+            &addr.to_string(),
+            "--replay",
+        ])
         .arg(path)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -56,7 +63,10 @@ fn nodes_from_prometheus_open_to_their_gpus_and_go_stale_when_their_exporter_sto
     let rows: Vec<&str> = list.lines().collect();
     let row_of = |name: &str| rows.iter().position(|l| l.starts_with(name));
     let (a, b, c) = (row_of("alpha"), row_of("bravo"), row_of("charlie"));
-    assert!(a.is_some() && b.is_some() && c.is_some(), "three nodes listed:\n{list}");
+    assert!(
+        a.is_some() && b.is_some() && c.is_some(),
+        "three nodes listed:\n{list}"
+    );
     assert!(c < a && c < b, "the node with alerts comes first:\n{list}");
     assert!(list.contains("3 nodes"), "the summary counts them:\n{list}");
     let bar = rows[rows.len() - 2];
@@ -68,9 +78,15 @@ fn nodes_from_prometheus_open_to_their_gpus_and_go_stale_when_their_exporter_sto
     // The worst node is selected: Enter opens it to its card and its jobs' ranks.
     keys(&s, &["Enter"]);
     let node = wait_for(&s, "job.py@127.0.0.1:29521", 20);
-    assert!(node.lines().next().is_some_and(|l| l.contains("charlie")), "{node}");
+    assert!(
+        node.lines().next().is_some_and(|l| l.contains("charlie")),
+        "{node}"
+    );
     assert!(node.contains("GPU 0 · H200"), "its GPU card:\n{node}");
-    assert!(node.contains("growth"), "its alerts, adopted, in the bar:\n{node}");
+    assert!(
+        node.contains("growth"),
+        "its alerts, adopted, in the bar:\n{node}"
+    );
     keys(&s, &["a"]);
     let panel = wait_for(&s, "raised by gpumon on charlie", 10);
     assert!(panel.contains("ssh charlie gpumon"), "{panel}");
@@ -83,7 +99,10 @@ fn nodes_from_prometheus_open_to_their_gpus_and_go_stale_when_their_exporter_sto
     literal(&s, "/node=al");
     keys(&s, &["Enter"]);
     let picked = wait_for(&s, "1 of 3 nodes", 10);
-    assert!(!picked.contains("charlie "), "only alpha matches:\n{picked}");
+    assert!(
+        !picked.contains("charlie "),
+        "only alpha matches:\n{picked}"
+    );
     literal(&s, "/");
     keys(&s, &["Escape"]);
 
@@ -94,7 +113,9 @@ fn nodes_from_prometheus_open_to_their_gpus_and_go_stale_when_their_exporter_sto
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let p = pane(&s);
-        if p.lines().any(|l| l.starts_with("bravo") && l.contains("STALE")) {
+        if p.lines()
+            .any(|l| l.starts_with("bravo") && l.contains("STALE"))
+        {
             assert!(p.contains("1 stale"), "{p}");
             break;
         }

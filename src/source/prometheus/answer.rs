@@ -147,7 +147,10 @@ mod tests {
     fn errors_say_what_prometheus_said() {
         let e = parse(br#"{"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"}"#)
             .expect_err("an error");
-        assert_eq!(e, "Prometheus: timeout: query timed out in expression evaluation");
+        assert_eq!(
+            e,
+            "Prometheus: timeout: query timed out in expression evaluation"
+        );
         let e = parse(b"<html>502 Bad Gateway</html>").expect_err("not JSON");
         assert!(e.contains("not a Prometheus API answer"), "{e}");
         let e = parse(br#"{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}"#)

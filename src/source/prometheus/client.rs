@@ -159,10 +159,7 @@ impl Client {
         let result = tokio::time::timeout(self.timeout, self.get_inner(path, query)).await;
         let out = match result {
             Ok(r) => r,
-            Err(_) => Err(format!(
-                "no answer within {} s",
-                self.timeout.as_secs_f64()
-            )),
+            Err(_) => Err(format!("no answer within {} s", self.timeout.as_secs_f64())),
         };
         if out.is_err() {
             self.conn = None;
@@ -326,12 +323,21 @@ mod tests {
         let u = Url::parse("prom:9090").expect("parses");
         assert_eq!((u.tls, u.host.as_str(), u.port), (false, "prom", 9090));
         let u = Url::parse("https://mon.lan/prometheus/").expect("parses");
-        assert_eq!((u.tls, u.port, u.prefix.as_str()), (true, 443, "/prometheus"));
+        assert_eq!(
+            (u.tls, u.port, u.prefix.as_str()),
+            (true, 443, "/prometheus")
+        );
         let u = Url::parse("http://[::1]:9091").expect("parses");
         assert_eq!((u.host.as_str(), u.port), ("::1", 9091));
         assert_eq!(u.show(), "http://[::1]:9091");
         assert_eq!(Url::parse("http://localhost").expect("parses").port, 9090);
-        for bad in ["ftp://x", "http://u:p@x:9090", "http://x:port", "http://", "http://x/?q"] {
+        for bad in [
+            "ftp://x",
+            "http://u:p@x:9090",
+            "http://x:port",
+            "http://",
+            "http://x/?q",
+        ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
     }
@@ -341,6 +347,114 @@ mod tests {
         assert_eq!(
             form_encode(r#"{__name__=~"gpumon_.*"} or x"#),
             "%7B__name__%3D~%22gpumon_.%2A%22%7D%20or%20x"
+        );
+    }
+
+    /// A one-shot server: reads one request head, answers `reply` (or nothing), and hands
+    /// back the head it read.
+    async fn server(reply: Option<Vec<u8>>) -> (u16, tokio::task::JoinHandle<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let task = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.expect("accept");
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).await.expect("read");
+                if n == 0 {
+                    break;
+                }
+                head.extend_from_slice(&buf[..n]);
+            }
+            match reply {
+                Some(r) => s.write_all(&r).await.expect("write"),
+                None => tokio::time::sleep(Duration::from_secs(5)).await,
+            }
+            String::from_utf8_lossy(&head).into_owned()
+        });
+        (port, task)
+    }
+
+    fn client(port: u16, auth: Option<&str>, timeout_ms: u64) -> Client {
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/prom")).expect("url");
+        let cfg = HttpConfig {
+            authorization: auth.map(str::to_string),
+            ..HttpConfig::default()
+        };
+        Client::new(url, cfg, Duration::from_millis(timeout_ms)).expect("client")
+    }
+
+    #[tokio::test]
+    async fn a_gzipped_answer_comes_back_inflated_with_the_credentials_sent() {
+        use std::io::Write;
+        let body = br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(body).expect("gzip");
+        let gz = gz.finish().expect("gzip");
+        let mut reply = format!(
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+            gz.len()
+        )
+        .into_bytes();
+        reply.extend_from_slice(&gz);
+        let (port, head) = server(Some(reply)).await;
+        let mut c = client(port, Some("Bearer t0k"), 5_000);
+        let a = c
+            .get("/api/v1/query", &[("query", "up{a=\"b\"}")])
+            .await
+            .expect("answer");
+        assert_eq!(a.body, body);
+        assert_eq!(a.wire_bytes, gz.len());
+        let head = head.await.expect("head");
+        assert!(
+            head.starts_with("GET /prom/api/v1/query?query=up%7Ba%3D%22b%22%7D HTTP/1.1"),
+            "{head}"
+        );
+        assert!(
+            head.to_lowercase().contains("authorization: bearer t0k"),
+            "{head}"
+        );
+        assert!(
+            head.to_lowercase().contains("accept-encoding: gzip"),
+            "{head}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_is_a_timeout_and_a_closed_port_is_said() {
+        let (port, _keep) = server(None).await;
+        let e = client(port, None, 200)
+            .get("/api/v1/query", &[])
+            .await
+            .expect_err("timeout");
+        assert_eq!(e, "no answer within 0.2 s");
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("port")
+            .port();
+        let e = client(closed, None, 2_000)
+            .get("/api/v1/query", &[])
+            .await
+            .expect_err("refused");
+        assert!(e.starts_with("cannot connect"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn refused_credentials_name_the_config_to_fix() {
+        let (port, _head) = server(Some(
+            b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n".to_vec(),
+        ))
+        .await;
+        let e = client(port, None, 2_000)
+            .get("/api/v1/query", &[])
+            .await
+            .expect_err("401");
+        assert!(
+            e.contains("401") && e.contains("--prometheus-http-config"),
+            "{e}"
         );
     }
 

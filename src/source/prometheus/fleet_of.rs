@@ -16,7 +16,8 @@ pub const FLEET_QUERY: &str = "{__name__=~\"gpumon_(info|up|gpu_info|gpu_up|gpu_
 /// Every node seen in the last hour and when it was last scraped, to 15 s: asked once at
 /// start, so a node that was already gone is listed stale with its age. Later refreshes
 /// keep the ages themselves.
-pub const KNOWN_QUERY: &str = "max by (hostname, instance) (max_over_time(timestamp(gpumon_up)[1h:15s]))";
+pub const KNOWN_QUERY: &str =
+    "max by (hostname, instance) (max_over_time(timestamp(gpumon_up)[1h:15s]))";
 
 /// Nodes by name, built from the answer to [`FLEET_QUERY`].
 pub fn nodes(series: &[Series]) -> Vec<Node> {
@@ -86,7 +87,10 @@ pub fn nodes(series: &[Series]) -> Vec<Node> {
         }
     }
     // The forecast is its own series with the alert's labels: join it on them.
-    for s in series.iter().filter(|s| s.name() == "gpumon_alert_exhaustion_seconds") {
+    for s in series
+        .iter()
+        .filter(|s| s.name() == "gpumon_alert_exhaustion_seconds")
+    {
         let Some(n) = s.label("hostname").and_then(|h| by.get_mut(h)) else {
             continue;
         };
@@ -168,17 +172,48 @@ mod tests {
         let h = ("hostname", "n1");
         let answer = vec![
             s("gpumon_up", &[h, ("instance", "n1:19464")], 1.0),
-            s("gpumon_gpu_info", &[h, ("gpu", "1"), ("name", "H200"), ("uuid", "GPU-b")], 1.0),
+            s(
+                "gpumon_gpu_info",
+                &[h, ("gpu", "1"), ("name", "H200"), ("uuid", "GPU-b")],
+                1.0,
+            ),
             s("gpumon_gpu_memory_total_bytes", &[h, ("gpu", "1")], 100.0),
             s("gpumon_gpu_memory_used_bytes", &[h, ("gpu", "1")], 60.0),
             s("gpumon_gpu_memory_used_bytes", &[h, ("gpu", "0")], 5.0),
             s(
                 "gpumon_process_gpu_memory_used_bytes",
-                &[h, ("gpu", "1"), ("pid", "42"), ("process", "train.py"), ("rank", "3"), ("job", "train.py@m:1")],
+                &[
+                    h,
+                    ("gpu", "1"),
+                    ("pid", "42"),
+                    ("process", "train.py"),
+                    ("rank", "3"),
+                    ("job", "train.py@m:1"),
+                ],
                 50.0,
             ),
-            s("gpumon_alert", &[h, ("gpu", "1"), ("pid", "42"), ("kind", "growth"), ("severity", "warning")], 1.0),
-            s("gpumon_alert_exhaustion_seconds", &[h, ("gpu", "1"), ("pid", "42"), ("kind", "growth"), ("severity", "warning")], 600.0),
+            s(
+                "gpumon_alert",
+                &[
+                    h,
+                    ("gpu", "1"),
+                    ("pid", "42"),
+                    ("kind", "growth"),
+                    ("severity", "warning"),
+                ],
+                1.0,
+            ),
+            s(
+                "gpumon_alert_exhaustion_seconds",
+                &[
+                    h,
+                    ("gpu", "1"),
+                    ("pid", "42"),
+                    ("kind", "growth"),
+                    ("severity", "warning"),
+                ],
+                600.0,
+            ),
             s("gpumon_up", &[("hostname", "n2")], 0.0),
             s("gpumon_gpu_memory_used_bytes", &[("gpu", "0")], 1.0),
         ];
@@ -192,7 +227,10 @@ mod tests {
         assert_eq!(n1.procs[0].rank, Some(3));
         assert_eq!(n1.jobs(), ["train.py@m:1"]);
         let a = n1.worst_alert().expect("an alert");
-        assert_eq!((a.severity, a.exhaustion_s), (Severity::Warning, Some(600.0)));
+        assert_eq!(
+            (a.severity, a.exhaustion_s),
+            (Severity::Warning, Some(600.0))
+        );
         assert!(!v[1].up, "n2's sampler has not delivered");
     }
 }

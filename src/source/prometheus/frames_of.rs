@@ -72,9 +72,13 @@ impl NodeFeed {
             v: FORMAT_VERSION,
             format: "gpumon".into(),
             host: self.node.clone(),
-            driver_version: info.and_then(|s| s.label("driver_version")).map(str::to_string),
+            driver_version: info
+                .and_then(|s| s.label("driver_version"))
+                .map(str::to_string),
             nvml_version: None,
-            cuda_version: info.and_then(|s| s.label("cuda_version")).map(str::to_string),
+            cuda_version: info
+                .and_then(|s| s.label("cuda_version"))
+                .map(str::to_string),
             started: self.header.as_ref().map_or(t, |h| h.started),
             interval_ms,
             gpus: gpus.clone(),
@@ -99,7 +103,10 @@ impl NodeFeed {
             .collect();
         if !new_procs.is_empty() {
             self.procs.extend(new_procs.iter().map(|p| p.pid));
-            out.push(Frame::Procs { t, procs: new_procs });
+            out.push(Frame::Procs {
+                t,
+                procs: new_procs,
+            });
         }
         out.push(Frame::Tick(tick(series, &gpus, &rows, t)));
         out.extend(self.companion(&gpus, &rows, t));
@@ -119,9 +126,7 @@ impl NodeFeed {
         for ((pid, gpu), r) in rows.iter().filter(|(_, r)| !r.alloc.is_empty()) {
             by_pid.entry(*pid).or_default().push((*gpu, r));
         }
-        let msg = |pid: u32, msg: Message| {
-            Frame::Companion(CompanionFrame { t, pid, msg })
-        };
+        let msg = |pid: u32, msg: Message| Frame::Companion(CompanionFrame { t, pid, msg });
         for (pid, devs) in &by_pid {
             if self.hellos.insert(*pid) {
                 let devices = devs
@@ -220,7 +225,8 @@ fn gpu_infos(series: &[Series]) -> Vec<GpuInfo> {
             let total = series
                 .iter()
                 .find(|m| {
-                    m.name() == "gpumon_gpu_memory_total_bytes" && m.num::<u32>("gpu") == Some(index)
+                    m.name() == "gpumon_gpu_memory_total_bytes"
+                        && m.num::<u32>("gpu") == Some(index)
                 })
                 .and_then(Series::value)
                 .unwrap_or(0.0);
@@ -257,7 +263,9 @@ fn proc_rows(series: &[Series]) -> BTreeMap<(u32, u32), ProcRow<'_>> {
             }
             let Some(v) = s.value() else { continue };
             if let Some(kind) = k.strip_prefix("free_block_class_") {
-                let Some(size) = s.num::<u64>("size_min_bytes").filter(|b| b.is_power_of_two())
+                let Some(size) = s
+                    .num::<u64>("size_min_bytes")
+                    .filter(|b| b.is_power_of_two())
                 else {
                     continue;
                 };
@@ -325,7 +333,9 @@ fn tick(
     let value = |name: &str, gpu: u32| {
         series
             .iter()
-            .find(|s| s.name() == name && s.num::<u32>("gpu") == Some(gpu) && s.label("pid").is_none())
+            .find(|s| {
+                s.name() == name && s.num::<u32>("gpu") == Some(gpu) && s.label("pid").is_none()
+            })
             .and_then(Series::value)
     };
     let gpus = gpus
@@ -412,9 +422,24 @@ mod tests {
 
     fn answer(allocated: f64, done_epoch: f64) -> Vec<Series> {
         let g = ("gpu", "0");
-        let p = [g, ("pid", "42"), ("process", "train.py"), ("user", "ana"), ("rank", "1")];
+        let p = [
+            g,
+            ("pid", "42"),
+            ("process", "train.py"),
+            ("user", "ana"),
+            ("rank", "1"),
+        ];
         vec![
-            s("gpumon_gpu_info", &[g, ("uuid", "GPU-a"), ("name", "H200"), ("pci_bus_id", "00:06.0")], 1.0),
+            s(
+                "gpumon_gpu_info",
+                &[
+                    g,
+                    ("uuid", "GPU-a"),
+                    ("name", "H200"),
+                    ("pci_bus_id", "00:06.0"),
+                ],
+                1.0,
+            ),
             s("gpumon_gpu_memory_total_bytes", &[g], 1000.0),
             s("gpumon_gpu_memory_used_bytes", &[g], 600.0),
             s("gpumon_process_gpu_memory_used_bytes", &p, 500.0),
@@ -447,7 +472,9 @@ mod tests {
         assert_eq!(state.ticks, 3);
         let p = state.procs.get(&42).expect("the process row");
         assert_eq!(p.info.user.as_deref(), Some("ana"));
-        let a = state.live_alloc_on(42, 0).expect("allocator state on GPU 0");
+        let a = state
+            .live_alloc_on(42, 0)
+            .expect("allocator state on GPU 0");
         assert_eq!(a.last.as_ref().and_then(|s| s.allocated), Some(340));
         assert_eq!(a.epochs.len(), 3, "one epoch record per completed epoch");
     }

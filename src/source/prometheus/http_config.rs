@@ -75,13 +75,19 @@ impl HttpConfig {
         let f: FileV = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
         // Prometheus's own defaults; the other values need what gpumon does not do.
         if f.follow_redirects == Some(true) {
-            return Err("follow_redirects: true is not supported (gpumon queries the URL given)".into());
+            return Err(
+                "follow_redirects: true is not supported (gpumon queries the URL given)".into(),
+            );
         }
         if f.enable_http2 == Some(true) {
             return Err("enable_http2: true is not supported (gpumon speaks HTTP/1.1)".into());
         }
         let file = |p: &Path, what: &str| -> Result<String, String> {
-            let p = if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+            let p = if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                dir.join(p)
+            };
             std::fs::read_to_string(&p)
                 .map(|s| s.trim_end_matches(['\n', '\r']).to_string())
                 .map_err(|e| format!("cannot read {what} {}: {e}", p.display()))
@@ -150,7 +156,9 @@ impl HttpConfig {
                 );
             }
             if t.min_version.is_some() {
-                return Err("tls_config: min_version is not supported (TLS 1.2 and 1.3 are)".into());
+                return Err(
+                    "tls_config: min_version is not supported (TLS 1.2 and 1.3 are)".into(),
+                );
             }
             cfg.ca_file = t
                 .ca_file
@@ -191,14 +199,20 @@ mod tests {
     fn what_gpumon_cannot_honour_is_refused_by_name() {
         for (text, word) in [
             ("proxy_url: http://p:3128\n", "proxy_url"),
-            ("tls_config: {insecure_skip_verify: true}\n", "insecure_skip_verify"),
+            (
+                "tls_config: {insecure_skip_verify: true}\n",
+                "insecure_skip_verify",
+            ),
             ("tls_config: {cert_file: c.pem}\n", "cert_file"),
             ("enable_http2: true\n", "enable_http2"),
             (
                 "basic_auth: {username: a, password: b}\nbearer_token: t\n",
                 "at most one",
             ),
-            ("authorization: {credentials_file: missing}\n", "cannot read"),
+            (
+                "authorization: {credentials_file: missing}\n",
+                "cannot read",
+            ),
         ] {
             let e = parse(text).expect_err(text);
             assert!(e.contains(word), "{text}: {e}");
@@ -207,8 +221,11 @@ mod tests {
 
     #[test]
     fn the_ca_file_is_resolved_against_the_config_directory() {
-        let c = HttpConfig::parse("tls_config: {ca_file: ca.pem, server_name: prom.lan}\n", Path::new("/etc/gpumon"))
-            .expect("parses");
+        let c = HttpConfig::parse(
+            "tls_config: {ca_file: ca.pem, server_name: prom.lan}\n",
+            Path::new("/etc/gpumon"),
+        )
+        .expect("parses");
         assert_eq!(c.ca_file, Some(PathBuf::from("/etc/gpumon/ca.pem")));
         assert_eq!(c.server_name.as_deref(), Some("prom.lan"));
     }

@@ -49,6 +49,9 @@ pub struct QueryStatus {
     pub warnings: Vec<String>,
 }
 
+/// A node Prometheus remembers, and when it was last scraped (Unix ms).
+pub type Known = (String, Ts);
+
 /// One round: the fleet (when it could be read) and the open node's new frames.
 #[derive(Debug)]
 pub struct FleetNews {
@@ -56,7 +59,7 @@ pub struct FleetNews {
     pub at: Ts,
     /// Every node in the answer, and (first round only) every node Prometheus remembers
     /// from the last hour with when it was last scraped.
-    pub nodes: Option<(Vec<Node>, Vec<(String, Ts)>)>,
+    pub nodes: Option<(Vec<Node>, Vec<Known>)>,
     pub status: QueryStatus,
     pub open: Option<OpenNews>,
 }
@@ -75,10 +78,7 @@ pub type OpenNode = watch::Sender<Option<String>>;
 
 /// Start the source on a thread of its own (its HTTP client runs on a runtime of its own,
 /// so a slow Prometheus never holds up the loop's drawing or keys).
-pub fn spawn<I: Send + 'static>(
-    opts: Options,
-    tx: Sender<Event<I>>,
-) -> Result<OpenNode, String> {
+pub fn spawn<I: Send + 'static>(opts: Options, tx: Sender<Event<I>>) -> Result<OpenNode, String> {
     let client = Client::new(opts.url.clone(), opts.http.clone(), opts.timeout)?;
     let (open_tx, open_rx) = watch::channel(None);
     std::thread::Builder::new()
@@ -90,7 +90,9 @@ pub fn spawn<I: Send + 'static>(
             {
                 Ok(rt) => rt,
                 Err(e) => {
-                    let _ = tx.blocking_send(Event::Quit(format!("cannot start the Prometheus source: {e}")));
+                    let _ = tx.blocking_send(Event::Quit(format!(
+                        "cannot start the Prometheus source: {e}"
+                    )));
                     return;
                 }
             };
@@ -120,7 +122,9 @@ async fn run<I>(
                 let mut known = Vec::new();
                 if !asked_known {
                     // Best effort: without it, nodes already gone are simply not listed.
-                    if let Ok(k) = query(&mut client, fleet_of::KNOWN_QUERY, &time, &mut status).await {
+                    if let Ok(k) =
+                        query(&mut client, fleet_of::KNOWN_QUERY, &time, &mut status).await
+                    {
                         known = fleet_of::known(&k);
                         asked_known = true;
                     }
@@ -135,7 +139,18 @@ async fn run<I>(
                 feed = None;
                 None
             }
-            Some(node) => Some(open_round(&mut client, &mut feed, &node, at, &time, interval_ms, &mut status).await),
+            Some(node) => Some(
+                open_round(
+                    &mut client,
+                    &mut feed,
+                    &node,
+                    at,
+                    &time,
+                    interval_ms,
+                    &mut status,
+                )
+                .await,
+            ),
         };
         status.took_ms = start.elapsed().as_millis() as u64;
         let news = FleetNews {

@@ -64,9 +64,7 @@ impl App {
     }
 
     pub(super) fn fleet_news(&mut self, news: FleetNews) -> Option<Effect> {
-        let Some(fv) = self.fleet.as_deref_mut() else {
-            return None;
-        };
+        let fv = self.fleet.as_deref_mut()?;
         fv.asked_at = news.at;
         if let Some((nodes, known)) = news.nodes {
             fv.fleet.merge(nodes, &known, news.at);
@@ -75,7 +73,10 @@ impl App {
         }
         fv.status = news.status;
         let mut effect = None;
-        if let Some(open) = news.open.filter(|o| fv.open.as_deref() == Some(o.node.as_str())) {
+        if let Some(open) = news
+            .open
+            .filter(|o| fv.open.as_deref() == Some(o.node.as_str()))
+        {
             fv.open_error = open.error;
             if open.reset {
                 self.pipe.reset();
@@ -93,7 +94,9 @@ impl App {
 
     /// The open node's alerts, as its gpumon exports them, into the alert engine.
     fn adopt_open_alerts(&mut self, at: Ts) {
-        let Some(fv) = self.fleet.as_deref() else { return };
+        let Some(fv) = self.fleet.as_deref() else {
+            return;
+        };
         let Some(node) = fv.open.as_ref().and_then(|n| fv.fleet.nodes.get(n)) else {
             return;
         };
@@ -108,7 +111,9 @@ impl App {
 
     /// The notice line: what is wrong with the data on screen, most serious first.
     fn fleet_notice(&mut self) {
-        let Some(fv) = self.fleet.as_deref() else { return };
+        let Some(fv) = self.fleet.as_deref() else {
+            return;
+        };
         let ago = |ms: i64| crate::fmt::duration(ms);
         self.notice = if let Some(e) = &fv.status.error {
             // The age first: it is what a person must know, and it survives a narrow pane.
@@ -140,14 +145,18 @@ impl App {
 
     /// Keep the selected node selected as the list reorders; its neighbour when it went.
     pub(super) fn sync_nodes(&mut self) {
-        let Some(fv) = self.fleet.as_deref() else { return };
+        let Some(fv) = self.fleet.as_deref() else {
+            return;
+        };
         let names: Vec<String> = if fv.jobs {
             fv.fleet.jobs().into_iter().map(|j| j.name).collect()
         } else {
             fv.rows().iter().map(|n| n.name.clone()).collect()
         };
         let found = crate::tui::selection::locate(&names, fv.sel.as_ref(), fv.row);
-        let Some(fv) = self.fleet.as_deref_mut() else { return };
+        let Some(fv) = self.fleet.as_deref_mut() else {
+            return;
+        };
         match found {
             Some((i, _)) => {
                 fv.row = i;
@@ -161,7 +170,9 @@ impl App {
     }
 
     pub(super) fn move_node(&mut self, delta: isize) {
-        let Some(fv) = self.fleet.as_deref_mut() else { return };
+        let Some(fv) = self.fleet.as_deref_mut() else {
+            return;
+        };
         let n = if fv.jobs {
             fv.fleet.jobs().len()
         } else {
@@ -175,7 +186,9 @@ impl App {
     }
 
     fn sync_nodes_at_row(&mut self) {
-        let Some(fv) = self.fleet.as_deref_mut() else { return };
+        let Some(fv) = self.fleet.as_deref_mut() else {
+            return;
+        };
         let names: Vec<String> = if fv.jobs {
             fv.fleet.jobs().into_iter().map(|j| j.name).collect()
         } else {
@@ -189,7 +202,11 @@ impl App {
     pub(super) fn open_node(&mut self) -> Option<Effect> {
         let fv = self.fleet.as_deref_mut()?;
         let name = if fv.jobs {
-            let job = fv.fleet.jobs().into_iter().find(|j| Some(&j.name) == fv.sel.as_ref())?;
+            let job = fv
+                .fleet
+                .jobs()
+                .into_iter()
+                .find(|j| Some(&j.name) == fv.sel.as_ref())?;
             job.top.map(|t| t.0)?
         } else {
             fv.sel.clone()?
@@ -208,7 +225,9 @@ impl App {
         self.proc_row = 0;
         self.filter.clear();
         self.go(View::Overview);
-        self.flash = Some(format!("{name}: reading its series… (Esc: back to the nodes)"));
+        self.flash = Some(format!(
+            "{name}: reading its series… (Esc: back to the nodes)"
+        ));
         Some(Effect::Open(Some(name)))
     }
 
@@ -262,7 +281,8 @@ impl App {
                 );
             }
             _ => {
-                self.flash = Some("on the node list: Enter opens a node, / selects, s sorts".into());
+                self.flash =
+                    Some("on the node list: Enter opens a node, / selects, s sorts".into());
             }
         }
         self.sync_nodes();
@@ -272,7 +292,9 @@ impl App {
     /// The node selector typed after `/`: parsed as it is typed; a term that cannot parse
     /// says why and leaves the last good selection in force.
     pub(super) fn selector_typed(&mut self) {
-        let Some(fv) = self.fleet.as_deref_mut() else { return };
+        let Some(fv) = self.fleet.as_deref_mut() else {
+            return;
+        };
         match Selector::parse(&fv.selector_text) {
             Ok(s) => fv.selector = s,
             Err(e) => self.flash = Some(e),

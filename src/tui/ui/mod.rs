@@ -12,8 +12,8 @@ pub(crate) mod companion_detail;
 pub(crate) mod detail;
 pub(crate) mod help;
 pub(crate) mod job_row;
-pub(crate) mod nodes;
 pub mod legend;
+pub(crate) mod nodes;
 pub(crate) mod overview;
 pub mod paint;
 pub(crate) mod plot;
@@ -105,7 +105,9 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
         View::Alerts => alerts::paint_panel(p, app, body, theme),
     }
     if let (View::Nodes, Some(fv)) = (app.view, app.fleet.as_deref()) {
-        p.paint("alert bar", |buf| nodes::render_fleet_bar(fv, bar, buf, theme));
+        p.paint("alert bar", |buf| {
+            nodes::render_fleet_bar(fv, bar, buf, theme)
+        });
         p.paint("footer", |buf| {
             status::render_footer(app, footer, buf, theme)
         });

@@ -20,7 +20,13 @@ pub(crate) fn render(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
         return;
     }
     p.paint("fleet summary", |buf| {
-        put::row(buf, area, area.y, summary(fv), theme.title())
+        put::row(
+            buf,
+            area,
+            area.y,
+            summary(fv, usize::from(area.width)),
+            theme.title(),
+        )
     });
     let list = Rect {
         y: area.y + 1,
@@ -34,7 +40,9 @@ pub(crate) fn render(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
     }
 }
 
-fn summary(fv: &FleetView) -> String {
+/// `3 nodes, 1 stale · 24 GPUs · 812.4 of 3369.6 GiB · by worst · 8 ms, 1.2 KiB`, its
+/// later parts dropped where they do not fit.
+fn summary(fv: &FleetView, width: usize) -> String {
     let f = &fv.fleet;
     let stale = f
         .nodes
@@ -51,20 +59,31 @@ fn summary(fv: &FleetView) -> String {
     if stale > 0 {
         s.push_str(&format!(", {stale} stale"));
     }
-    s.push_str(&format!(
-        " · {} GPUs · {} of {} GiB · by {}{}",
-        f.gpus(),
-        crate::fmt::gib1(used),
-        crate::fmt::gib1(total),
-        fv.sort.label(),
-        if fv.invert { " ↑" } else { "" }
-    ));
+    let mut more = vec![
+        format!(" · {} GPUs", f.gpus()),
+        format!(
+            " · {} of {} GiB",
+            crate::fmt::gib1(used),
+            crate::fmt::gib1(total)
+        ),
+        format!(
+            " · by {}{}",
+            fv.sort.label(),
+            if fv.invert { " ↑" } else { "" }
+        ),
+    ];
     if fv.status.error.is_none() && fv.read_at.is_some() {
-        s.push_str(&format!(
+        more.push(format!(
             " · {} ms, {}",
             fv.status.took_ms,
             crate::fmt::human(fv.status.wire_bytes as u64)
         ));
+    }
+    for part in more {
+        if s.chars().count() + part.chars().count() > width {
+            break;
+        }
+        s.push_str(&part);
     }
     s
 }
@@ -83,8 +102,18 @@ fn cols(w: usize) -> Cols {
     let mem = w >= 60;
     let bar = if w >= 90 { 10 } else { 0 };
     let jobs = w >= 100;
-    let name = if w >= 120 { 22 } else if w >= 60 { 16 } else { 12 };
-    let alert = if jobs { 36 } else { w.saturating_sub(name + 5 + 5 + if mem { 13 } else { 0 } + bar) };
+    let name = if w >= 120 {
+        22
+    } else if w >= 60 {
+        16
+    } else {
+        12
+    };
+    let alert = if jobs {
+        36
+    } else {
+        w.saturating_sub(name + 5 + 5 + if mem { 13 } else { 0 } + bar)
+    };
     Cols {
         name,
         mem,
@@ -149,7 +178,14 @@ fn nodes(fv: &FleetView, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let style = if selected { theme.selected() } else { base };
         let mut x = area.x;
         let mut cell = |buf: &mut Buffer, s: String, st: Style| {
-            let (nx, _) = put::stringn(buf, x, y, &s, usize::from(area.right().saturating_sub(x)), st);
+            let (nx, _) = put::stringn(
+                buf,
+                x,
+                y,
+                &s,
+                usize::from(area.right().saturating_sub(x)),
+                st,
+            );
             x = nx;
         };
         cell(buf, format!("{} ", pad(&n.name, c.name)), style);
@@ -169,8 +205,16 @@ fn nodes(fv: &FleetView, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let full = n.fullest();
         cell(
             buf,
-            full.map_or("   ?".into(), |f| format!("{:>3}%", (f * 100.0).round() as u32)) + " ",
-            full.map_or(base, |f| if stale.is_some() { base } else { theme.pressure(f) }),
+            full.map_or("   ?".into(), |f| {
+                format!("{:>3}%", (f * 100.0).round() as u32)
+            }) + " ",
+            full.map_or(base, |f| {
+                if stale.is_some() {
+                    base
+                } else {
+                    theme.pressure(f)
+                }
+            }),
         );
         if c.bar > 0 {
             let f = full.unwrap_or(0.0);
@@ -178,10 +222,26 @@ fn nodes(fv: &FleetView, area: Rect, buf: &mut Buffer, theme: &Theme) {
             let bar: String = std::iter::repeat_n(theme.full(), filled)
                 .chain(std::iter::repeat_n(theme.empty(), c.bar - filled))
                 .collect();
-            cell(buf, bar + " ", if stale.is_some() { base } else { theme.pressure(f) });
+            cell(
+                buf,
+                bar + " ",
+                if stale.is_some() {
+                    base
+                } else {
+                    theme.pressure(f)
+                },
+            );
         }
         let (text, st) = state_cell(n, stale, theme);
-        cell(buf, pad(&text, c.alert), if stale.is_some() && st == theme.normal() { base } else { st });
+        cell(
+            buf,
+            pad(&text, c.alert),
+            if stale.is_some() && st == theme.normal() {
+                base
+            } else {
+                st
+            },
+        );
         if c.jobs {
             let jobs = n.jobs();
             let what = if jobs.is_empty() { n.programs() } else { jobs };
@@ -241,7 +301,10 @@ fn alert_words(a: &NodeAlert, theme: &Theme) -> String {
         s.push_str(&format!(" GPU{g}"));
     }
     if let Some(secs) = a.exhaustion_s.filter(|s| s.is_finite() && *s >= 0.0) {
-        s.push_str(&format!(" OOM {}", crate::fmt::rough_duration((secs * 1000.0) as i64)));
+        s.push_str(&format!(
+            " OOM {}",
+            crate::fmt::rough_duration((secs * 1000.0) as i64)
+        ));
     }
     s
 }
@@ -253,7 +316,13 @@ fn jobs(fv: &FleetView, area: Rect, buf: &mut Buffer, theme: &Theme) {
         buf,
         area,
         area.y,
-        format!("{} {:>5} {:>5} {:>9}  TOP RANK", pad("JOB", name_w), "RANKS", "NODES", "USED"),
+        format!(
+            "{} {:>5} {:>5} {:>9}  TOP RANK",
+            pad("JOB", name_w),
+            "RANKS",
+            "NODES",
+            "USED"
+        ),
         theme.dim(),
     );
     let all: Vec<FleetJob> = fv.fleet.jobs();
@@ -322,7 +391,12 @@ pub(crate) fn render_fleet_bar(fv: &FleetView, area: Rect, buf: &mut Buffer, the
             .unwrap_or("");
         format!(" PID {pid} {name}")
     });
-    let mut text = format!("{}: {}{}", n.name, alert_words(a, theme), who.unwrap_or_default());
+    let mut text = format!(
+        "{}: {}{}",
+        n.name,
+        alert_words(a, theme),
+        who.unwrap_or_default()
+    );
     if all.len() > 1 {
         text.push_str(&format!(
             "  (+{} more on {} node{})",
@@ -331,5 +405,11 @@ pub(crate) fn render_fleet_bar(fv: &FleetView, area: Rect, buf: &mut Buffer, the
             if nodes.len() == 1 { "" } else { "s" }
         ));
     }
-    put::row(buf, area, area.y, text.trim_end(), severity_style(a.severity, theme));
+    put::row(
+        buf,
+        area,
+        area.y,
+        text.trim_end(),
+        severity_style(a.severity, theme),
+    );
 }

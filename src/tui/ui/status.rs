@@ -130,7 +130,10 @@ pub(crate) fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &The
                     )],
                 ));
             }
-            let down = app.fleet.as_deref().is_some_and(|fv| fv.status.error.is_some());
+            let down = app
+                .fleet
+                .as_deref()
+                .is_some_and(|fv| fv.status.error.is_some());
             parts.push((
                 0,
                 vec![
@@ -227,7 +230,9 @@ pub(crate) fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &The
         let text = match p {
             Prompt::Filter if app.view == crate::tui::app::View::Nodes => format!(
                 "select nodes (node=, job=, user=, words): {}{}  Enter keeps, Esc clears",
-                app.fleet.as_deref().map_or("", |f| f.selector_text.as_str()),
+                app.fleet
+                    .as_deref()
+                    .map_or("", |f| f.selector_text.as_str()),
                 if theme.ascii { "_" } else { "█" }
             ),
             Prompt::Filter => format!(
