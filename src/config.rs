@@ -200,10 +200,6 @@ pub fn parse(text: &str) -> Result<Resolved> {
         )),
     };
     let prom = file.prometheus.clone().unwrap_or_default();
-    if let Some(u) = &prom.url {
-        crate::source::prometheus::client::Url::parse(u)
-            .map_err(|e| anyhow::anyhow!("prometheus.url: {e}"))?;
-    }
     if let Some(m) = &prom.selector {
         crate::model::fleet::Selector::parse(m)
             .map_err(|e| anyhow::anyhow!("prometheus.match: {e}"))?;
@@ -465,7 +461,6 @@ mod tests {
         let p = r.file.prometheus.expect("set");
         assert_eq!(p.url.as_deref(), Some("http://prom:9090"));
         for (text, key) in [
-            ("[prometheus]\nurl = \"ftp://x\"", "prometheus.url"),
             ("[prometheus]\ntimeout = \"forever\"", "prometheus.timeout"),
             ("[prometheus]\nmatch = \"rack=1\"", "prometheus.match"),
         ] {
