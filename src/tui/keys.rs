@@ -126,11 +126,11 @@ pub const BINDINGS: &[Binding] = &[
     bind!("", "", PageDown, PageDown),
     bind!(
         "Enter",
-        "open the GPU (from an alert: its GPU and process)",
+        "open the GPU (from an alert: its GPU and process; in the node list: the node)",
         Enter,
         Enter
     ),
-    bind!("Esc", "back to where you came from", Back, Esc),
+    bind!("Esc", "back to where you came from (from a node: the node list)", Back, Esc),
     bind!("a", "alerts panel", Alerts, Char('a')),
     bind!(
         "A",
@@ -207,7 +207,7 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind!(
         "J",
-        "distributed jobs: one row per job, or each rank on its own row",
+        "distributed jobs: one row per job, or each rank on its own row (node list: jobs across nodes)",
         FoldJobs,
         Char('J')
     ),
