@@ -52,15 +52,17 @@ for _ in $(seq 1 120); do
     sleep 1
 done
 echo "nodes up in Prometheus: $n of $NODES" | tee "$OUT/figures.txt"
-series=$(curl -s "http://$prom/api/v1/query?query=count({__name__=~\"gpumon_.%2B\"})" |
+series=$(curl -s -G --data-urlencode 'query=count({__name__=~"gpumon_.+"})' "http://$prom/api/v1/query" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["result"][0]["value"][1])')
 echo "gpumon series in Prometheus: $series" | tee -a "$OUT/figures.txt"
 T="tmux -L fleetbench"
 $T new-session -d -s fleet -x 200 -y 60 "env LANG=C.UTF-8 TERM=xterm-256color $BIN --prometheus http://$prom --prometheus-refresh $REFRESH; sleep 600"
 $T new-session -d -s local -x 200 -y 60 "env LANG=C.UTF-8 TERM=xterm-256color $BIN replay --speed 1 $OUT/node8.gpumon.jsonl; sleep 600"
 sleep 3
-fpid=$(pgrep -f -- "--prometheus http://$prom" | head -1)
-lpid=$(pgrep -f -- "replay --speed 1 $OUT/node8" | head -1)
+# The gpumon processes themselves, not the shells tmux started them from.
+fpid=$(pgrep -f -- "^$BIN --prometheus http://$prom" | head -1)
+lpid=$(pgrep -f -- "^$BIN replay --speed 1 $OUT/node8" | head -1)
+echo "measuring PIDs $fpid (--prometheus) and $lpid (local replay)" | tee -a "$OUT/figures.txt"
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14+$15}' "/proc/$1/stat"; }
 c0f=$(cpu "$fpid"); c0l=$(cpu "$lpid")
@@ -94,14 +96,15 @@ print(f"gpumon --prometheus: CPU {f:.2f} s in {secs} s ({100 * f / secs:.2f} %),
 print(f"local gpumon replay of one 8-GPU node: CPU {l:.2f} s in {secs} s ({100 * l / secs:.2f} %), "
       f"RSS {int(rssl) / 1024:.1f} MB, peak {int(hwml) / 1024:.1f} MB")
 PY
-curl -s "http://$prom/api/v1/query?query=prometheus_engine_query_duration_seconds" |
-    python3 -c '
-import json, sys
-for r in json.load(sys.stdin)["data"]["result"]:
-    m = r["metric"]
-    if m.get("quantile") in ("0.5", "0.9", "0.99"):
-        print(f"prometheus engine {m[\"slice\"]} q{m[\"quantile\"]}: {float(r[\"value\"][1]) * 1000:.1f} ms")
-' | tee -a "$OUT/figures.txt"
+# What the queries cost Prometheus (its own /metrics: this Prometheus does not scrape itself).
+curl -s "http://$prom/metrics" | grep -E '^prometheus_(engine_query_duration_seconds|http_request_duration_seconds_(sum|count)\{handler="/api/v1/query(_range)?"\})' |
+    grep -E 'quantile="0.(5|9|99)"|_sum|_count' >"$OUT/prometheus-costs.txt" || true
+cat "$OUT/prometheus-costs.txt" | tee -a "$OUT/figures.txt"
+# One fleet answer as it travels, for a parse measurement without Prometheus.
+curl -s -G -H 'Accept-Encoding: gzip' --data-urlencode \
+    'query={__name__=~"gpumon_(info|up|gpu_info|gpu_up|gpu_memory_(total|used)_bytes|gpu_utilization_ratio|process_gpu_memory_used_bytes|alert|alert_exhaustion_seconds)"}' \
+    "http://$prom/api/v1/query" -o "$OUT/fleet-answer.json.gz"
+echo "fleet answer: $(stat -c %s "$OUT/fleet-answer.json.gz") bytes gzipped, $(gzip -dc "$OUT/fleet-answer.json.gz" | wc -c) inflated" | tee -a "$OUT/figures.txt"
 # The screen a person works with at this scale: the worst first, a selector, a node opened.
 $T send-keys -t fleet "/" ; sleep 0.3
 $T send-keys -t fleet -l "node=gpu-00*"; $T send-keys -t fleet Enter; sleep 2

@@ -130,7 +130,12 @@ pub const BINDINGS: &[Binding] = &[
         Enter,
         Enter
     ),
-    bind!("Esc", "back to where you came from (from a node: the node list)", Back, Esc),
+    bind!(
+        "Esc",
+        "back to where you came from (from a node: the node list)",
+        Back,
+        Esc
+    ),
     bind!("a", "alerts panel", Alerts, Char('a')),
     bind!(
         "A",

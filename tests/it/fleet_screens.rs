@@ -15,8 +15,15 @@ fn app() -> App {
     let body = std::fs::read(fixture("fleet_answer.json")).expect("fixture");
     let series = answer::parse(&body).expect("a Prometheus answer").series;
     let url = "http://prometheus.lan:9090".to_string();
-    let mut app = App::new(SourceKind::Prometheus { url: url.clone() }, Pipeline::default());
-    app.fleet = Some(Box::new(FleetView::new(url, Selector::default(), String::new())));
+    let mut app = App::new(
+        SourceKind::Prometheus { url: url.clone() },
+        Pipeline::default(),
+    );
+    app.fleet = Some(Box::new(FleetView::new(
+        url,
+        Selector::default(),
+        String::new(),
+    )));
     app.view = View::Nodes;
     let round = |at: i64, nodes| {
         Event::Fleet(Box::new(FleetNews {
@@ -45,11 +52,23 @@ fn the_node_list_at_four_sizes() {
     for (w, h) in [(40, 12), (80, 24), (120, 40), (200, 60)] {
         let screen = render(&app, w, h, &theme(false));
         let lines: Vec<&str> = screen.lines().collect();
-        let first = lines.iter().position(|l| l.starts_with("gpu-node")).expect("rows");
-        assert!(lines[first].starts_with("gpu-node-3"), "the node with alerts first:\n{screen}");
-        let stale = lines.iter().find(|l| l.starts_with("gpu-node-2")).expect("kept");
+        let first = lines
+            .iter()
+            .position(|l| l.starts_with("gpu-node"))
+            .expect("rows");
+        assert!(
+            lines[first].starts_with("gpu-node-3"),
+            "the node with alerts first:\n{screen}"
+        );
+        let stale = lines
+            .iter()
+            .find(|l| l.starts_with("gpu-node-2"))
+            .expect("kept");
         assert!(stale.contains("STALE 42s"), "{w}x{h}:\n{screen}");
-        assert!(lines[lines.len() - 2].starts_with("gpu-node-3:"), "{screen}");
+        assert!(
+            lines[lines.len() - 2].starts_with("gpu-node-3:"),
+            "{screen}"
+        );
         insta::assert_snapshot!(format!("nodes_{w}x{h}"), screen);
         let mut buf = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, w, h));
         let (clashes, _) = gpumon::tui::ui::draw_checked(&mut buf, &app, &theme(false));

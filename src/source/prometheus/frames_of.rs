@@ -19,10 +19,12 @@ pub fn node_query(node: &str) -> String {
     format!("{{hostname=\"{}\",__name__=~\"gpumon_.+\"}}", escape(node))
 }
 
-/// The charted series of one node, for its history when it is opened.
+/// The charted series of one node, for its history when it is opened, with what names its
+/// GPUs (without it the history's header would have no GPUs, and the first live header,
+/// which has them, would start the model again).
 pub fn history_query(node: &str) -> String {
     format!(
-        "{{hostname=\"{}\",__name__=~\"gpumon_(gpu_memory_(total|used|free|reserved)_bytes|gpu_utilization_ratio|process_gpu_memory_used_bytes|allocator_(allocated|reserved)_bytes)\"}}",
+        "{{hostname=\"{}\",__name__=~\"gpumon_(info|gpu_info|gpu_memory_(total|used|free|reserved)_bytes|gpu_utilization_ratio|process_gpu_memory_used_bytes|allocator_(allocated|reserved)_bytes)\"}}",
         escape(node)
     )
 }
@@ -42,7 +44,7 @@ pub struct NodeFeed {
     hellos: BTreeSet<u32>,
     /// Last completed epoch sent per (pid, GPU).
     epochs: BTreeMap<(u32, u32), u64>,
-    last_tick: Ts,
+    last_tick: Option<Ts>,
 }
 
 /// A process on a GPU as the node's series describe it.
@@ -91,10 +93,10 @@ impl NodeFeed {
             out.push(Frame::Header(header.clone()));
             self.header = Some(header);
         }
-        if t <= self.last_tick {
+        if self.last_tick.is_some_and(|last| t <= last) {
             return out;
         }
-        self.last_tick = t;
+        self.last_tick = Some(t);
         let rows = proc_rows(series);
         let new_procs: Vec<ProcInfo> = rows
             .iter()
@@ -477,6 +479,49 @@ mod tests {
             .expect("allocator state on GPU 0");
         assert_eq!(a.last.as_ref().and_then(|s| s.allocated), Some(340));
         assert_eq!(a.epochs.len(), 3, "one epoch record per completed epoch");
+    }
+
+    #[test]
+    fn an_opened_nodes_history_charts_its_processes_from_the_first_point() {
+        // What the history query selects, and no more (info series included: without them
+        // the live header that follows would start the model again).
+        let asked = [
+            "gpumon_gpu_info",
+            "gpumon_gpu_memory_total_bytes",
+            "gpumon_gpu_memory_used_bytes",
+            "gpumon_process_gpu_memory_used_bytes",
+            "gpumon_allocator_allocated_bytes",
+            "gpumon_allocator_reserved_bytes",
+        ];
+        let q = history_query("n1");
+        assert!(
+            q.contains("|gpu_info|") && q.contains("process_gpu_memory_used_bytes"),
+            "{q}"
+        );
+        let mut range: Vec<Series> = answer(300.0, 0.0)
+            .into_iter()
+            .filter(|s| asked.contains(&s.name()))
+            .collect();
+        for s in &mut range {
+            s.points = (0..5).map(|i| (1_000 * i, s.points[0].1)).collect();
+        }
+        let mut feed = NodeFeed::new("n1");
+        let mut state = State::default();
+        for f in history(&mut feed, &range, 1_000) {
+            state.apply(&f);
+        }
+        for f in feed.frames(&answer(320.0, 1.0), 5_000, 1_000) {
+            state.apply(&f);
+        }
+        assert_eq!(state.gpus.len(), 1);
+        assert_eq!(state.ticks, 6, "the live round went on from the history");
+        let p = state.procs.get(&42).expect("the process");
+        assert!(
+            p.gpus[&0].used.len() >= 6,
+            "a point for every step of the history"
+        );
+        let a = state.live_alloc_on(42, 0).expect("allocator");
+        assert!(a.allocated.len() >= 6);
     }
 
     #[test]

@@ -41,4 +41,3 @@ pub struct OpenNews {
     pub frames: Vec<Frame>,
     pub error: Option<String>,
 }
-
