@@ -44,28 +44,22 @@ pub(crate) fn render(p: &mut Painter, app: &App, area: Rect, theme: &Theme) {
 /// later parts dropped where they do not fit.
 fn summary(fv: &FleetView, width: usize) -> String {
     let f = &fv.fleet;
-    let stale = f
-        .nodes
-        .values()
-        .filter(|n| n.stale_ms(f.at).is_some())
-        .count();
-    let used: u64 = f.nodes.values().map(Node::used).sum();
-    let total: u64 = f.nodes.values().map(Node::total).sum();
-    let shown = fv.rows().len();
+    // Totals of the nodes listed: with a selector, of the nodes it selects.
+    let rows = fv.rows();
+    let stale = rows.iter().filter(|n| n.stale_ms(f.at).is_some()).count();
+    let used: u64 = rows.iter().map(|n| n.used()).sum();
+    let total: u64 = rows.iter().map(|n| n.total()).sum();
+    let gpus: usize = rows.iter().map(|n| n.gpus.len()).sum();
     let mut s = format!("{} nodes", f.nodes.len());
-    if shown != f.nodes.len() {
-        s = format!("{shown} of {s} ({})", fv.selector_text.trim());
+    if rows.len() != f.nodes.len() {
+        s = format!("{} of {s} ({})", rows.len(), fv.selector_text.trim());
     }
     if stale > 0 {
         s.push_str(&format!(", {stale} stale"));
     }
     let mut more = vec![
-        format!(" · {} GPUs", f.gpus()),
-        format!(
-            " · {} of {} GiB",
-            crate::fmt::gib1(used),
-            crate::fmt::gib1(total)
-        ),
+        format!(" · {gpus} GPUs"),
+        format!(" · {} of {}", tib_or_gib(used), tib_or_gib(total)),
         format!(
             " · by {}{}",
             fv.sort.label(),
@@ -86,6 +80,15 @@ fn summary(fv: &FleetView, width: usize) -> String {
         s.push_str(&part);
     }
     s
+}
+
+/// A fleet's memory: TiB past 10 TiB, where GiB grows to six digits.
+fn tib_or_gib(b: u64) -> String {
+    if b >= 10 << 40 {
+        format!("{:.1} TiB", b as f64 / (1u64 << 40) as f64)
+    } else {
+        format!("{} GiB", crate::fmt::gib1(b))
+    }
 }
 
 /// Columns that fit `w`: name, GPUs, fullest GPU, alert always; memory from 60 columns,
