@@ -10,6 +10,7 @@ the real run's.
     bench/fleet/make_node.py assets/demo-leaks.gpumon.jsonl /tmp/node8.gpumon.jsonl
 """
 import argparse
+import gzip
 import json
 
 
@@ -41,7 +42,9 @@ def main():
     ap.add_argument("--copies", type=int, default=4)
     ap.add_argument("--until-s", type=float, default=60)
     a = ap.parse_args()
-    lines = open(a.src).read().splitlines()
+    opener = gzip.open if a.src.endswith(".gz") else open
+    with opener(a.src, "rt") as f:
+        lines = f.read().splitlines()
     header = json.loads(lines[0])
     n = len(header["gpus"])
     end = header["started"] + int(a.until_s * 1000)
