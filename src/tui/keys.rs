@@ -126,7 +126,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!("", "", PageDown, PageDown),
     bind!(
         "Enter",
-        "open the GPU (from an alert: its GPU and process; in the node list: the node)",
+        "open the GPU, an alert's GPU and process, or a node",
         Enter,
         Enter
     ),
@@ -212,7 +212,7 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind!(
         "J",
-        "distributed jobs: one row per job, or each rank on its own row (node list: jobs across nodes)",
+        "a row per distributed job, or per rank (node list: across nodes)",
         FoldJobs,
         Char('J')
     ),
