@@ -105,6 +105,14 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          ranks of one job; gpumon never changes them.",
     ),
     (
+        "SLURM_JOB_ID, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID, SLURM_STEP_ID, SLURM_JOB_NODELIST, \
+         SLURM_PROCID, SLURM_LOCALID, SLURM_STEP_NUM_TASKS",
+        "Slurm's, read from a process's environment (/proc; the older SLURM_JOBID, SLURM_STEPID \
+         and SLURM_NODELIST too): the job, array task and node list label its series, the \
+         ranks of one srun step are one job (train.py@slurm:12345.0), and the task ids rank \
+         processes no launcher gave a RANK; gpumon never changes them.",
+    ),
+    (
         "GPUMON_PRELOAD_SO",
         "At build time: embed this prebuilt libgpumon_preload.so instead of building it \
          (packagers).",
