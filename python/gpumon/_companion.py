@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from . import _epochgc, _paths, _proto, _selftime, _sources
+from . import _epochgc, _loggers, _paths, _proto, _selftime, _sources
 from ._inbox import Inbox
 from ._server import Server
 
@@ -102,6 +102,10 @@ class Companion(object):
         # GPUMON_SELFTIME=1: the companion times its own GIL holds and framework calls
         # (_selftime.py); None otherwise.
         self.selftime = _selftime.from_env()
+        # W&B / TensorBoard (_loggers.py): None unless asked for (GPUMON_LOG_TO, log_to()).
+        # Replaced whole by set_loggers(), read once per use by the companion's thread.
+        self.loggers = None
+        self._loggers_env = True
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -125,6 +129,15 @@ class Companion(object):
         self.thread = threading.Thread(target=self._run, name="gpumon-companion", daemon=True)
         self.thread.start()
         return True
+
+    def set_loggers(self, loggers):
+        """What gpumon.log_to() asked for (None: log nowhere); applies from the next tick."""
+        self._loggers_env = False
+        old, self.loggers = self.loggers, (loggers if loggers else None)
+        if old is not None:
+            # Flushed (gpumon's own writer closed) on the companion's thread, like any write.
+            self.inbox.append(("loggers_done", old))
+        self._poke()
 
     def stop(self, reason="stop"):
         if self.thread is None:
@@ -319,6 +332,9 @@ class Companion(object):
         if st is not None:
             st.attach(self.server)
         try:
+            if self._loggers_env and self.loggers is None:
+                # Read here, not on the program's thread: making a target may import.
+                self.loggers = _loggers.from_env()
             while not self._stop.is_set():
                 if st is not None:
                     st.begin()
@@ -326,6 +342,9 @@ class Companion(object):
                 due = self._next_detect
                 if self.live:
                     due = min(due, self._next_sample, self._next_snap)
+                lg = self.loggers
+                if lg is not None:
+                    due = min(due, lg.next_wake())
                 self.server.poll(max(0.0, min(due - now, 1.0)))
                 self._drain()
                 self._tick(time.monotonic())
@@ -336,6 +355,12 @@ class Companion(object):
             _say("gpumon companion stopped: %r" % (e,))
         finally:
             self._drain()
+            lg = self.loggers
+            if lg is not None:
+                try:
+                    lg.close(self)
+                except Exception:
+                    pass
             bye = _proto.encode({"type": "bye", "t": _proto.now_ms(), "reason": self._bye_reason()})
             try:
                 self.server.close([bye] if bye else [])
@@ -353,6 +378,10 @@ class Companion(object):
         if now >= self._next_detect:
             self._next_detect = now + DETECT_EVERY_S
             self._detect()
+        lg = self.loggers
+        if lg is not None and lg.due(now):
+            # Asked for by the program, so it runs with no monitor connected too.
+            self._log(lambda: lg.tick(self, now))
         if self.live == 0:
             return
         if was == 0:
@@ -452,12 +481,21 @@ class Companion(object):
                     self.server.broadcast(f)
         return time.perf_counter() - t0
 
+    def _log(self, fn):
+        # A logging target's failure is counted in _loggers; anything else still must not
+        # stop the companion.
+        try:
+            fn()
+        except Exception as e:
+            _say("gpumon: logging failed: %r (ignored)" % (e,))
+
     def _drain(self):
         while True:
             try:
                 kind, val = self.inbox.popleft()
             except IndexError:
                 return
+            lg = self.loggers
             if kind == "epoch":
                 for rec, s in val:
                     self.epochs.append(rec)
@@ -468,15 +506,21 @@ class Companion(object):
                     self.server.broadcast(rec)
                 if self.live > 0:
                     self._snapshot()
+                if lg is not None:
+                    self._log(lambda: lg.epoch(self, val, time.monotonic()))
             elif kind == "marker":
                 self.markers.append(val)
                 self.server.broadcast(val)
             elif kind == "event":
                 self.events.append(val)
                 self.server.broadcast(val)
+                if lg is not None:
+                    self._log(lambda: lg.event(self, val))
             elif kind == "frag":
                 self.last_frag[val.get("dev", 0)] = val
                 self.server.broadcast(val)
+            elif kind == "loggers_done":
+                self._log(lambda: val.close(self))
             elif kind == "bye":
                 self._bye = val
 

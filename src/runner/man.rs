@@ -78,6 +78,21 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "0: the companion skips the gc.collect() that makes the epoch floor comparable.",
     ),
     (
+        "GPUMON_LOG_TO",
+        "The Python companion also logs gpumon's allocator series, epoch floors and peaks, \
+         OOMs and alerts to these, comma-separated: wandb (the active wandb.run), \
+         tensorboard or tensorboard=DIR (a SummaryWriter of the kind the program imports).",
+    ),
+    (
+        "GPUMON_LOG_EVERY_S",
+        "Seconds between two points of the series GPUMON_LOG_TO logs (default 30).",
+    ),
+    (
+        "GPUMON_ALERTS_JSONL",
+        "The file a monitor writes with --alerts-jsonl: the companion logs this process's \
+         alerts from it to the GPUMON_LOG_TO targets.",
+    ),
+    (
         "GPUMON_DEMO",
         "gpumon demo plays this recording instead of a bundled one.",
     ),
