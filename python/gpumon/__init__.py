@@ -118,8 +118,10 @@ def log_to(*targets: object, every_s: Optional[float] = None,
     * ``"tensorboard"`` or ``"tensorboard=DIR"``: a SummaryWriter gpumon opens in DIR
       (default runs/gpumon, runs/gpumon/rankN for a rank) with the class the program imports.
 
-    Points are written by the companion's thread at each epoch end, at an OOM, and every
-    ``every_s`` seconds (default 30; GPUMON_LOG_EVERY_S), never per allocation.
+    Points are written at each epoch end, at an OOM, and every ``every_s`` seconds
+    (default 30; GPUMON_LOG_EVERY_S), never per allocation: TensorBoard by the
+    companion's thread, W&B (whose log is not thread-safe) on the program's thread in
+    epoch(), mark() and stop().
     ``alerts_jsonl``: the file a monitor writes with ``--alerts-jsonl FILE``; this
     process's alerts in it are logged too (GPUMON_ALERTS_JSONL). Without targets, logging
     stops. GPUMON_LOG_TO="wandb,tensorboard=DIR" asks for the same without a code change.

@@ -135,9 +135,17 @@ class Companion(object):
         self._loggers_env = False
         old, self.loggers = self.loggers, (loggers if loggers else None)
         if old is not None:
+            self._deliver(old)
             # Flushed (gpumon's own writer closed) on the companion's thread, like any write.
             self.inbox.append(("loggers_done", old))
         self._poke()
+
+    def _deliver(self, lg, records=None):
+        """W&B's rows, on the program's thread (_loggers.py says why)."""
+        try:
+            lg.deliver(self, records)
+        except Exception:
+            pass
 
     def stop(self, reason="stop"):
         if self.thread is None:
@@ -147,6 +155,9 @@ class Companion(object):
         self._poke()
         if self.thread is not threading.current_thread():
             self.thread.join(timeout=2.0)
+        lg = self.loggers
+        if lg is not None:
+            self._deliver(lg)
         self.thread = None
         for fd in (self._wake_r, self._wake_w):
             try:
@@ -186,6 +197,9 @@ class Companion(object):
         # epoch end on the H200, most of what the mark cost. It carries its own time.
         self.inbox.append(("epoch", records))
         self._poke()
+        lg = self.loggers
+        if lg is not None:
+            self._deliver(lg, records)
 
     def _collect(self, full):
         """Garbage before the floor is read. A young-generation pass frees what the last
@@ -251,6 +265,9 @@ class Companion(object):
              "epoch": self.epoch_n if epoch is None and self.epoch_n >= 0 else epoch, "step": step}
         self.inbox.append(("marker", {k: v for k, v in m.items() if v is not None}))
         self._poke()
+        lg = self.loggers
+        if lg is not None:
+            self._deliver(lg)
 
     def _on_oom(self, device, alloc, device_allocated, device_free):
         # Runs on the allocating thread right before PyTorch raises; the

@@ -2,9 +2,13 @@
 Biases and TensorBoard. Opt-in (`gpumon.log_to`, or GPUMON_LOG_TO), and through what the
 program already has: the active `wandb.run`, a SummaryWriter it passes, or one gpumon makes
 with the SummaryWriter class the program imports (torch.utils.tensorboard, else tensorboardX).
-Nothing is imported unless asked for, and nothing here runs on a program thread: the
-companion's thread writes at epoch ends, at OOMs and every `every_s` seconds, never per
-allocation. A target that fails three times in a row is dropped with one line on stderr.
+Nothing is imported unless asked for. TensorBoard is written by the companion's thread (a
+SummaryWriter queues events under its own lock) at epoch ends, at OOMs and every `every_s`
+seconds, never per allocation. W&B's `log` is not thread-safe (concurrent calls lose rows),
+so W&B is written only on the program's own thread, where the program itself logs: at
+`gpumon.epoch()` and `gpumon.mark()` (the callbacks call them) and at stop; what the
+companion's thread found in between waits there, the latest value of each series. A target
+that fails three times in a row is dropped with one line on stderr.
 
 gpumon's alerts are raised by the monitor, which sends nothing back to the companion; a
 monitor started with `--alerts-jsonl FILE` writes them to FILE, and given the same FILE
@@ -15,6 +19,7 @@ alerts too.
 import json
 import os
 import sys
+import threading
 import time
 
 from . import _frag
@@ -70,6 +75,8 @@ def from_env():
 
 class _Target(object):
     name = "target"
+    # Written only on the program's thread (deliver()); the companion's thread stashes.
+    deferred = False
 
     def __init__(self):
         self.failures = 0
@@ -98,10 +105,14 @@ class WandbTarget(_Target):
     latest value of each series is kept."""
 
     name = "wandb"
+    deferred = True
 
     def __init__(self, run=None):
         super(WandbTarget, self).__init__()
         self._run = run
+        self._lock = threading.Lock()
+        self._values = {}
+        self._texts = {}
 
     def run(self):
         if self._run is not None:
@@ -110,19 +121,36 @@ class WandbTarget(_Target):
         return getattr(wandb, "run", None) if wandb is not None else None
 
     def scalars(self, values, step, walltime):
-        run = self.run()
-        if run is not None and values:
-            run.log(dict(values), commit=False)
+        with self._lock:
+            self._values.update(values)
 
     def text(self, key, text, step, walltime):
-        # Text in a history row is a table cell, not a chart: the run's summary shows the
-        # latest one beside the run.
-        run = self.run()
-        if run is not None:
-            run.summary[key] = text
+        with self._lock:
+            self._texts[key] = text
 
-    def flush(self):
-        pass
+    def pending(self):
+        return bool(self._values or self._texts)
+
+    def deliver(self):
+        """On the program's thread: what waits, as one row joined to the program's next."""
+        run = self.run()
+        if run is None or not self.pending():
+            return
+        with self._lock:
+            values, self._values = self._values, {}
+            texts, self._texts = self._texts, {}
+        try:
+            if values:
+                run.log(values, commit=False)
+            # Text in a history row is a table cell, not a chart: the run's summary shows
+            # the latest one beside the run.
+            for k, v in texts.items():
+                run.summary[k] = v
+        except Exception:
+            with self._lock:
+                self._values = dict(values, **self._values)
+                self._texts = dict(texts, **self._texts)
+            raise
 
 
 class TensorBoardTarget(_Target):
@@ -249,17 +277,32 @@ class Loggers(object):
     def _step(self, t_ms):
         return max(0, int(t_ms / 1000.0 - self.started))
 
-    def _send(self, fn):
-        for tg in list(self.targets):
+    def _send(self, fn, targets=None):
+        for tg in list(self.targets if targets is None else targets):
             try:
                 fn(tg)
                 tg.failures = 0
             except Exception as e:
                 tg.failures += 1
-                if tg.failures >= FAILURES_BEFORE_DROP:
+                if tg.failures >= FAILURES_BEFORE_DROP and tg in self.targets:
                     self.targets.remove(tg)
                     _say("gpumon: logging to %s stopped after %d failures: %r"
                          % (tg.name, tg.failures, e))
+
+    def deliver(self, comp=None, records=None):
+        """On the program's thread (epoch, mark, stop): W&B gets what waits, and with
+        `records` (an epoch end) that epoch's floor, peak and series, read from what the
+        program's thread just measured and the latest block map (none is read here)."""
+        deferred = [tg for tg in self.targets if tg.deferred]
+        if not deferred:
+            return
+        if records and comp is not None:
+            epoch_values, series, _t, _e = self._epoch_values(comp, records, None)
+            epoch_values.update(series)
+            if epoch_values:
+                for tg in deferred:
+                    tg.scalars(epoch_values, None, None)
+        self._send(lambda tg: tg.deliver(), deferred)
 
     def _scalars(self, values, step, t_ms):
         if values:
@@ -292,8 +335,19 @@ class Loggers(object):
             self.poll_alerts(comp)
 
     def epoch(self, comp, records, now):
-        """An epoch end: its floor and peak per device (step: the epoch), and the series
-        read at the same moment."""
+        """An epoch end, on the companion's thread: its floor and peak per device (step:
+        the epoch), and the series read at the same moment. W&B had them from deliver()."""
+        values, series, t, epoch = self._epoch_values(comp, records, now)
+        direct = [tg for tg in self.targets if not tg.deferred]
+        if t is None or not direct:
+            return
+        if values and epoch is not None:
+            self._send(lambda tg: tg.scalars(values, int(epoch), t / 1000.0), direct)
+        if series:
+            self._send(lambda tg: tg.scalars(series, self._step(t), t / 1000.0), direct)
+
+    def _epoch_values(self, comp, records, now):
+        """`now` None: no block map may be read (the program's thread)."""
         values = {}
         series = {}
         t = None
@@ -310,12 +364,7 @@ class Loggers(object):
                     values[p + key] = rec[field]
             if s is not None:
                 self._series(series, comp, None, dict(s, dev=dev), now)
-        if t is None:
-            return
-        if values and epoch is not None:
-            self._scalars(values, int(epoch), t)
-        if series:
-            self._scalars(series, self._step(t), t)
+        return values, series, t, epoch
 
     def event(self, comp, ev):
         """An OOM the allocator reported, with the holes it had."""
@@ -363,9 +412,11 @@ class Loggers(object):
 
     def _frag(self, comp, src_name, dev, now):
         """The block map: the companion's latest when it is recent, else read now if the
-        duty bound allows, else the latest whatever its age."""
+        duty bound allows, else the latest whatever its age. `now` None: never read."""
         last = max((f for f in (comp.last_frag.get(dev), self._last_frag.get(dev)) if f),
                    key=lambda f: f.get("t", 0), default=None)
+        if now is None:
+            return last
         fresh_ms = 1000 * self.every_s
         if last is not None and int(time.time() * 1000) - last.get("t", 0) <= fresh_ms:
             return last

@@ -5,6 +5,7 @@ test_loggers_real.py does the same into real event files and a real W&B run."""
 import json
 import os
 import sys
+import threading
 import time
 import types
 
@@ -49,9 +50,11 @@ class Run(object):
     def __init__(self):
         self.rows = []
         self.summary = {}
+        self.threads = set()
 
     def log(self, row, commit=None, step=None):
         self.rows.append((dict(row), commit, step))
+        self.threads.add(threading.current_thread())
 
 
 def until(pred, timeout=5.0):
@@ -103,7 +106,9 @@ def test_a_companion_logs_its_series_floors_peaks_and_ooms(companion, fake_torch
     assert tag == "gpumon/oom" and "4.00 GiB requested" in text and "200.00 MiB free on the device" in text
     # The program's writer is flushed, never closed: it is the program's.
     assert w.flushed >= 1 and not w.closed
-    # W&B: the same series, always joined to the program's next row, never a step of their own.
+    # W&B: the same series, always joined to the program's next row, never a step of their
+    # own, and only ever from the program's thread (W&B's log is not thread-safe).
+    assert fake_wandb.run.threads == {threading.current_thread()}
     rows = fake_wandb.run.rows
     assert rows and all(commit is False and step is None for _, commit, step in rows)
     logged = {}
@@ -281,3 +286,18 @@ def test_the_process_start_is_before_now():
     start = _loggers.process_start_ms()
     assert start <= time.time() * 1000 + 1000
     assert start > time.time() * 1000 - 7 * 86400 * 1000
+
+
+def test_wandb_waits_for_the_programs_thread(companion, fake_torch, fake_wandb):
+    c = companion()
+    lg = _loggers.Loggers(["wandb"], every_s=1)
+    c.set_loggers(lg)
+    until(lambda: lg.targets[0].pending())
+    time.sleep(1.2)  # a second periodic point: still waiting, the latest values kept
+    assert fake_wandb.run.rows == []
+    c.mark("eval")  # a program call: one row with what waited
+    assert len(fake_wandb.run.rows) == 1
+    assert fake_wandb.run.rows[0][0]["gpumon/dev0/allocated_bytes"] == GIB
+    assert fake_wandb.run.threads == {threading.current_thread()}
+    c.mark("eval")  # nothing new: no row
+    assert len(fake_wandb.run.rows) <= 2

@@ -62,7 +62,7 @@ def _run(companion, fake_torch, targets, alerts):
             "message": "allocated grows 1.00 GiB per epoch", "evidence": {"basis": "floors"},
         }) + "\n")
     c.set_loggers(_loggers.Loggers(targets, every_s=3600, alerts_jsonl=alerts))
-    _until(lambda: fake_torch.observer is not None)
+    _until(lambda: fake_torch.observer is not None and c.loggers.next_due > 0)
     for _ in range(3):
         c.epoch()
         fake_torch.alloc += GIB
