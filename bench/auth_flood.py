@@ -11,7 +11,7 @@ pause = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
 H = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
 open("%s/web.yml" % W, "w").write("basic_auth_users:\n  prom: '%s'\n" % H)
 p = subprocess.Popen([binary, "serve", "--listen", "127.0.0.1:0", "--web-config-file", "%s/web.yml" % W,
-                      "--replay", os.path.join(ROOT, "assets/demo.gpumon.jsonl")], stderr=subprocess.PIPE, text=True,
+                      "--replay", os.path.join(ROOT, "assets/demo.gpumon.jsonl.gz")], stderr=subprocess.PIPE, text=True,
                      env=dict(os.environ, XDG_CONFIG_HOME="/nonexistent"))
 line = p.stderr.readline()
 host, port = line.strip().split("http://")[1].split("/")[0].rsplit(":", 1)

@@ -60,7 +60,7 @@ fn main() {
         .filter(|a| a != "--bench")
         .collect();
     let path = args.first().map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl"),
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl.gz"),
         PathBuf::from,
     );
     let (w, h) = args

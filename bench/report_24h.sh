@@ -22,4 +22,4 @@ run() {
         "$user" "$secs" $((kb / 1024)) $(( $(stat -c %s "$W/page.html") / 1000 ))
 }
 for i in 1 2 3; do run "$W/run.gpumon.jsonl"; done
-for f in assets/*.gpumon.jsonl; do run "$f"; done
+for f in assets/*.gpumon.jsonl.gz; do run "$f"; done

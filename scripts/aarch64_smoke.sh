@@ -34,7 +34,7 @@ arm() { HOME="$out/home" qemu-aarch64 "$out/gpumon" "$@"; }
 mkdir -p "$out/home"
 arm --version
 arm demo list >/dev/null
-demo=assets/demo.gpumon.jsonl
+demo=assets/demo.gpumon.jsonl.gz
 arm replay --headless --speed max --csv "$out/arm.csv" "$demo"
 HOME="$out/home" "$host_bin" replay --headless --speed max --csv "$out/host.csv" "$demo"
 cmp "$out/host.csv" "$out/arm.csv"

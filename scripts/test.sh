@@ -2,7 +2,8 @@
 # The whole test suite: Rust (workspace: gpumon + the LD_PRELOAD interposer), the Python
 # companion, and both installs. Needs cargo and python3 (with venv); tmux- and
 # Prometheus-, Chromium-, man- and fish-based tests skip when those are missing unless
-# GPUMON_REQUIRE_TMUX / _PROMETHEUS / _CHROMIUM / _MAN / _FISH are set (.ci/run sets them).
+# GPUMON_REQUIRE_TMUX / _PROMETHEUS / _CHROMIUM / _MAN / _FISH are set (.ci/run sets them),
+# and so do the W&B / TensorBoard ones without those packages (_WANDB / _TENSORBOARD).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! python3 -c "import pytest" 2>/dev/null; then

@@ -23,6 +23,26 @@ pub struct Cli {
     pub watch: WatchArgs,
 }
 
+impl Cli {
+    /// `-1` (`gpumon -1`, `gpumon watch -1`) is `gpumon snapshot` with the watch's filter:
+    /// turned into that command before anything reads the rest, so it behaves as snapshot
+    /// does (no configuration read, the same output and exit status).
+    pub fn once_as_snapshot(&mut self) {
+        let watch = match &self.command {
+            None => &self.watch,
+            Some(Command::Watch(w)) => w,
+            _ => return,
+        };
+        if watch.once {
+            self.command = Some(Command::Snapshot(SnapshotArgs {
+                format: None,
+                json: false,
+                filter: watch.filter.clone(),
+            }));
+        }
+    }
+}
+
 /// Exit statuses, so scripts and schedulers can tell the outcomes apart.
 pub mod exit {
     /// A bad flag or value, or an invalid configuration (clap's convention).
@@ -135,11 +155,11 @@ pub struct FilterArgs {
     /// Only these GPUs: NVML indices or UUIDs (prefixes allowed), comma-separated: --gpu 0,2.
     #[arg(long, value_name = "IDS", value_delimiter = ',', value_parser = parse_gpu_id)]
     pub gpu: Vec<String>,
-    /// Only processes of these users (names or numeric uids), comma-separated.
-    #[arg(long, value_name = "USERS", value_delimiter = ',')]
+    /// Only processes of these users (names or numeric uids), comma-separated (-u as in htop).
+    #[arg(long, short = 'u', value_name = "USERS", value_delimiter = ',')]
     pub user: Vec<String>,
-    /// Only these process ids, comma-separated.
-    #[arg(long, value_name = "PIDS", value_delimiter = ',')]
+    /// Only these process ids, comma-separated (-p as in htop).
+    #[arg(long, short = 'p', value_name = "PIDS", value_delimiter = ',')]
     pub pid: Vec<u32>,
 }
 
@@ -167,6 +187,14 @@ pub struct WatchArgs {
     /// Sampling interval with a unit: 1s, 250ms, 10ms (minimum 10 ms).
     #[arg(long, short = 'i', value_parser = parse_interval, default_value = DEFAULT_INTERVAL)]
     pub interval: Duration,
+    /// htop's and nvtop's delay: a bare number is tenths of a second as they read it (-d 10
+    /// is 1s); with a unit, as --interval (-d 500ms).
+    #[arg(short = 'd', value_name = "DELAY", value_parser = parse_delay, conflicts_with = "interval")]
+    pub delay: Option<Duration>,
+    /// nvitop's once: print one snapshot and exit, as `gpumon snapshot` (--gpu, --user and
+    /// --pid still filter it).
+    #[arg(short = '1', long, conflicts_with_all = ONCE_CONFLICTS)]
+    pub once: bool,
     /// Also record everything to this file while watching.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -376,7 +404,30 @@ pub struct SnapshotArgs {
     /// Same as --format json.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    #[command(flatten)]
+    pub filter: FilterArgs,
 }
+
+/// What `-1` cannot honour: it prints one snapshot, so a flag of the live view, an output or
+/// an alert setting would be dropped in silence.
+const ONCE_CONFLICTS: [&str; 16] = [
+    "interval",
+    "delay",
+    "record",
+    "record_format",
+    "socket_dir",
+    "serve",
+    "web_config_file",
+    "csv",
+    "jsonl",
+    "headless",
+    "alerts_jsonl",
+    "exit_on_alert",
+    "bell",
+    "alerts_config",
+    "ascii",
+    "no_color",
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SnapshotFormat {
@@ -481,6 +532,30 @@ pub fn parse_interval(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `-d`: htop and nvtop read a bare number as tenths of a second, and both agree, so `-d`
+/// does too; anything else is an interval with its unit.
+pub fn parse_delay(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        let tenths: u64 = t
+            .parse()
+            .map_err(|_| format!("delay '{s}' is above one hour"))?;
+        let d = Duration::from_millis(tenths.saturating_mul(100));
+        if d.is_zero() {
+            return Err(format!(
+                "delay '{s}' is below the 10 ms minimum (-d counts tenths of a second: -d 10 is 1s)"
+            ));
+        }
+        if d > Duration::from_secs(3600) {
+            return Err(format!(
+                "delay '{s}' is above one hour (-d counts tenths of a second: -d 10 is 1s)"
+            ));
+        }
+        return Ok(d);
+    }
+    parse_interval(s)
+}
+
 /// How long to record: any positive duration.
 pub fn parse_run_length(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
@@ -574,6 +649,20 @@ mod tests {
     }
 
     #[test]
+    fn delay_reads_tenths_as_htop_and_nvtop_do() {
+        assert_eq!(parse_delay("10"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_delay("5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_delay("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_delay("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_delay("36000"), Ok(Duration::from_secs(3600)));
+        assert!(parse_delay("0").expect_err("zero").contains("tenths"));
+        assert!(parse_delay("36001").is_err());
+        assert!(parse_delay("99999999999999999999999").is_err());
+        // A decimal is no htop delay: it needs its unit, as everywhere else.
+        assert!(parse_delay("1.5").expect_err("bare decimal").contains("1.5s"));
+    }
+
+    #[test]
     fn a_bare_number_is_refused_with_the_units_it_could_mean() {
         let e = parse_interval("10").expect_err("no unit");
         assert!(e.contains("10s or 10ms"), "{e}");
@@ -638,6 +727,48 @@ mod tests {
         for short in ["0:19464", "127.1:19464", "2130706433:19464"] {
             let e = parse_addr(short).expect_err(short);
             assert!(e.contains("0.0.0.0:19464"), "{e}");
+        }
+    }
+
+    #[test]
+    fn htop_and_nvitop_short_flags() {
+        let cli = Cli::try_parse_from(["gpumon", "-d", "5", "-u", "alice,bob", "-p", "7,9"])
+            .expect("parses");
+        assert_eq!(cli.watch.delay, Some(Duration::from_millis(500)));
+        assert_eq!(cli.watch.filter.user, ["alice", "bob"]);
+        assert_eq!(cli.watch.filter.pid, [7, 9]);
+        let e = Cli::try_parse_from(["gpumon", "-d", "10", "-i", "1s"]).expect_err("two delays");
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+        for sub in [&["replay", "x"][..], &["record"], &["serve"], &["watch"]] {
+            let mut args = vec!["gpumon"];
+            args.extend_from_slice(sub);
+            args.extend(["-u", "root", "-p", "1"]);
+            Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+    }
+
+    #[test]
+    fn once_is_a_filtered_snapshot() {
+        let mut cli = Cli::try_parse_from(["gpumon", "-1", "-u", "alice"]).expect("parses");
+        cli.once_as_snapshot();
+        let Some(Command::Snapshot(s)) = &cli.command else {
+            panic!("{:?}", cli.command);
+        };
+        assert_eq!((s.format, s.json), (None, false));
+        assert_eq!(s.filter.user, ["alice"]);
+        let mut cli = Cli::try_parse_from(["gpumon", "watch", "--once"]).expect("parses");
+        cli.once_as_snapshot();
+        assert!(matches!(cli.command, Some(Command::Snapshot(_))));
+        // Without it, nothing changes.
+        let mut cli = Cli::try_parse_from(["gpumon", "watch"]).expect("parses");
+        cli.once_as_snapshot();
+        assert!(matches!(cli.command, Some(Command::Watch(_))));
+        // What one snapshot cannot honour is refused, not dropped.
+        for flag in [&["--record", "r"][..], &["--serve", ":1"], &["--headless"], &["-d", "5"]] {
+            let mut args = vec!["gpumon", "-1"];
+            args.extend_from_slice(flag);
+            let e = Cli::try_parse_from(&args).expect_err("conflict");
+            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{args:?}");
         }
     }
 

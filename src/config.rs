@@ -325,7 +325,8 @@ fn fill_watch(
     interval: Option<Duration>,
     socket_dir: Option<PathBuf>,
 ) {
-    w.interval = interval.unwrap_or(w.interval);
+    // `-d` is the command line's too: the file's interval fills in only when neither is typed.
+    w.interval = w.delay.or(interval).unwrap_or(w.interval);
     w.socket_dir = w.socket_dir.take().or(socket_dir);
 }
 
@@ -569,6 +570,12 @@ mod tests {
             cli.watch.interval,
             Duration::from_secs(1),
             "typed default wins"
+        );
+        let cli = run(&["gpumon", "-d", "5"]);
+        assert_eq!(
+            cli.watch.interval,
+            Duration::from_millis(500),
+            "-d is typed too"
         );
         let Some(Command::Serve(s)) = run(&["gpumon", "serve"]).command else {
             panic!("serve");

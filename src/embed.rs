@@ -24,20 +24,20 @@ pub(crate) const PRELOAD_NAME: &str = "libgpumon_preload.so";
 /// The bundled recordings, by file name (`assets/`).
 pub(crate) const ASSETS: &[(&str, &[u8])] = &[
     (
-        "demo.gpumon.jsonl",
-        include_bytes!("../assets/demo.gpumon.jsonl"),
+        "demo.gpumon.jsonl.gz",
+        include_bytes!("../assets/demo.gpumon.jsonl.gz"),
     ),
     (
-        "demo-companion.gpumon.jsonl",
-        include_bytes!("../assets/demo-companion.gpumon.jsonl"),
+        "demo-companion.gpumon.jsonl.gz",
+        include_bytes!("../assets/demo-companion.gpumon.jsonl.gz"),
     ),
     (
-        "demo-leaks.gpumon.jsonl",
-        include_bytes!("../assets/demo-leaks.gpumon.jsonl"),
+        "demo-leaks.gpumon.jsonl.gz",
+        include_bytes!("../assets/demo-leaks.gpumon.jsonl.gz"),
     ),
     (
-        "demo-grow-shrink.gpumon.jsonl",
-        include_bytes!("../assets/demo-grow-shrink.gpumon.jsonl"),
+        "demo-grow-shrink.gpumon.jsonl.gz",
+        include_bytes!("../assets/demo-grow-shrink.gpumon.jsonl.gz"),
     ),
 ];
 
@@ -247,7 +247,7 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
         for e in std::fs::read_dir(&dir).expect("assets") {
             let name = e.expect("entry").file_name().to_string_lossy().into_owned();
-            if name.ends_with(".gpumon.jsonl") {
+            if name.ends_with(".gpumon.jsonl.gz") {
                 let on_disk = std::fs::read(dir.join(&name)).expect("read");
                 let embedded = ASSETS.iter().find(|(n, _)| *n == name);
                 assert!(embedded.is_some_and(|(_, b)| *b == on_disk), "{name}");
@@ -264,14 +264,17 @@ mod tests {
         std::fs::write(&lib, b"tampered").expect("tamper");
         assert_eq!(preload_library(&root).expect("again"), lib);
         assert_eq!(std::fs::read(&lib).expect("read"), PRELOAD_SO);
-        let demo = asset(&root, "demo.gpumon.jsonl")
+        let demo = asset(&root, "demo.gpumon.jsonl.gz")
             .expect("written")
             .expect("embedded");
-        assert!(
-            std::fs::read_to_string(demo)
-                .expect("read")
-                .starts_with('{')
-        );
+        // The recordings travel gzipped (148 kB instead of 1.95 MB); the reader takes either.
+        let mut head = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(demo).expect("open")),
+            &mut head,
+        )
+        .expect("gzip");
+        assert!(head.starts_with("{\"type\":\"header\""), "{}", &head[..40]);
         assert!(asset(&root, "nope").expect("no error").is_none());
     }
 

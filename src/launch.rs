@@ -46,6 +46,10 @@ pub(crate) const PY_FILES: &[(&str, &str)] = &[
         include_str!("../python/gpumon/_inbox.py"),
     ),
     (
+        "gpumon/_loggers.py",
+        include_str!("../python/gpumon/_loggers.py"),
+    ),
+    (
         "gpumon/_paths.py",
         include_str!("../python/gpumon/_paths.py"),
     ),

@@ -16,6 +16,7 @@ fn main() {
             .error(clap::error::ErrorKind::ArgumentConflict, why)
             .exit();
     }
+    cli.once_as_snapshot();
     // A bad configuration is a usage error: nothing has started, and the message names the key.
     // Commands that read none of it work whatever the file holds: a shell that runs
     // `gpumon completions` at every start must not break on a typo in it.

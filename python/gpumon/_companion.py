@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 
-from . import _epochgc, _paths, _proto, _selftime, _sources
+from . import _epochgc, _loggers, _paths, _proto, _selftime, _sources
 from ._inbox import Inbox
 from ._server import Server
 
@@ -102,6 +102,10 @@ class Companion(object):
         # GPUMON_SELFTIME=1: the companion times its own GIL holds and framework calls
         # (_selftime.py); None otherwise.
         self.selftime = _selftime.from_env()
+        # W&B / TensorBoard (_loggers.py): None unless asked for (GPUMON_LOG_TO, log_to()).
+        # Replaced whole by set_loggers(), read once per use by the companion's thread.
+        self.loggers = None
+        self._loggers_env = True
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -126,6 +130,23 @@ class Companion(object):
         self.thread.start()
         return True
 
+    def set_loggers(self, loggers):
+        """What gpumon.log_to() asked for (None: log nowhere); applies from the next tick."""
+        self._loggers_env = False
+        old, self.loggers = self.loggers, (loggers if loggers else None)
+        if old is not None:
+            self._deliver(old)
+            # Flushed (gpumon's own writer closed) on the companion's thread, like any write.
+            self.inbox.append(("loggers_done", old))
+        self._poke()
+
+    def _deliver(self, lg, records=None):
+        """W&B's rows, on the program's thread (_loggers.py says why)."""
+        try:
+            lg.deliver(self, records)
+        except Exception:
+            pass
+
     def stop(self, reason="stop"):
         if self.thread is None:
             return
@@ -134,6 +155,9 @@ class Companion(object):
         self._poke()
         if self.thread is not threading.current_thread():
             self.thread.join(timeout=2.0)
+        lg = self.loggers
+        if lg is not None:
+            self._deliver(lg)
         self.thread = None
         for fd in (self._wake_r, self._wake_w):
             try:
@@ -173,6 +197,9 @@ class Companion(object):
         # epoch end on the H200, most of what the mark cost. It carries its own time.
         self.inbox.append(("epoch", records))
         self._poke()
+        lg = self.loggers
+        if lg is not None:
+            self._deliver(lg, records)
 
     def _collect(self, full):
         """Garbage before the floor is read. A young-generation pass frees what the last
@@ -238,6 +265,9 @@ class Companion(object):
              "epoch": self.epoch_n if epoch is None and self.epoch_n >= 0 else epoch, "step": step}
         self.inbox.append(("marker", {k: v for k, v in m.items() if v is not None}))
         self._poke()
+        lg = self.loggers
+        if lg is not None:
+            self._deliver(lg)
 
     def _on_oom(self, device, alloc, device_allocated, device_free):
         # Runs on the allocating thread right before PyTorch raises; the
@@ -319,6 +349,9 @@ class Companion(object):
         if st is not None:
             st.attach(self.server)
         try:
+            if self._loggers_env and self.loggers is None:
+                # Read here, not on the program's thread: making a target may import.
+                self.loggers = _loggers.from_env()
             while not self._stop.is_set():
                 if st is not None:
                     st.begin()
@@ -326,6 +359,9 @@ class Companion(object):
                 due = self._next_detect
                 if self.live:
                     due = min(due, self._next_sample, self._next_snap)
+                lg = self.loggers
+                if lg is not None:
+                    due = min(due, lg.next_wake())
                 self.server.poll(max(0.0, min(due - now, 1.0)))
                 self._drain()
                 self._tick(time.monotonic())
@@ -336,6 +372,12 @@ class Companion(object):
             _say("gpumon companion stopped: %r" % (e,))
         finally:
             self._drain()
+            lg = self.loggers
+            if lg is not None:
+                try:
+                    lg.close(self)
+                except Exception:
+                    pass
             bye = _proto.encode({"type": "bye", "t": _proto.now_ms(), "reason": self._bye_reason()})
             try:
                 self.server.close([bye] if bye else [])
@@ -353,6 +395,10 @@ class Companion(object):
         if now >= self._next_detect:
             self._next_detect = now + DETECT_EVERY_S
             self._detect()
+        lg = self.loggers
+        if lg is not None and lg.due(now):
+            # Asked for by the program, so it runs with no monitor connected too.
+            self._log(lambda: lg.tick(self, now))
         if self.live == 0:
             return
         if was == 0:
@@ -452,12 +498,21 @@ class Companion(object):
                     self.server.broadcast(f)
         return time.perf_counter() - t0
 
+    def _log(self, fn):
+        # A logging target's failure is counted in _loggers; anything else still must not
+        # stop the companion.
+        try:
+            fn()
+        except Exception as e:
+            _say("gpumon: logging failed: %r (ignored)" % (e,))
+
     def _drain(self):
         while True:
             try:
                 kind, val = self.inbox.popleft()
             except IndexError:
                 return
+            lg = self.loggers
             if kind == "epoch":
                 for rec, s in val:
                     self.epochs.append(rec)
@@ -468,15 +523,21 @@ class Companion(object):
                     self.server.broadcast(rec)
                 if self.live > 0:
                     self._snapshot()
+                if lg is not None:
+                    self._log(lambda: lg.epoch(self, val, time.monotonic()))
             elif kind == "marker":
                 self.markers.append(val)
                 self.server.broadcast(val)
             elif kind == "event":
                 self.events.append(val)
                 self.server.broadcast(val)
+                if lg is not None:
+                    self._log(lambda: lg.event(self, val))
             elif kind == "frag":
                 self.last_frag[val.get("dev", 0)] = val
                 self.server.broadcast(val)
+            elif kind == "loggers_done":
+                self._log(lambda: val.close(self))
             elif kind == "bye":
                 self._bye = val
 

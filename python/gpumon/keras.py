@@ -35,13 +35,15 @@ class GpumonCallback(_Base):  # type: ignore[misc, valid-type]
         epoch_gc: Optional[bool] = None,
         detail: Optional[str] = None,
         sock_dir: Optional[str] = None,
+        log_to: Any = None,
     ) -> None:
         """Starts the companion with these options (`gpumon.start`'s; None: the default or
-        the GPUMON_* environment variable)."""
+        the GPUMON_* environment variable); `log_to` also logs gpumon's series there
+        (`gpumon.log_to`: "wandb", "tensorboard=DIR", a SummaryWriter, or a list)."""
         if _Base is not object:
             super(GpumonCallback, self).__init__()
         start_given(sample_hz=sample_hz, snapshot_s=snapshot_s, epoch_gc=epoch_gc,
-                    detail=detail, sock_dir=sock_dir)
+                    detail=detail, sock_dir=sock_dir, log_to=log_to)
 
     def on_train_begin(self, logs: Optional[Dict[str, Any]] = None) -> None:
         gpumon.mark("train", kind="train_begin")

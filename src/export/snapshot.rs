@@ -188,8 +188,9 @@ pub(super) fn alloc_rows(state: &State) -> Vec<AllocRow> {
     rows
 }
 
-/// Rank from the companion's hello, else from the environment /proc shows; the job it is a
-/// rank of; Kubernetes labels from /proc.
+/// Rank from the companion's hello, else from the environment /proc shows (a launcher's
+/// `RANK`, else Slurm's task id); the job it is a rank of; Kubernetes and Slurm labels from
+/// /proc.
 fn placement(
     state: &State,
     jobs: &[crate::model::job::Job],
@@ -197,13 +198,19 @@ fn placement(
 ) -> crate::model::placement::Placement {
     let hello = state.companions.get(pid).and_then(|p| p.hello.as_ref());
     let info = state.procs.get(&pid).map(|p| &p.info);
+    let slurm = info.and_then(|i| i.slurm.clone());
     crate::model::placement::Placement {
-        rank: hello.and_then(|h| h.rank).or(info.and_then(|i| i.rank)),
+        rank: hello
+            .and_then(|h| h.rank)
+            .or(info.and_then(|i| i.rank))
+            .or(slurm.as_ref().and_then(|s| s.rank())),
         local_rank: hello
             .and_then(|h| h.local_rank)
-            .or(info.and_then(|i| i.local_rank)),
+            .or(info.and_then(|i| i.local_rank))
+            .or(slurm.as_ref().and_then(|s| s.local_rank())),
         job: jobs.iter().find(|j| j.has(pid)).map(|j| j.id.clone()),
         kube: info.and_then(|i| i.kube.clone()),
+        slurm,
     }
 }
 

@@ -7,12 +7,14 @@ use crate::model::label::{forkserver_program, is_mp_bootstrap, process_label};
 use crate::model::sample::ProcInfo;
 use crate::wire::Hello;
 
-/// What the ranks of one job share, strongest first: torchrun's run id, the rendezvous
-/// address, the launcher that started them, and (for a recording without the process
-/// tree) the same program with the same world size.
+/// What the ranks of one job share, strongest first: torchrun's run id, the Slurm job (and
+/// its `srun` step), the rendezvous address, the launcher that started them, and (for a
+/// recording without the process tree) the same program with the same world size.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum JobKey {
     Run(String),
+    /// `Slurm::job_name`: `12345`, `12345_7` (an array task), `12345.0` (a step).
+    Slurm(String),
     Master(String),
     Launcher(u32),
     Alike { label: String, world_size: u32 },
@@ -52,8 +54,17 @@ impl Identity {
             Some(p) => process_label(Some(p), info.name.as_deref()),
             None => process_label(own.as_deref(), info.name.as_deref()),
         };
-        let rank = info.rank.or(h(|h| h.rank));
-        let world_size = info.world_size.or(h(|h| h.world_size));
+        // Slurm's task ids only where no launcher set RANK: torchrun inside `srun` gives
+        // its workers the srun task's PROCID, which is the node's, not the rank's.
+        let slurm = info.slurm.as_ref();
+        let rank = info
+            .rank
+            .or(h(|h| h.rank))
+            .or(slurm.and_then(|s| s.rank()));
+        let world_size = info
+            .world_size
+            .or(h(|h| h.world_size))
+            .or(slurm.and_then(|s| s.world_size()));
         // torchrun's run id is "none" unless `--rdzv-id` is given: every job launched
         // without one would share it, so it names no job; the rendezvous address does.
         let run = info
@@ -62,8 +73,13 @@ impl Identity {
             .or(hs(|h| h.run_id.as_ref()))
             .filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("none"));
         let master = info.master.clone().or(hs(|h| h.master.as_ref()));
+        // A Slurm job groups the processes that are ranks of something (two unrelated
+        // programs one batch script started are two programs, not one job).
+        let ranked = rank.is_some() || mp_child || world_size > Some(1);
         let key = if let Some(r) = run {
             Some(JobKey::Run(r))
+        } else if let Some(s) = slurm.and_then(|s| s.job_name()).filter(|_| ranked) {
+            Some(JobKey::Slurm(s))
         } else if let Some(m) = master {
             Some(JobKey::Master(m))
         } else if rank.is_some() || mp_child {
@@ -85,7 +101,10 @@ impl Identity {
         };
         Identity {
             rank,
-            local_rank: info.local_rank.or(h(|h| h.local_rank)),
+            local_rank: info
+                .local_rank
+                .or(h(|h| h.local_rank))
+                .or(slurm.and_then(|s| s.local_rank())),
             world_size,
             program,
             label,
@@ -118,8 +137,8 @@ pub struct Member {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Job {
     pub key: JobKey,
-    /// Short and unique among the jobs of a host: `train.py@127.0.0.1:29500`. The `job`
-    /// label of the exports.
+    /// Short and unique among the jobs of a host: `train.py@127.0.0.1:29500`,
+    /// `train.py@slurm:12345.0`. The `job` label of the exports.
     pub id: String,
     /// The program's label (`train.py`).
     pub name: String,
@@ -184,6 +203,7 @@ pub fn group<'a>(who: impl IntoIterator<Item = (u32, &'a Identity)>) -> Vec<Job>
                 .unwrap_or_else(|| "job".into());
             let anchor = match key {
                 JobKey::Run(r) => r.clone(),
+                JobKey::Slurm(s) => format!("slurm:{s}"),
                 JobKey::Master(m) => m.clone(),
                 JobKey::Launcher(p) => p.to_string(),
                 JobKey::Alike { .. } => ms.iter().map(|(p, _)| *p).min().unwrap_or(0).to_string(),
@@ -374,6 +394,98 @@ mod tests {
             .collect();
         assert_eq!(members, [vec![1, 2], vec![634, 635]]);
         assert_eq!(jobs[1].id, "train.py@634");
+    }
+
+    fn slurm_rank(pid: u32, job: &str, step: &str, procid: u32, tasks: u32) -> ProcInfo {
+        let mut i = info(pid, "python3 train.py --bs 4");
+        let mut s = crate::model::placement::Slurm::default();
+        for v in [
+            format!("SLURM_JOB_ID={job}"),
+            format!("SLURM_STEP_ID={step}"),
+            format!("SLURM_PROCID={procid}"),
+            format!("SLURM_LOCALID={}", procid % 4),
+            format!("SLURM_STEP_NUM_TASKS={tasks}"),
+            "SLURM_JOB_NODELIST=gpu[01-02]".to_string(),
+        ] {
+            s.var(&v);
+        }
+        i.slurm = s.finish();
+        // srun's tasks on one node are children of its step daemon, each its own group.
+        i.ppid = Some(900);
+        i.pgid = Some(pid);
+        i
+    }
+
+    #[test]
+    fn the_tasks_of_one_srun_step_are_one_job_ranked_by_slurm() {
+        let a = Identity::of(&slurm_rank(1001, "4711", "0", 4, 8), None);
+        let b = Identity::of(&slurm_rank(1002, "4711", "0", 5, 8), None);
+        assert_eq!((a.rank, a.local_rank, a.world_size), (Some(4), Some(0), Some(8)));
+        assert_eq!(a.key, Some(JobKey::Slurm("4711.0".into())));
+        // Another job's step, and a later step of the same job: jobs of their own.
+        let other = Identity::of(&slurm_rank(1003, "4712", "0", 0, 8), None);
+        let later = Identity::of(&slurm_rank(1004, "4711", "1", 0, 8), None);
+        let jobs = group([(1001, &a), (1002, &b), (1003, &other), (1004, &later)]);
+        let ids: Vec<(&str, usize)> = jobs.iter().map(|j| (j.id.as_str(), j.members.len())).collect();
+        assert_eq!(
+            ids,
+            [
+                ("train.py@slurm:4711.0", 2),
+                ("train.py@slurm:4711.1", 1),
+                ("train.py@slurm:4712.0", 1)
+            ]
+        );
+        assert_eq!(jobs[0].world_size, Some(8));
+        assert_eq!(jobs[0].members[0].rank, Some(4));
+    }
+
+    #[test]
+    fn a_launchers_rank_wins_over_the_slurm_task_and_an_array_task_is_its_own_job() {
+        // torchrun inside srun: the workers inherit the srun task's PROCID (the node).
+        let mut i = slurm_rank(2001, "4711", "0", 1, 2);
+        i.rank = Some(13);
+        i.local_rank = Some(5);
+        i.world_size = Some(16);
+        i.master = Some("gpu01:29500".into());
+        let w = Identity::of(&i, None);
+        assert_eq!((w.rank, w.local_rank, w.world_size), (Some(13), Some(5), Some(16)));
+        assert_eq!(w.key, Some(JobKey::Slurm("4711.0".into())), "Slurm before the rendezvous");
+        // An explicit rendezvous id is the user's name for the job.
+        i.run_id = Some("bert-7".into());
+        assert_eq!(Identity::of(&i, None).key, Some(JobKey::Run("bert-7".into())));
+        // Two tasks of one array, each with two ranks: two jobs named as squeue names them.
+        let task = |pid, job: &str, t: &str, procid| {
+            let mut i = slurm_rank(pid, job, "0", procid, 2);
+            let s = i.slurm.as_mut().expect("slurm");
+            s.array_job_id = Some("5000".into());
+            s.array_task_id = Some(t.into());
+            Identity::of(&i, None)
+        };
+        let ids = [
+            (3001, task(3001, "5001", "1", 0)),
+            (3002, task(3002, "5001", "1", 1)),
+            (3003, task(3003, "5002", "2", 0)),
+            (3004, task(3004, "5002", "2", 1)),
+        ];
+        let jobs = group(ids.iter().map(|(p, i)| (*p, i)));
+        let names: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(names, ["train.py@slurm:5000_1.0", "train.py@slurm:5000_2.0"]);
+    }
+
+    #[test]
+    fn unranked_processes_of_one_slurm_job_are_not_a_job() {
+        // A batch script that starts two programs: same job id, no step, no rank.
+        let mk = |pid, cmd: &str| {
+            let mut i = info(pid, cmd);
+            let mut s = crate::model::placement::Slurm::default();
+            s.var("SLURM_JOB_ID=4711");
+            s.var("SLURM_PROCID=0");
+            i.slurm = s.finish();
+            Identity::of(&i, None)
+        };
+        let (a, b) = (mk(1, "python3 a.py"), mk(2, "python3 b.py"));
+        assert_eq!((a.rank, a.key.clone()), (None, None));
+        assert!(group([(1, &a), (2, &b)]).is_empty());
     }
 
     #[test]

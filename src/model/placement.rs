@@ -1,6 +1,6 @@
 //! Where a process belongs in a fleet, for the Prometheus labels that let its series be joined
-//! with the rest of a cluster's monitoring: the Kubernetes pod, namespace and container, and
-//! the rank of a distributed training job.
+//! with the rest of a cluster's monitoring: the Kubernetes pod, namespace and container, the
+//! Slurm job, and the rank of a distributed training job.
 //!
 //! Kubernetes: names come from the process's environment when the pod spec passes them in with
 //! the downward API (`POD_NAME`, `POD_NAMESPACE`, `CONTAINER_NAME`; the `MY_`/`K8S_` spellings
@@ -20,6 +20,7 @@ pub struct Placement {
     /// The distributed job it is a rank of (`model::job::Job::id`).
     pub job: Option<String>,
     pub kube: Option<Kube>,
+    pub slurm: Option<Slurm>,
 }
 
 impl Placement {
@@ -48,7 +49,123 @@ impl Placement {
                 }
             }
         }
+        if let Some(s) = &self.slurm {
+            for (name, v) in [
+                ("slurm_job_id", &s.job_id),
+                ("slurm_array_job_id", &s.array_job_id),
+                ("slurm_array_task_id", &s.array_task_id),
+                ("slurm_nodelist", &s.nodelist),
+            ] {
+                if let Some(v) = v {
+                    out.push((name, v.clone()));
+                }
+            }
+        }
         out
+    }
+}
+
+/// The Slurm job a process runs in, as Slurm puts it in every task's environment. Ids stay
+/// text, as Slurm prints them: they are names to join on, never numbers to add.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slurm {
+    /// `SLURM_JOB_ID`: an array task has its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// `SLURM_ARRAY_JOB_ID` and `SLURM_ARRAY_TASK_ID`: the array and this task's index in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_job_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_task_id: Option<String>,
+    /// `SLURM_STEP_ID`: the `srun` launch within the job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+    /// `SLURM_JOB_NODELIST`, compressed as Slurm writes it (`gpu[01-04]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodelist: Option<String>,
+    /// `SLURM_PROCID`, `SLURM_LOCALID`, `SLURM_STEP_NUM_TASKS`: the task's place in its step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub procid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub localid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_tasks: Option<u32>,
+}
+
+/// Step ids Slurm gives its own steps (batch script, extern, interactive: 0xfffffff0 and up);
+/// they name no `srun` launch.
+const SLURM_SPECIAL_STEP: u64 = 0xffff_fff0;
+
+impl Slurm {
+    /// Look at one `NAME=value` entry of the environment; true when it was Slurm's. The older
+    /// spellings (`SLURM_JOBID`, `SLURM_NODELIST`, `SLURM_STEPID`) count where the current
+    /// ones are absent.
+    pub fn var(&mut self, var: &str) -> bool {
+        let Some((name, value)) = var.split_once('=') else {
+            return false;
+        };
+        if !name.starts_with("SLURM_") {
+            return false;
+        }
+        let text = Some(value.trim().to_string()).filter(|v| !v.is_empty());
+        let num = value.trim().parse::<u32>().ok();
+        match name {
+            "SLURM_JOB_ID" => self.job_id = text,
+            "SLURM_JOBID" => self.job_id = self.job_id.take().or(text),
+            "SLURM_ARRAY_JOB_ID" => self.array_job_id = text,
+            "SLURM_ARRAY_TASK_ID" => self.array_task_id = text,
+            "SLURM_STEP_ID" => self.step_id = text,
+            "SLURM_STEPID" => self.step_id = self.step_id.take().or(text),
+            "SLURM_JOB_NODELIST" => self.nodelist = text,
+            "SLURM_NODELIST" => self.nodelist = self.nodelist.take().or(text),
+            "SLURM_PROCID" => self.procid = num,
+            "SLURM_LOCALID" => self.localid = num,
+            "SLURM_STEP_NUM_TASKS" => self.step_tasks = num,
+            _ => {}
+        }
+        true
+    }
+
+    /// What was found, or None outside a Slurm job (no job id).
+    pub fn finish(self) -> Option<Slurm> {
+        self.job_id.is_some().then_some(self)
+    }
+
+    /// The job as `squeue` and `sacct` name it: `12345`, an array task `12345_7`, and a
+    /// step of either with its number after a dot (`12345.0`): the ranks one `srun`
+    /// started, told apart from an earlier or later step of the same allocation.
+    pub fn job_name(&self) -> Option<String> {
+        let job = match (&self.array_job_id, &self.array_task_id) {
+            (Some(a), Some(t)) => format!("{a}_{t}"),
+            _ => self.job_id.clone()?,
+        };
+        Some(match self.step() {
+            Some(s) => format!("{job}.{s}"),
+            None => job,
+        })
+    }
+
+    /// The `srun` step, when the process runs in one (not the batch script's own step).
+    fn step(&self) -> Option<u64> {
+        self.step_id
+            .as_deref()?
+            .parse::<u64>()
+            .ok()
+            .filter(|&s| s < SLURM_SPECIAL_STEP)
+    }
+
+    /// `SLURM_PROCID` as a rank, only in a step of several tasks: the batch script and a
+    /// one-task step have a PROCID of 0 too, which would name a lone process "rank 0".
+    pub fn rank(&self) -> Option<u32> {
+        self.procid.filter(|_| self.world_size().is_some())
+    }
+
+    pub fn local_rank(&self) -> Option<u32> {
+        self.localid.filter(|_| self.world_size().is_some())
+    }
+
+    pub fn world_size(&self) -> Option<u32> {
+        self.step_tasks.filter(|&n| n > 1 && self.step().is_some())
     }
 }
 
@@ -215,6 +332,86 @@ mod tests {
         assert_eq!(
             container_id("0::/kubepods.slice/x/crio-abc.scope"),
             Some("cri-o://abc".into())
+        );
+    }
+
+    fn slurm(vars: &[&str]) -> Option<Slurm> {
+        let mut s = Slurm::default();
+        for v in vars {
+            s.var(v);
+        }
+        s.finish()
+    }
+
+    #[test]
+    fn a_slurm_step_names_its_job_and_ranks() {
+        let s = slurm(&[
+            "SLURM_JOB_ID=4711",
+            "SLURM_JOB_NODELIST=gpu[01-02]",
+            "SLURM_STEP_ID=0",
+            "SLURM_STEP_NUM_TASKS=16",
+            "SLURM_PROCID=9",
+            "SLURM_LOCALID=1",
+            "PATH=/bin",
+        ])
+        .expect("in a job");
+        assert_eq!(s.job_name().as_deref(), Some("4711.0"));
+        assert_eq!((s.rank(), s.local_rank(), s.world_size()), (Some(9), Some(1), Some(16)));
+        assert_eq!(s.nodelist.as_deref(), Some("gpu[01-02]"));
+    }
+
+    #[test]
+    fn an_array_task_is_its_own_job() {
+        let s = slurm(&[
+            "SLURM_JOB_ID=5008",
+            "SLURM_ARRAY_JOB_ID=5000",
+            "SLURM_ARRAY_TASK_ID=7",
+        ])
+        .expect("in a job");
+        assert_eq!(s.job_name().as_deref(), Some("5000_7"));
+        assert_eq!(s.job_id.as_deref(), Some("5008"));
+    }
+
+    #[test]
+    fn the_batch_script_and_a_one_task_step_have_no_rank() {
+        // The batch step: PROCID 0 and the allocation's task count, but no srun step.
+        let batch = slurm(&[
+            "SLURM_JOB_ID=4711",
+            "SLURM_PROCID=0",
+            "SLURM_STEP_NUM_TASKS=8",
+            "SLURM_STEP_ID=4294967291",
+        ])
+        .expect("in a job");
+        assert_eq!(batch.job_name().as_deref(), Some("4711"));
+        assert_eq!((batch.rank(), batch.world_size()), (None, None));
+        let one = slurm(&[
+            "SLURM_JOB_ID=4711",
+            "SLURM_STEP_ID=2",
+            "SLURM_PROCID=0",
+            "SLURM_STEP_NUM_TASKS=1",
+        ])
+        .expect("in a job");
+        assert_eq!((one.rank(), one.job_name().as_deref()), (None, Some("4711.2")));
+        // No job id: not in Slurm, whatever else is set.
+        assert_eq!(slurm(&["SLURM_PROCID=3", "SLURM_CONF=/etc/slurm.conf"]), None);
+        // The old spellings where the new ones are absent; the new ones win.
+        let old = slurm(&["SLURM_JOBID=12", "SLURM_NODELIST=n1", "SLURM_JOB_ID=13"])
+            .expect("in a job");
+        assert_eq!((old.job_id.as_deref(), old.nodelist.as_deref()), (Some("13"), Some("n1")));
+    }
+
+    #[test]
+    fn slurm_labels_are_only_the_known_ones() {
+        let p = Placement {
+            slurm: slurm(&["SLURM_JOB_ID=4711", "SLURM_JOB_NODELIST=gpu01"]),
+            ..Placement::default()
+        };
+        assert_eq!(
+            p.labels(),
+            [
+                ("slurm_job_id", "4711".to_string()),
+                ("slurm_nodelist", "gpu01".to_string())
+            ]
         );
     }
 }

@@ -120,4 +120,7 @@ pub struct ProcInfo {
     /// Kubernetes pod, namespace and container when the process runs in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kube: Option<crate::model::placement::Kube>,
+    /// The Slurm job, array task and step when the process runs in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<crate::model::placement::Slurm>,
 }

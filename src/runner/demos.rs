@@ -14,26 +14,26 @@ pub(super) struct Demo {
 pub(super) const DEMOS: [Demo; 4] = [
     Demo {
         name: "h200x2",
-        file: "demo.gpumon.jsonl",
+        file: "demo.gpumon.jsonl.gz",
         what: "2 H200s recorded for this demo: a run leaking 96 MiB/epoch (growth alert \
                with its OOM forecast), curricula whose caches fragment, allocator state \
                from companions (165 s)",
     },
     Demo {
         name: "leaks",
-        file: "demo-leaks.gpumon.jsonl",
+        file: "demo-leaks.gpumon.jsonl.gz",
         what: "2 H200s, 13 processes, 8 with companions: epoch leaks raise growth alerts \
                with an OOM forecast, a fragmentation OOM, a grab-all process (142 s)",
     },
     Demo {
         name: "fragmentation",
-        file: "demo-companion.gpumon.jsonl",
+        file: "demo-companion.gpumon.jsonl.gz",
         what: "the same two cards with other companions: a cache that shatters until a \
                64 MiB request fits no hole (fragmentation risk, then OOM) (142 s)",
     },
     Demo {
         name: "grow-shrink",
-        file: "demo-grow-shrink.gpumon.jsonl",
+        file: "demo-grow-shrink.gpumon.jsonl.gz",
         what: "1 H200, PyTorch growing and shrinking next to two processes that see the \
                card through different CUDA_VISIBLE_DEVICES; no companion (80 s)",
     },

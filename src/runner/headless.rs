@@ -397,10 +397,23 @@ pub(super) fn snapshot(args: &crate::cli::SnapshotArgs) -> Result<i32> {
             return Ok(crate::cli::exit::NO_GPU);
         }
     };
+    // `--gpu/--user/--pid` (and `-1`'s) as a live mode takes them: one that matches nothing
+    // here is a usage error, not an empty table.
+    check_live_filter(&args.filter, &header.gpus)?;
+    let mut filter = new_filter(&args.filter)?;
     let mut state = crate::model::state::State::default();
-    state.apply(&Frame::Header(header));
-    state.apply(&Frame::Procs { t: tick.t, procs });
-    state.apply(&Frame::Tick(tick));
+    for frame in [
+        Frame::Header(header),
+        Frame::Procs { t: tick.t, procs },
+        Frame::Tick(tick),
+    ] {
+        if let Some(kept) = filter.frame(&frame) {
+            state.apply(&kept);
+            if matches!(frame, Frame::Header(_)) {
+                filter.prune(&mut state);
+            }
+        }
+    }
     let text = match format {
         crate::cli::SnapshotFormat::Json => {
             serde_json::to_string_pretty(&crate::export::json::to_json(&state))? + "\n"

@@ -78,6 +78,21 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "0: the companion skips the gc.collect() that makes the epoch floor comparable.",
     ),
     (
+        "GPUMON_LOG_TO",
+        "The Python companion also logs gpumon's allocator series, epoch floors and peaks, \
+         OOMs and alerts to these, comma-separated: wandb (the active wandb.run), \
+         tensorboard or tensorboard=DIR (a SummaryWriter of the kind the program imports).",
+    ),
+    (
+        "GPUMON_LOG_EVERY_S",
+        "Seconds between two points of the series GPUMON_LOG_TO logs (default 30).",
+    ),
+    (
+        "GPUMON_ALERTS_JSONL",
+        "The file a monitor writes with --alerts-jsonl: the companion logs this process's \
+         alerts from it to the GPUMON_LOG_TO targets.",
+    ),
+    (
         "GPUMON_DEMO",
         "gpumon demo plays this recording instead of a bundled one.",
     ),
@@ -103,6 +118,14 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "A distributed job's launcher variables (torchrun, DeepSpeed, Lightning): read from a \
          process's environment (/proc) and by its companion to name its rank and group the \
          ranks of one job; gpumon never changes them.",
+    ),
+    (
+        "SLURM_JOB_ID, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID, SLURM_STEP_ID, SLURM_JOB_NODELIST, \
+         SLURM_PROCID, SLURM_LOCALID, SLURM_STEP_NUM_TASKS",
+        "Slurm's, read from a process's environment (/proc; the older SLURM_JOBID, SLURM_STEPID \
+         and SLURM_NODELIST too): the job, array task and node list label its series, the \
+         ranks of one srun step are one job (train.py@slurm:12345.0), and the task ids rank \
+         processes no launcher gave a RANK; gpumon never changes them.",
     ),
     (
         "GPUMON_PRELOAD_SO",

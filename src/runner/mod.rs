@@ -228,7 +228,7 @@ pub(super) fn set_filter(pipe: &mut Pipeline, f: &crate::cli::FilterArgs) -> Res
 }
 
 /// `--user 1000` matches the name /proc gives that uid here.
-fn new_filter(f: &crate::cli::FilterArgs) -> Result<crate::pipeline::filter::Filter> {
+pub(super) fn new_filter(f: &crate::cli::FilterArgs) -> Result<crate::pipeline::filter::Filter> {
     crate::pipeline::filter::Filter::new(&f.gpu, &f.user, &f.pid, crate::source::procfs::user_name)
 }
 

@@ -53,6 +53,7 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
     if let Ok(env) = fs::read(format!("{dir}/environ")) {
         info.env_readable = true;
         let mut kube = crate::model::placement::KubeEnv::default();
+        let mut slurm = crate::model::placement::Slurm::default();
         for var in env.split(|&b| b == 0) {
             let var = String::from_utf8_lossy(var);
             if let Some(v) = var.strip_prefix("CUDA_VISIBLE_DEVICES=") {
@@ -71,10 +72,11 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
                 port = Some(v.trim().to_string());
             } else if let Some(v) = var.strip_prefix("TORCHELASTIC_RUN_ID=") {
                 info.run_id = Some(v.trim().to_string()).filter(|v| !v.is_empty());
-            } else {
+            } else if !slurm.var(&var) {
                 kube.var(&var);
             }
         }
+        info.slurm = slurm.finish();
         info.master = match (addr, port) {
             (Some(a), Some(p)) if !a.is_empty() && !p.is_empty() => Some(format!("{a}:{p}")),
             _ => None,

@@ -11,7 +11,7 @@ use crate::support::{app_from, render, theme};
 #[test]
 fn a_grab_all_alert_ends_with_its_process_and_the_row_reads_exited() {
     for rec in [
-        "../../assets/demo-companion.gpumon.jsonl",
+        "../../assets/demo-companion.gpumon.jsonl.gz",
         "../corpus/corpus_leak.jsonl",
     ] {
         let app = app_from(rec, None);

@@ -31,11 +31,18 @@ fn recordings() -> Vec<PathBuf> {
             .flatten()
         {
             let p = e.path();
-            let is_jsonl = p.extension().is_some_and(|x| x == "jsonl");
-            let first = std::fs::read_to_string(&p)
-                .ok()
-                .and_then(|s| s.lines().next().map(str::to_string))
-                .unwrap_or_default();
+            let name = p.to_string_lossy();
+            // The bundled demos are stored gzipped.
+            let is_jsonl = name.ends_with(".jsonl") || name.ends_with(".jsonl.gz");
+            let first = if is_jsonl {
+                crate::support::read_text(&p)
+                    .lines()
+                    .next()
+                    .map(str::to_string)
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
             if is_jsonl && first.contains(r#""type":"header""#) {
                 v.push(p);
             }
@@ -43,6 +50,8 @@ fn recordings() -> Vec<PathBuf> {
     }
     v.sort();
     assert!(v.len() >= 10, "the bundled recordings: {v:?}");
+    let demos = v.iter().filter(|p| p.starts_with(root().join("assets"))).count();
+    assert_eq!(demos, 4, "every bundled demo is compared: {v:?}");
     v
 }
 
@@ -62,6 +71,7 @@ fn alert_log(path: &Path) -> String {
 fn golden_name(path: &Path) -> String {
     let rel = path.strip_prefix(root()).expect("inside the repository");
     let s = rel.to_string_lossy().replace('/', "__");
+    let s = s.strip_suffix(".gz").unwrap_or(&s);
     format!("{}.alerts.jsonl", s.trim_end_matches(".jsonl"))
 }
 

@@ -25,7 +25,7 @@ impl Drop for KillOnDrop {
 }
 
 fn demo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl.gz")
 }
 
 fn basic(user: &str, pass: &str) -> String {

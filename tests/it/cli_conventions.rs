@@ -210,3 +210,43 @@ fn completions_and_man_page_come_from_the_cli() {
         .stdout(predicate::str::contains(".TH gpumon 1"))
         .stdout(predicate::str::contains("completions"));
 }
+
+/// htop's and nvitop's habits: `-1` is `gpumon snapshot` (same output and status), `-d`
+/// counts tenths of a second, `-u`/`-p` filter as `--user`/`--pid` do.
+#[test]
+fn htop_and_nvitop_short_flags_do_what_they_do_there() {
+    let snap = gpumon().args(["snapshot"]).output().expect("runs");
+    let once = gpumon().args(["-1"]).output().expect("runs");
+    assert_eq!(once.status.code(), snap.status.code());
+    assert_eq!(
+        String::from_utf8_lossy(&once.stdout),
+        String::from_utf8_lossy(&snap.stdout)
+    );
+    assert_eq!(
+        gpumon().args(["watch", "--once"]).output().expect("runs").status.code(),
+        snap.status.code()
+    );
+    gpumon()
+        .args(["-1", "--record", "r.gpumon.jsonl.gz"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+    gpumon()
+        .args(["-d", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("tenths of a second"));
+    let rec = support::fixture("h200_torch_grow_shrink.jsonl");
+    let out = gpumon()
+        .args(["replay", "--headless", "--jsonl", "-", "-u", "root", "-p", "461"])
+        .arg(&rec)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = String::from_utf8_lossy(&out.stdout);
+    let pids: std::collections::BTreeSet<u64> = rows
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?.get("pid")?.as_u64())
+        .collect();
+    assert_eq!(pids.into_iter().collect::<Vec<_>>(), [461], "{rows}");
+}

@@ -95,7 +95,7 @@ fn record_and_serve_stopped_by_sigterm_or_sighup_return_0() {
 fn headless_watch_and_follow_stopped_by_a_signal_return_0() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = assert_cmd::cargo::cargo_bin("gpumon");
-    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl");
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl.gz");
     for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
         for mode in ["watch", "follow"] {
             let csv = dir.path().join(format!("{mode}{sig}.csv"));

@@ -11,12 +11,12 @@ use predicates::prelude::*;
 use crate::support::gpumon;
 
 fn demo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl.gz")
 }
 
 /// The demo with line 51 and line 71 of the file broken (1-based, as an editor counts).
 fn broken_demo(dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(demo()).expect("demo");
+    let text = crate::support::read_text(&demo());
     let mut lines: Vec<&str> = text.lines().collect();
     lines[50] = "{\"type\":\"tick\",1:2}";
     lines[70] = "garbage";
@@ -39,7 +39,7 @@ fn a_headless_replay_without_outputs_says_what_it_played() {
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
     assert!(
         stdout.starts_with("gpumon: replayed ")
-            && stdout.contains("demo.gpumon.jsonl: 1816 frames over 2m45s")
+            && stdout.contains("demo.gpumon.jsonl.gz: 1816 frames over 2m45s")
             && stdout.contains(", 2 GPUs, 4 processes, 6 alerts raised"),
         "{stdout}"
     );

@@ -9,7 +9,7 @@ use predicates::prelude::*;
 use crate::support::gpumon;
 
 fn demo() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl.gz")
 }
 
 /// Live filters that match nothing: status 2, the reason, and no recording left behind.

@@ -4,7 +4,7 @@
 use crate::support::export::*;
 use gpumon::export::{Exporter, Format};
 use gpumon::model::frame::Frame;
-use gpumon::model::placement::Kube;
+use gpumon::model::placement::{Kube, Slurm};
 use gpumon::wire::{Hello, Message};
 
 fn text(frames: &[Frame]) -> String {
@@ -91,5 +91,45 @@ fn plain_processes_keep_exactly_their_labels() {
         for label in ["rank=", "pod=", "namespace=", "container"] {
             assert!(!l.contains(label), "{l}");
         }
+    }
+}
+
+/// Two tasks of one `srun` step without a launcher's RANK: Slurm's task ids rank them, the
+/// job is named as Slurm names it, and the Slurm ids are labels of their own.
+#[test]
+fn slurm_tasks_are_ranked_and_labelled_by_their_job() {
+    let mut frames = two_gpu_frames();
+    for f in &mut frames {
+        if let Frame::Procs { procs, .. } = f {
+            for p in procs.iter_mut() {
+                let task = if p.pid == 4242 { 0 } else { 1 };
+                let mut s = Slurm::default();
+                for v in [
+                    "SLURM_JOB_ID=81235".to_string(),
+                    "SLURM_STEP_ID=0".into(),
+                    format!("SLURM_PROCID={task}"),
+                    format!("SLURM_LOCALID={task}"),
+                    "SLURM_STEP_NUM_TASKS=2".into(),
+                    "SLURM_JOB_NODELIST=gpu[07-08]".into(),
+                ] {
+                    s.var(&v);
+                }
+                p.slurm = s.finish();
+            }
+        }
+    }
+    let t = text(&frames);
+    for (pid, rank) in [(4242, 0), (5151, 1)] {
+        let l = line(&t, "gpumon_process_gpu_memory_peak_bytes{", pid);
+        for label in [
+            format!("rank=\"{rank}\""),
+            format!("local_rank=\"{rank}\""),
+            "slurm_job_id=\"81235\"".into(),
+            "slurm_nodelist=\"gpu[07-08]\"".into(),
+            "@slurm:81235.0\"".into(),
+        ] {
+            assert!(l.contains(&label), "{label} missing: {l}");
+        }
+        assert!(!l.contains("slurm_array"), "unknown labels are absent: {l}");
     }
 }

@@ -7,7 +7,7 @@ use crate::tmux_e2e::{have_tmux, keys, literal, pane, position, start_cmd, wait_
 
 fn recording() -> String {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("assets/demo-leaks.gpumon.jsonl")
+        .join("assets/demo-leaks.gpumon.jsonl.gz")
         .display()
         .to_string()
 }

@@ -40,7 +40,7 @@ fn process_labels(text: &str) -> Vec<(u32, String)> {
 
 /// The pids whose companion said it runs `python3 .../scenario.py ...` (its hello).
 fn scenario_pids(rec: &Path) -> BTreeSet<u32> {
-    let text = std::fs::read_to_string(rec).expect("recording");
+    let text = crate::support::read_text(rec);
     text.lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| v["type"] == "companion" && v["msg"]["type"] == "hello")
@@ -55,7 +55,7 @@ fn scenario_pids(rec: &Path) -> BTreeSet<u32> {
 
 #[test]
 fn metrics_from_a_recording_with_companions_name_the_script() {
-    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-companion.gpumon.jsonl");
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-companion.gpumon.jsonl.gz");
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
         // Slow enough to be scraped while its jobs run (they have ended at its end).
         .args([

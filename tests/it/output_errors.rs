@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 /// 14.8 KB of alerts, 481 KB of CSV and 1.36 MB of JSONL when replayed headless.
 fn demo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-leaks.gpumon.jsonl")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-leaks.gpumon.jsonl.gz")
 }
 
 /// `gpumon replay --headless FLAG out` under an optional file-size limit.

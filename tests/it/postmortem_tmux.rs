@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use crate::tmux_e2e::{Session, have_tmux, keys, pane, reversed_rows, start_cmd, wait_for};
 
 const RECORDINGS: [&str; 4] = [
-    "assets/demo.gpumon.jsonl",
-    "assets/demo-leaks.gpumon.jsonl",
-    "assets/demo-companion.gpumon.jsonl",
-    "assets/demo-grow-shrink.gpumon.jsonl",
+    "assets/demo.gpumon.jsonl.gz",
+    "assets/demo-leaks.gpumon.jsonl.gz",
+    "assets/demo-companion.gpumon.jsonl.gz",
+    "assets/demo-grow-shrink.gpumon.jsonl.gz",
 ];
 
 fn path(file: &str) -> String {
@@ -145,7 +145,7 @@ fn enter_on_the_past_oom_of_a_process_that_died_opens_it_with_its_allocator_stat
         eprintln!("skipping: tmux not installed");
         return;
     }
-    let s = at_end("pm-oom", "assets/demo-leaks.gpumon.jsonl", 120, 40);
+    let s = at_end("pm-oom", "assets/demo-leaks.gpumon.jsonl.gz", 120, 40);
     keys(&s, &["a"]);
     wait_for(&s, "Alerts ", 10);
     // PID 789 died of an OOM its companion reported; its alert ended with it.
@@ -203,7 +203,7 @@ fn the_alerts_panel_opens_on_the_active_critical_alert_at_40x12() {
     let cmd = format!(
         "env LANG=C.UTF-8 TERM=xterm-256color {} replay {}; sleep 60",
         bin.display(),
-        path("assets/demo-companion.gpumon.jsonl")
+        path("assets/demo-companion.gpumon.jsonl.gz")
     );
     let s = start_cmd("pm-open", 40, 12, &cmd);
     wait_for(&s, "REPLAY", 15);

@@ -41,7 +41,7 @@ fn the_bundled_demos_record_at_least_5x_smaller_compressed() {
             .expect("name")
             .to_string_lossy()
             .into_owned();
-        if !name.ends_with(".gpumon.jsonl") {
+        if !name.ends_with(".gpumon.jsonl.gz") {
             continue;
         }
         demos += 1;

@@ -16,7 +16,7 @@ pub fn recordings() -> Vec<PathBuf> {
         .expect("assets/")
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with(".gpumon.jsonl"))
+        .filter(|p| p.to_string_lossy().ends_with(".gpumon.jsonl.gz"))
         .collect();
     v.sort();
     assert!(v.len() >= 4, "the bundled recordings: {v:?}");
@@ -223,7 +223,7 @@ fn a_missing_or_corrupt_recording_is_a_clear_error_and_leaves_no_page() {
     assert!(!out.exists());
 
     // A good start, then garbage: the line is skipped and named, the page told from the rest.
-    let good = std::fs::read_to_string(&recordings()[0]).expect("asset");
+    let good = crate::support::read_text(&recordings()[0]);
     let mut text: String = good.lines().take(50).collect::<Vec<_>>().join("\n");
     text.push_str("\n{\"type\":\"tick\",\"t\":oops}\n");
     let bad = dir.path().join("bad.gpumon.jsonl");
@@ -337,7 +337,7 @@ fn record_writes_its_report_on_sigterm_and_sigint() {
 fn a_process_card_shows_the_whole_command_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("r.html");
-    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-leaks.gpumon.jsonl");
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-leaks.gpumon.jsonl.gz");
     gpumon()
         .arg("report")
         .arg(&rec)

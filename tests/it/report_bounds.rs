@@ -307,9 +307,8 @@ mod mutated {
     }
 
     fn base() -> Vec<String> {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-companion.gpumon.jsonl");
-        std::fs::read_to_string(p)
-            .expect("demo")
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-companion.gpumon.jsonl.gz");
+        crate::support::read_text(&p)
             .lines()
             .take(400)
             .map(str::to_string)

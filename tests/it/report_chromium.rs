@@ -160,7 +160,7 @@ fn every_bundled_report_renders_cleanly_in_chromium() {
         let name = rec
             .file_name()
             .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_suffix(".gpumon.jsonl"))
+            .and_then(|n| n.strip_suffix(".gpumon.jsonl.gz"))
             .expect("name")
             .to_string();
         let page = dir.path().join(format!("{name}.html"));

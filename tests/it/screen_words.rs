@@ -563,7 +563,7 @@ fn no_value_is_cut_in_a_real_terminal() {
     // The bundled demo in tmux at 80x24: overview, detail of each of the first processes,
     // and the alerts panel, read as the terminal shows them.
     let bin = assert_cmd::cargo::cargo_bin("gpumon");
-    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl");
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl.gz");
     let cmd = format!(
         "env LANG=C.UTF-8 TERM=xterm-256color {} replay {}; sleep 60",
         bin.display(),

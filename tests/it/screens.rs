@@ -263,7 +263,7 @@ fn overprinting_and_empty_screens_are_caught() {
 fn the_default_demo_shows_its_growth_alert_in_the_first_loop() {
     // The demo opens 40 s in and plays 165 s: the leak's alert must be on screen by the
     // time the first loop is half done, with its forecast.
-    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl");
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl.gz");
     let app = app_from(demo.to_str().expect("path"), Some(60_000));
     let (_, _, text, clashes) = checked(&app, 80, 24, false);
     assert!(clashes.is_empty(), "{clashes:?}");

@@ -26,7 +26,7 @@ impl Drop for KillOnDrop {
 }
 
 fn demo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl.gz")
 }
 
 /// A certificate for localhost and 127.0.0.1 with its key, written into `dir`; returns the

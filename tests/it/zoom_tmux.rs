@@ -8,7 +8,7 @@ use crate::tmux_e2e::{Session, have_tmux, keys, pane, start_cmd, wait_for};
 
 fn gpumon(tag: &str, w: u16, h: u16, env: &str) -> Session {
     let file =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-leaks.gpumon.jsonl");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-leaks.gpumon.jsonl.gz");
     let cmd = format!(
         "env LANG=C.UTF-8 TERM=xterm-256color {env} {} replay --speed max {}; sleep 60",
         assert_cmd::cargo::cargo_bin("gpumon").display(),

@@ -26,6 +26,18 @@ use gpumon::tui::ui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
+/// A recording's text, plain or gzipped (the bundled demos are stored gzipped).
+pub fn read_text(path: &Path) -> String {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return String::from_utf8(bytes).expect("utf-8");
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text
+}
+
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
