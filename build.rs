@@ -116,10 +116,10 @@ fn main() {
         // printed above this, says what failed.
         panic!(
             "building the LD_PRELOAD interposer failed ({status}): the nested `cargo build \
-             --manifest-path {}` reported why, above. An offline or vendored build must \
-             provide every crate of this package's Cargo.lock (the interposer uses only \
-             those). Set GPUMON_PRELOAD_SO to a prebuilt libgpumon_preload.so to skip this \
-             step.",
+             --manifest-path {}` says why above. It needs no crate that this package's \
+             Cargo.lock does not pin, so an offline or vendored build that can build gpumon \
+             has all it needs. Set GPUMON_PRELOAD_SO to a prebuilt libgpumon_preload.so to \
+             skip this step.",
             manifest.display()
         );
     }
