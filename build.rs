@@ -14,10 +14,20 @@
 //!
 //! The published crate has no `preload/` (`cargo package` leaves out a directory that holds a
 //! package of its own): it carries `preload-package/`, links in the repository to the
-//! interposer's sources, manifest and the workspace's lock. There the interposer is built from
-//! a copy in OUT_DIR laid out as the repository is (`preload/src` includes
-//! `src/wire/protocol.rs` by a relative path), as a workspace of its own, without its
-//! dev-dependencies (they name the monitor by path), pinned by the repository's lock.
+//! interposer's sources and manifest. There the interposer is built from a copy in OUT_DIR,
+//! as a workspace of its own, without its dev-dependencies (they name the monitor by path),
+//! pinned by this package's own `Cargo.lock`.
+//!
+//! Offline and vendored builds (distributions, Nix, docs.rs): the interposer depends only on
+//! crates gpumon itself depends on (`tests/it/packaging.rs` checks it), so `cargo vendor`
+//! output for gpumon holds everything the nested build needs, at the versions the lock pins.
+//! The nested cargo runs in this package's directory with the outer environment, so it sees
+//! the same `.cargo/config.toml` source replacement and `CARGO_NET_OFFLINE`; with the lock
+//! complete and the crates already on disk it makes no network request either way.
+//! `scripts/offline_check.sh` builds the packaged crate so, with an empty CARGO_HOME.
+//!
+//! docs.rs only documents the crate and never runs it: under `DOCS_RS` the interposer is
+//! not built and an empty file is embedded in its place.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,8 +36,15 @@ const LIB: &str = "libgpumon_preload.so";
 
 fn main() {
     println!("cargo:rerun-if-env-changed=GPUMON_PRELOAD_SO");
+    println!("cargo:rerun-if-env-changed=DOCS_RS");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let dest = out.join(LIB);
+    if std::env::var_os("DOCS_RS").is_some() {
+        std::fs::write(&dest, b"")
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", dest.display()));
+        println!("cargo:rustc-env=GPUMON_PRELOAD_HASH=0000000000000000");
+        return;
+    }
     if let Some(prebuilt) = std::env::var_os("GPUMON_PRELOAD_SO").filter(|v| !v.is_empty()) {
         let prebuilt = PathBuf::from(prebuilt);
         println!("cargo:rerun-if-changed={}", prebuilt.display());
@@ -47,7 +64,7 @@ fn main() {
             manifest.display()
         );
     }
-    // The interposer also compiles in the protocol's shared definitions (`include!`).
+    // The interposer also compiles the protocol's shared definitions (a link to them).
     for p in [
         "preload/src",
         "preload/Cargo.toml",
@@ -94,9 +111,16 @@ fn main() {
         .status()
         .unwrap_or_else(|e| panic!("cannot run cargo to build the interposer: {e}"));
     if !status.success() {
+        // The toolchain is not the cause to suspect: the outer cargo already refused a rustc
+        // older than `rust-version`, and the nested build uses the same one. Its own error,
+        // printed above this, says what failed.
         panic!(
-            "building the LD_PRELOAD interposer (preload/) failed ({status}); it needs Rust \
-             1.88 or newer. Set GPUMON_PRELOAD_SO to a prebuilt library to skip this step."
+            "building the LD_PRELOAD interposer failed ({status}): the nested `cargo build \
+             --manifest-path {}` says why above. It needs no crate that this package's \
+             Cargo.lock does not pin, so an offline or vendored build that can build gpumon \
+             has all it needs. Set GPUMON_PRELOAD_SO to a prebuilt libgpumon_preload.so to \
+             skip this step.",
+            manifest.display()
         );
     }
     let mut built = target_dir;
@@ -108,18 +132,9 @@ fn main() {
     copy(&built, &dest);
 }
 
-/// Lays the packaged interposer out in `dir` as in the repository and returns its manifest.
+/// Lays the packaged interposer out in `dir` and returns its manifest.
 fn stage(root: &Path, packaged: &Path, dir: &Path) -> PathBuf {
-    let fail = |what: &Path, e: std::io::Error| -> ! {
-        panic!(
-            "cannot stage the interposer's sources ({}): {e}",
-            what.display()
-        )
-    };
-    sync(&packaged.join("src"), &dir.join("preload/src"));
-    let proto = dir.join("src/wire/protocol.rs");
-    std::fs::create_dir_all(dir.join("src/wire")).unwrap_or_else(|e| fail(&proto, e));
-    write_if_changed(&proto, &read(&root.join("src/wire/protocol.rs")));
+    sync(&packaged.join("src"), &dir.join("src"));
     let text = String::from_utf8(read(&packaged.join("Cargo.toml.in")))
         .unwrap_or_else(|e| panic!("preload-package/Cargo.toml.in is not UTF-8: {e}"));
     let mut kept = String::new();
@@ -134,11 +149,13 @@ fn stage(root: &Path, packaged: &Path, dir: &Path) -> PathBuf {
         }
     }
     kept.push_str("\n# Built by gpumon's build.rs from the packaged sources: a workspace of its own.\n[workspace]\n");
-    let manifest = dir.join("preload/Cargo.toml");
+    let manifest = dir.join("Cargo.toml");
     write_if_changed(&manifest, kept.as_bytes());
-    let lock = packaged.join("Cargo.lock.in");
+    // gpumon's own lock: it pins every crate the interposer uses (cargo drops the rest
+    // from this copy), so the interposer is built from the versions gpumon was.
+    let lock = root.join("Cargo.lock");
     if lock.is_file() {
-        write_if_changed(&dir.join("preload/Cargo.lock"), &read(&lock));
+        write_if_changed(&dir.join("Cargo.lock"), &read(&lock));
     }
     manifest
 }

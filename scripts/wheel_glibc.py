@@ -12,9 +12,13 @@ when `gpumon run` preloads it into a job on an old cluster. This script reads th
   cut out by its section table), needs no GLIBC_ symbol version above that; at least one
   embedded ELF (the interposer) must be found, so the check cannot pass by reading nothing;
 * none of them needs a newer loader's feature: no packed relocations (DT_RELR, glibc 2.36,
-  which the linker marks by requiring `GLIBC_ABI_DT_RELR`) and no other `GLIBC_ABI_` version.
+  which the linker marks by requiring `GLIBC_ABI_DT_RELR`) and no other `GLIBC_ABI_` version;
+* every one of them is built for the architecture the wheel's tags name (ELF e_machine): a
+  cross-built wheel whose interposer was built for the build machine would install, and
+  fail only when `gpumon run` preloads it (the loader refuses a foreign library).
 
-`--elf BINARY` checks one binary (`cargo install`'s) and what is embedded in it the same way.
+`--elf BINARY` checks one binary (`cargo install`'s) and what is embedded in it the same way,
+the embedded files against the binary's own architecture.
 `--baseline PROGRAM` raises the limit to the newest glibc version PROGRAM needs: a plain Rust
 program linked on the same machine, which needs what the start files and Rust's standard
 library take from that glibc (GLIBC_2.34 on glibc 2.34 or newer). A binary that needs more
@@ -36,6 +40,17 @@ SHT_DYNAMIC = 6
 # DT_RELRSZ, DT_RELR, DT_RELRENT: relative relocations packed, which only glibc 2.36's
 # loader applies (an older one would leave every pointer of the binary unrelocated).
 DT_RELR_TAGS = {35, 36, 37}
+# ELF e_machine of each architecture a wheel tag may name.
+MACHINES = {"x86_64": 62, "aarch64": 183}
+MACHINE_NAMES = {v: k for k, v in MACHINES.items()}
+
+
+def machine(elf):
+    return struct.unpack_from("<H", elf, 18)[0]
+
+
+def machine_name(m):
+    return MACHINE_NAMES.get(m, f"e_machine {m}")
 
 
 def version(text):
@@ -104,11 +119,13 @@ def glibc_needs(elf, abi=None):
     return out
 
 
-def check_elf(name, data, limit, problems):
+def check_elf(name, data, limit, problems, arch):
     abi = set()
     needs = glibc_needs(data, abi)
     top = max(needs, key=version) if needs else "none"
-    print(f"  {name}: {len(data)} bytes, highest GLIBC_ {top}")
+    print(f"  {name}: {machine_name(machine(data))}, {len(data)} bytes, highest GLIBC_ {top}")
+    if machine(data) != arch:
+        problems.append(f"{name} is built for {machine_name(machine(data))}, not {machine_name(arch)}")
     over = sorted((v for v in needs if version(v) > limit), key=version)
     if over:
         problems.append(f"{name} needs GLIBC_{', GLIBC_'.join(over)}")
@@ -118,7 +135,7 @@ def check_elf(name, data, limit, problems):
         problems.append(f"{name} has packed relocations (DT_RELR), which need glibc 2.36")
 
 
-def check_embedded(name, data, limit, problems):
+def check_embedded(name, data, limit, problems, arch):
     """Checks every ELF file inside `data` (past its own header); returns how many."""
     embedded = 0
     start = 1
@@ -128,7 +145,7 @@ def check_embedded(name, data, limit, problems):
             start = off + 1
             continue
         embedded += 1
-        check_elf(f"{name} + {off:#x} (embedded)", data[off : off + size], limit, problems)
+        check_elf(f"{name} + {off:#x} (embedded)", data[off : off + size], limit, problems, arch)
         start = off + size
     return embedded
 
@@ -144,7 +161,7 @@ def report(problems, what, limit_text):
         print(f"{what} glibc check: {p}", file=sys.stderr)
     if problems:
         sys.exit(1)
-    print(f"{what} glibc check: ok (at most glibc {limit_text}, no packed relocations)")
+    print(f"{what} glibc check: ok (at most glibc {limit_text}, no packed relocations, one architecture)")
 
 
 def main(argv):
@@ -174,8 +191,9 @@ def main(argv):
         with open(elf, "rb") as f:
             data = f.read()
         print(elf)
-        check_elf(elf, data, limit, problems)
-        if check_embedded(elf, data, limit, problems) == 0:
+        arch = machine(data)
+        check_elf(elf, data, limit, problems, arch)
+        if check_embedded(elf, data, limit, problems, arch) == 0:
             problems.append("no embedded ELF file found: where is the interposer?")
         report(problems, "binary", limit_text)
         return
@@ -198,13 +216,18 @@ def main(argv):
                 problems.append(f"platform tag {p} is not manylinux")
             elif glibc > limit:
                 problems.append(f"platform tag {p} asks for more than glibc {limit_text}")
+        archs = {a for p in platforms for a in MACHINES if p.endswith("_" + a)}
+        if len(archs) != 1:
+            report(problems + [f"the tags name no one architecture: {', '.join(sorted(set(platforms)))}"], "wheel", limit_text)
+        arch = MACHINES[archs.pop()]
+        print(f"  architecture: {machine_name(arch)}")
         embedded = 0
         for n in z.namelist():
             data = z.read(n)
             if data[:4] != b"\x7fELF":
                 continue
-            check_elf(n, data, limit, problems)
-            embedded += check_embedded(n, data, limit, problems)
+            check_elf(n, data, limit, problems, arch)
+            embedded += check_embedded(n, data, limit, problems, arch)
     if embedded == 0:
         problems.append("no embedded ELF file found: where is the interposer?")
     report(problems, "wheel", limit_text)

@@ -8,7 +8,7 @@
 //! Crate map, bottom to top: each module imports only modules listed before it, and no two
 //! files import each other, even indirectly (gpumon's `tests/it/architecture.rs` checks both):
 //! - `clock`: wall-clock timestamps
-//! - `cuda`: the FFI types (cudarc's driver types plus a raw status code)
+//! - `cuda`: the FFI types (the driver's typedefs from `cuda.h`, and a raw status code)
 //! - `protocol`: the protocol's constants, shared with gpumon (`src/wire/protocol.rs`)
 //! - `spin`: the spin lock that `fork` handlers can take and release
 //! - `ring`: the events buffered between two reporter ticks
@@ -36,6 +36,11 @@ pub mod fork;
 pub mod hist;
 pub mod hooks;
 pub mod lifecycle;
+/// The companion protocol's version, line limit, histogram range and message type names:
+/// `protocol.rs` here is a link to the monitor's own definition (`src/wire/protocol.rs`), so
+/// the interposer and gpumon cannot disagree, and `cargo package` of this crate stores the
+/// file itself. The monitor's `wire::cross_language` tests check that this stays the
+/// interposer's only source of them.
 pub mod protocol;
 pub mod real;
 pub mod record;

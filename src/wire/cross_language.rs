@@ -1,5 +1,5 @@
 //! One protocol, three implementations: the monitor (this module), the native interposer
-//! (`preload/`, which compiles `protocol.rs` in through `include!`) and the Python companion
+//! (`preload/`, whose `protocol` module is a link to `protocol.rs`) and the Python companion
 //! (`python/gpumon`, which cannot, so its copies are checked here). These tests read the
 //! other two from the source tree and fail when they drift from `protocol.rs`:
 //!
@@ -205,20 +205,31 @@ fn python_accepts_the_monitors_hello() {
 #[test]
 fn the_interposer_takes_its_constants_from_protocol_rs() {
     let files = interposer();
-    let include = "include!(\"../../src/wire/protocol.rs\");";
-    let including: Vec<&str> = files
-        .iter()
-        .filter(|(_, text)| text.contains(include))
-        .map(|(path, _)| path.as_str())
-        .collect();
-    assert_eq!(including, ["preload/src/protocol.rs"]);
-    let included = root()
-        .join("preload/src")
-        .join("../../src/wire/protocol.rs");
+    // A link, not a copy: the interposer's package stores the file itself (`cargo package`
+    // follows links), and nothing outside its directory is read when it builds.
+    let link = root().join("preload/src/protocol.rs");
+    let meta = fs::symlink_metadata(&link).expect("preload/src/protocol.rs exists");
+    assert!(
+        meta.file_type().is_symlink(),
+        "preload/src/protocol.rs must be a link to src/wire/protocol.rs, not a copy"
+    );
     assert_eq!(
-        fs::canonicalize(included).expect("the included file exists"),
+        fs::canonicalize(&link).expect("the link resolves"),
         fs::canonicalize(root().join("src/wire/protocol.rs")).expect("protocol.rs exists")
     );
+    let lib = &files
+        .iter()
+        .find(|(path, _)| path == "preload/src/lib.rs")
+        .expect("preload/src/lib.rs")
+        .1;
+    assert!(
+        lib.lines().any(|l| l.trim() == "pub mod protocol;"),
+        "the interposer must compile the link as its `protocol` module"
+    );
+    let files: Vec<&(String, String)> = files
+        .iter()
+        .filter(|(path, _)| path != "preload/src/protocol.rs")
+        .collect();
     let own: Vec<String> = files
         .iter()
         .flat_map(|(path, text)| {

@@ -1,8 +1,9 @@
 // The companion protocol's shared definitions, one source for both Rust sides: the monitor
-// compiles this file as `wire::protocol`, the interposer `include!`s it
-// (`preload/src/protocol.rs`), and the monitor's `wire::cross_language` tests check the
-// Python companion's copies against it. Hence plain items only: no `use`, no paths into
-// either crate, and no inner attributes or `//!` docs (`include!` refuses them).
+// compiles this file as `wire::protocol`, the interposer as its `protocol` module through a
+// symbolic link (`preload/src/protocol.rs`), and the monitor's `wire::cross_language` tests
+// check the Python companion's copies against it. Hence plain items only: no `use`, no paths
+// into either crate, and no inner attributes or `//!` docs (each crate documents the module
+// where it declares it).
 
 /// The protocol version gpumon speaks (docs/protocol.md).
 pub const VERSION: u32 = 1;

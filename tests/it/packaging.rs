@@ -120,7 +120,6 @@ fn the_crate_holds_every_file_its_build_reads() {
         "build.rs",
         "Cargo.lock",
         "preload-package/Cargo.toml.in",
-        "preload-package/Cargo.lock.in",
         "README.md",
     ] {
         if !listed.contains(need) {
@@ -131,6 +130,50 @@ fn the_crate_holds_every_file_its_build_reads() {
         missing.is_empty(),
         "cargo package would leave out (Cargo.toml `include`):\n{}",
         missing.join("\n")
+    );
+}
+
+/// `name vX.Y.Z` of every registry crate in a package's graph over the given edge kinds.
+fn graph(package: &str, edges: &str) -> BTreeSet<String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["tree", "--offline", "--locked", "--prefix", "none"])
+        .args(["--format", "{p}", "-e", edges, "-p", package])
+        .current_dir(root())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        // Workspace members are shown with their path; `(*)` marks a repeat.
+        .filter(|l| !l.contains(" (/"))
+        .map(|l| l.trim_end_matches(" (*)").to_string())
+        .collect()
+}
+
+/// The packaged crate builds the interposer in a nested cargo (build.rs), and a distribution
+/// builds it from `cargo vendor` output, which holds gpumon's own dependency graph only (the
+/// interposer is no dependency of gpumon). A crate the interposer uses and gpumon does not
+/// is missing there, and the offline build fails, as it once did for cudarc.
+/// scripts/offline_check.sh runs that build; this names the crate in a second.
+#[test]
+fn the_interposer_uses_only_crates_gpumon_itself_builds() {
+    let gpumon = graph("gpumon", "normal,build");
+    let interposer = graph("gpumon-preload", "normal,build");
+    assert!(
+        interposer.iter().any(|p| p.starts_with("libc v")),
+        "cargo tree read nothing: {interposer:?}"
+    );
+    let extra: Vec<&String> = interposer.difference(&gpumon).collect();
+    assert!(
+        extra.is_empty(),
+        "the interposer (preload/Cargo.toml) depends on crates gpumon does not, which an \
+         offline build from `cargo vendor` output of the packaged crate cannot get: {extra:?}"
     );
 }
 

@@ -1,8 +1,9 @@
 //! scripts/wheel_glibc.py, the release wheel's glibc check, catches what it is for: wheels
 //! are made here from this build's binary (linked against this machine's glibc, with the
 //! interposer embedded), so the script must see the interposer inside it, refuse a glibc
-//! floor both exceed, refuse a tag that is not manylinux, and refuse a binary with nothing
-//! embedded. (scripts/wheel_check.sh runs it on the real manylinux2014 wheel.)
+//! floor both exceed, refuse a tag that is not manylinux, refuse a binary with nothing
+//! embedded, and refuse files built for another architecture than the tags name.
+//! (scripts/wheel_check.sh runs it on the real manylinux2014 wheels, x86-64 and aarch64.)
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -86,6 +87,24 @@ fn the_glibc_check_reads_the_embedded_interposer_and_the_tags() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("manylinux_2_34_x86_64 asks for more than glibc 2.17"),
+        "{err}"
+    );
+
+    // This machine's binary and interposer in a wheel that names the other architecture.
+    let (ours, other) = match std::env::consts::ARCH {
+        "aarch64" => ("aarch64", "x86_64"),
+        _ => ("x86_64", "aarch64"),
+    };
+    let foreign = wheel(dir.path(), gpumon, &format!("manylinux_2_17_{other}"));
+    let out = check(&foreign, "99.0");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("scripts/gpumon is built for {ours}, not {other}")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("(embedded) is built for {ours}, not {other}")),
         "{err}"
     );
 
