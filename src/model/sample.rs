@@ -41,7 +41,7 @@ pub enum ProcKind {
 }
 
 /// One process on one GPU as NVML lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ProcSample {
     pub pid: u32,
     #[serde(default)]

@@ -62,6 +62,9 @@ pub struct Run {
     pub who: BTreeMap<u32, crate::model::job::Identity>,
     /// The distributed jobs among the run's processes.
     pub jobs: Vec<crate::model::job::Job>,
+    /// How each process ended, or was ending when the run did, as the live view says it
+    /// (`State::ending`): the one account every page of the report reads.
+    pub ends: BTreeMap<u32, crate::model::exit::Exit>,
 }
 
 /// Readings left out of a report by its caps.
@@ -269,6 +272,7 @@ impl Collector {
                 dropped: Dropped::default(),
                 who: BTreeMap::new(),
                 jobs: vec![],
+                ends: BTreeMap::new(),
             },
             width,
             gpus,
@@ -297,7 +301,10 @@ impl Collector {
         self.run.frames += 1;
         self.run.end = self.run.end.max(f.time());
         match f {
-            Frame::Tick(tick) => self.tick(tick, state),
+            Frame::Tick(tick) => {
+                self.tick(tick, state);
+                self.note_ends(state);
+            }
             Frame::Procs { procs, .. } => {
                 for p in procs {
                     let cmd = p.cmdline.as_ref().filter(|c| !c.trim().is_empty());
@@ -545,6 +552,23 @@ impl Collector {
 }
 
 impl Collector {
+    /// Each process's end as the model tells it now: marked, provisional (an OOM while
+    /// the exit's grace runs), or taken back when NVML lists it again.
+    fn note_ends(&mut self, state: &State) {
+        for (pid, p) in &state.procs {
+            match state.ending(p) {
+                Some(e) if self.run.ends.len() < MAX_NAMES || self.run.ends.contains_key(pid) => {
+                    self.run.ends.insert(*pid, e);
+                }
+                Some(_) => {}
+                None if p.unlisted == 0 => {
+                    self.run.ends.remove(pid);
+                }
+                None => {}
+            }
+        }
+    }
+
     /// What the model knows of a process's program, rank and job, kept past its exit.
     fn note_who(&mut self, pid: u32, state: &State) {
         if self.who.len() >= MAX_NAMES && !self.who.contains_key(&pid) {

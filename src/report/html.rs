@@ -6,7 +6,6 @@
 use std::fmt::Write;
 
 use crate::fmt::human;
-use crate::model::alerts::AlertKind;
 use crate::model::allocator::frag_index;
 use crate::model::named::Framework;
 use crate::model::time::rfc3339;
@@ -230,18 +229,13 @@ fn proc_title(run: &Run, p: &ProcRun) -> String {
         parts.push(fw);
     }
     if let (Some(a), Some(b)) = (p.first_seen(), p.last_seen()) {
-        // A process that died of an OOM says so, as its row in the live view does.
-        let oom = run.alerts.iter().any(|a| {
-            a.pid == Some(p.pid) && matches!(a.kind, AlertKind::Oom | AlertKind::FragmentationOom)
-        });
-        let ended = if b < run.end - 2 * run.header.interval_ms as i64 {
-            if oom {
-                format!("ended by an OOM, last seen {}", utc(b))
-            } else {
+        // How it ended in the live view's word (`OOM`, `killed`, `exited`), from the model.
+        let ended = match run.ends.get(&p.pid) {
+            Some(e) => format!("{} at {}", e.cause.label(), utc(e.at)),
+            None if b < run.end - 2 * run.header.interval_ms as i64 => {
                 format!("gone after {}", utc(b))
             }
-        } else {
-            "running at the end".into()
+            None => "running at the end".into(),
         };
         parts.push(format!("from {} · {ended}", utc(a)));
     }

@@ -352,9 +352,71 @@ fn a_process_card_shows_the_whole_command_line() {
 
 /// A process the OOM ended says so on its card, as its row in the live view does (`OOM`),
 /// and one that exited without one is only "gone": corpus4's six OOM runs and the rest.
+/// A process an OOM ended reads `OOM` in every view: its row's USED cell from the moment
+/// NVML stops listing it (never `gone` beside its OOM alert while the exit's grace runs),
+/// and its report card, at the time the row's model gives.
 #[test]
-fn a_process_ended_by_an_oom_says_so_on_its_card() {
+fn a_process_ended_by_an_oom_reads_oom_in_every_view() {
+    use gpumon::tui::ui::proc_column::{ProcColumn, RowCtx};
     let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus4/corpus4.gpumon.jsonl.gz");
+    let ooms: Vec<u32> = std::fs::read_to_string(rec.with_file_name("truth4.jsonl"))
+        .expect("truth")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|t| t["oom_epoch"].is_u64())
+        .map(|t| t["pid"].as_u64().expect("pid") as u32)
+        .collect();
+    assert_eq!(ooms.len(), 6);
+
+    // The live view, tick by tick: each OOM process's USED cell once it has no bytes.
+    let mut app = gpumon::tui::app::App::new(
+        gpumon::tui::app::SourceKind::Replay {
+            file: rec.display().to_string(),
+            demo: false,
+        },
+        gpumon::pipeline::Pipeline::default(),
+    );
+    let theme = crate::support::theme(true);
+    let mut words: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
+    for f in crate::support::frames(&rec) {
+        app.apply(&f);
+        if !matches!(f, gpumon::model::frame::Frame::Tick(_)) {
+            continue;
+        }
+        let s = app.view_state();
+        for pid in &ooms {
+            let Some(p) = s.procs.get(pid) else { continue };
+            for pg in p.gpus.values().filter(|pg| pg.last_used.is_none()) {
+                let r = RowCtx {
+                    p,
+                    pg,
+                    now: s.now,
+                    state: Some(s),
+                    theme: &theme,
+                };
+                let cell = (ProcColumn::Used.spec().cell)(&r, 9);
+                let text: String = cell.iter().map(|s| s.content.to_string()).collect();
+                words.entry(*pid).or_default().push(text);
+            }
+        }
+    }
+    let ends: std::collections::BTreeMap<u32, i64> = ooms
+        .iter()
+        .map(|pid| {
+            let s = app.view_state();
+            let e = s.ending(&s.procs[pid]).expect("ended");
+            (*pid, e.at)
+        })
+        .collect();
+    for pid in &ooms {
+        let w = &words[pid];
+        assert!(
+            !w.is_empty() && w.iter().all(|t| t == "OOM"),
+            "PID {pid}'s row after its last reading: {w:?}"
+        );
+    }
+
+    // The report's card of each says the same word, at the same time.
     let dir = tempfile::tempdir().expect("tempdir");
     let page = dir.path().join("r.html");
     let out = gpumon()
@@ -370,16 +432,21 @@ fn a_process_ended_by_an_oom_says_so_on_its_card() {
         String::from_utf8_lossy(&out.stderr)
     );
     let html = std::fs::read_to_string(&page).expect("page");
-    let ooms = std::fs::read_to_string(rec.with_file_name("truth4.jsonl"))
-        .expect("truth")
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|t| t["oom_epoch"].is_u64())
-        .count();
-    assert_eq!(ooms, 6);
-    assert_eq!(
-        html.matches("ended by an OOM, last seen").count(),
-        ooms,
-        "{html}"
+    for (pid, at) in ends {
+        let clock = gpumon::report::summary::utc(at);
+        let title = html
+            .split("<h3>")
+            .skip(1)
+            .find(|h| h.starts_with(&format!("PID {pid} ")))
+            .and_then(|h| h.split("</h3>").next())
+            .unwrap_or_else(|| panic!("PID {pid}'s card"));
+        assert!(
+            title.contains(&format!("· OOM at {clock}")),
+            "PID {pid}: {title}"
+        );
+    }
+    assert!(
+        !html.contains("gone after"),
+        "no process left for no known cause"
     );
 }

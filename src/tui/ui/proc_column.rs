@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use super::legend::{self, Term};
 use super::theme::Theme;
 use crate::fmt::human;
-use crate::model::exit::ExitCause;
+use crate::model::exit::{Exit, ExitCause};
 use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::model::time::Ts;
@@ -145,8 +145,9 @@ impl ProcColumn {
                 sort: Some(SortKey::Used),
                 legend: Some(legend::USED),
                 cell: |r, _| {
-                    let style = used_style(r.p, r.theme);
-                    vec![Span::styled(used_label(r.p, r.pg, r.now), style)]
+                    let end = ending(r);
+                    let style = used_style(end, r.theme);
+                    vec![Span::styled(used_label(end, r.pg, r.now), style)]
                 },
             },
             ProcColumn::Peak => Spec {
@@ -371,10 +372,9 @@ fn program_command(p: &ProcState) -> String {
 
 fn command_cell(r: &RowCtx, width: usize) -> Vec<Span<'static>> {
     // When it ended, where the command column has room to spare for it.
-    let ended =
-        r.p.exit
-            .map(|e| format!(" ended {}", r.theme.clock(e.at)))
-            .filter(|t| width >= 24 + t.chars().count());
+    let ended = ending(r)
+        .map(|e| format!(" ended {}", r.theme.clock(e.at)))
+        .filter(|t| width >= 24 + t.chars().count());
     let cmd_w = width - ended.as_ref().map_or(0, |t| t.chars().count());
     // The rank stays whole; the command is shortened into what is left.
     let rank = r.p.who.rank_prefix();
@@ -401,11 +401,17 @@ fn mapping_style(m: &Mapping, theme: &Theme) -> Style {
     }
 }
 
+/// How the row's process ended, or is ending (`State::ending`: an OOM reads `OOM` from
+/// the moment NVML stops listing it, as its alert does).
+fn ending(r: &RowCtx) -> Option<Exit> {
+    r.state.map_or(r.p.exit, |s| s.ending(r.p))
+}
+
 /// `n/a` when NVML gave no number; `gone` when NVML no longer lists the process (for
 /// a few seconds, or while its companion still talks); once it has ended, how: `exited`,
 /// `OOM` or `killed` (the row stays, with its last state, `keep_exited` long).
-fn used_label(p: &ProcState, pg: &ProcGpu, now: Ts) -> String {
-    if let Some(e) = p.exit {
+fn used_label(end: Option<Exit>, pg: &ProcGpu, now: Ts) -> String {
+    if let Some(e) = end {
         return e.cause.label().into();
     }
     match pg.last_used {
@@ -415,8 +421,8 @@ fn used_label(p: &ProcState, pg: &ProcGpu, now: Ts) -> String {
     }
 }
 
-fn used_style(p: &ProcState, theme: &Theme) -> Style {
-    match p.exit.map(|e| e.cause) {
+fn used_style(end: Option<Exit>, theme: &Theme) -> Style {
+    match end.map(|e| e.cause) {
         None => theme.used(),
         Some(ExitCause::Oom) => theme.error(),
         Some(ExitCause::Killed) => theme.warn(),
