@@ -166,6 +166,7 @@ fn gpu_section(o: &mut String, run: &Run) {
         let d = charts::gpu_chart(run, g);
         o.push_str(&d.svg);
         legend(o, &d);
+        notes(o, &d);
         o.push_str("</div>");
     }
     o.push_str("</section>");
@@ -200,6 +201,7 @@ fn job_section(o: &mut String, run: &Run) {
         let d = charts::job_chart(run, job, i);
         o.push_str(&d.svg);
         legend(o, &d);
+        notes(o, &d);
         o.push_str("</div>");
     }
     o.push_str("</section>");
@@ -257,9 +259,7 @@ fn proc_section(o: &mut String, run: &Run) {
         let d = charts::proc_chart(run, p, i);
         o.push_str(&d.svg);
         legend(o, &d);
-        for f in &d.forecasts {
-            let _ = write!(o, r#"<p class="forecast">{}</p>"#, esc(f));
-        }
+        notes(o, &d);
         o.push_str("</div>");
     }
     o.push_str("</section>");
@@ -474,6 +474,13 @@ fn moment(o: &mut String, run: &Run, p: &ProcRun, why: &str, m: &Moment, k: usiz
         }
     }
     o.push_str("</div>");
+}
+
+/// The words under a chart.
+fn notes(o: &mut String, d: &Drawn) {
+    for f in &d.notes {
+        let _ = write!(o, r#"<p class="forecast">{}</p>"#, esc(f));
+    }
 }
 
 fn capital(s: &str) -> String {
