@@ -617,6 +617,7 @@ mod tests {
                         pid,
                         kind: ProcKind::Compute,
                         used: Some(u),
+                        ..ProcSample::default()
                     })
                     .collect(),
                 error: used.is_none().then(|| "GPU is lost".to_string()),
