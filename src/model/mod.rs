@@ -6,6 +6,7 @@ pub mod allocator;
 pub mod caps;
 pub mod ending;
 pub mod exit;
+pub mod fleet;
 pub mod frame;
 pub mod growth_rate;
 pub mod job;

@@ -42,6 +42,7 @@ const EARLY: u32 = 4;
 
 mod completions;
 mod demos;
+mod fleet;
 mod headless;
 pub mod man;
 mod monitoring;
@@ -49,6 +50,7 @@ mod report;
 mod threads;
 mod tui;
 
+use fleet::*;
 use headless::*;
 use threads::*;
 use tui::*;
@@ -240,7 +242,7 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
     };
     if let Some(addr) = out.serve {
         let web = web_config(out.web_config_file.as_deref())?;
-        s.exporter = Some(start_exporter(addr, &host, web).await?);
+        s.exporter = Some(start_exporter(addr, &host, out.node.clone(), web).await?);
     }
     if out.csv.is_some() || out.jsonl.is_some() || out.alerts_jsonl.is_some() {
         // Past `ulimit -f` a write then fails with EFBIG, reported like any other.
@@ -314,9 +316,10 @@ pub(super) fn scheme(web: &WebConfig) -> &'static str {
 pub(super) async fn start_exporter(
     addr: SocketAddr,
     host: &str,
+    node: Option<String>,
     web: Arc<WebConfig>,
 ) -> Result<Arc<Exporter>> {
-    let exporter = Arc::new(Exporter::new(host.to_string()));
+    let exporter = Arc::new(Exporter::new(host.to_string()).named(node));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;

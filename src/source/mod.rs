@@ -4,6 +4,7 @@ pub mod event;
 pub(crate) mod nvml;
 mod proc_stats;
 pub mod procfs;
+pub mod prometheus;
 pub mod replay;
 mod seen;
 pub mod speed;

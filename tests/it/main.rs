@@ -49,6 +49,8 @@ mod export_flat;
 mod export_http;
 mod export_metrics;
 mod export_placement;
+mod fleet_screens;
+mod fleet_tmux;
 mod follow_hostile;
 mod frag_fields;
 mod freeze;
