@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::cli::{Cli, Command, DisplayArgs};
 use crate::model::alerts::config::AlertConfig;
-use crate::settings::{Settings, StartSort, StartView, ZOOMS};
+use crate::settings::{ExtraColumns, Settings, StartSort, StartView, ZOOMS};
 // The zoom steps' names, to refuse a window the TUI has no step for when the file is read.
 
 /// Every key the file may hold. All optional: an empty file is valid.
@@ -36,6 +36,9 @@ pub struct Config {
     pub window: Option<String>,
     /// The process lists' sort column: "used", "peak", "growth", "pid" or "name".
     pub sort: Option<String>,
+    /// The process lists' optional columns (SM%, CPU%, RSS, TIME, CONTAINER): "auto", "on"
+    /// or "off".
+    pub columns: Option<String>,
     /// Directory of companion sockets.
     pub socket_dir: Option<PathBuf>,
     /// Address `gpumon serve` listens on; the same forms as `--listen`.
@@ -182,6 +185,13 @@ pub fn parse(text: &str) -> Result<Resolved> {
             ),
         },
     };
+    let columns = match file.columns.as_deref() {
+        None => None,
+        Some(v) => match ExtraColumns::NAMES.iter().find(|(n, _)| *n == v) {
+            Some((_, c)) => Some(*c),
+            None => bail!("columns: '{v}' is not a mode; use auto, on or off"),
+        },
+    };
     let listen = file
         .listen
         .as_deref()
@@ -216,6 +226,7 @@ pub fn parse(text: &str) -> Result<Resolved> {
         view,
         zoom,
         sort,
+        columns,
         keep_exited,
         utc: file.utc,
         alerts: file.alerts.clone(),
@@ -399,6 +410,9 @@ view = "overview"
 # window = "5m"
 # The process lists' sort column: used, peak, growth, pid or name (`s` cycles, `I` inverts).
 sort = "used"
+# The process lists' optional columns, SM%, CPU%, RSS, TIME and CONTAINER: auto (each that
+# has data, where the table is wide), on (wherever the command keeps room) or off (`o` cycles).
+columns = "auto"
 # Directory of companion sockets (default: $GPUMON_DIR, $XDG_RUNTIME_DIR/gpumon, /tmp/gpumon-UID).
 # socket_dir = "/run/user/1000/gpumon"
 # Address `gpumon serve` listens on: ":19464" (loopback), "HOST:PORT", "[::1]:19464".

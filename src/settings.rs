@@ -62,6 +62,35 @@ impl StartSort {
     ];
 }
 
+/// The process table's optional columns (SM%, CPU%, RSS, TIME, CONTAINER): `Auto` shows
+/// each that has data where the table is wide; `On` wherever the command keeps room;
+/// `Off` never (`o` and F2 cycle them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExtraColumns {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl ExtraColumns {
+    /// Every mode with the name the file uses for it.
+    pub const NAMES: [(&'static str, ExtraColumns); 3] = [
+        ("auto", ExtraColumns::Auto),
+        ("on", ExtraColumns::On),
+        ("off", ExtraColumns::Off),
+    ];
+
+    /// The next mode `o` gives.
+    pub fn next(self) -> ExtraColumns {
+        match self {
+            ExtraColumns::Auto => ExtraColumns::On,
+            ExtraColumns::On => ExtraColumns::Off,
+            ExtraColumns::Off => ExtraColumns::Auto,
+        }
+    }
+}
+
 /// The file's settings that reach past the command line (the rest it fills into the flags).
 /// `None` everywhere leaves each mode its own default.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -70,6 +99,7 @@ pub struct Settings {
     /// The chart window, as a position in `ZOOMS` (checked by `config`).
     pub zoom: Option<usize>,
     pub sort: Option<StartSort>,
+    pub columns: Option<ExtraColumns>,
     /// `keep_exited`: `Some(None)` is "run" (until gpumon stops), `Some(Some(ms))` a span.
     pub keep_exited: Option<Option<i64>>,
     /// Clock times in UTC.

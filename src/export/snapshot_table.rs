@@ -176,6 +176,7 @@ mod tests {
             pid: 4242,
             kind: Default::default(),
             used: Some(74_000_000_000),
+            ..ProcSample::default()
         };
         s.apply(&Frame::Tick(Tick {
             t: 1_796_000_001_000,

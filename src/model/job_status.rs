@@ -104,6 +104,7 @@ mod tests {
                         pid,
                         kind: Default::default(),
                         used: Some(used),
+                        ..ProcSample::default()
                     })
                     .collect(),
                 error: None,

@@ -4,6 +4,7 @@ pub mod alerts;
 pub mod alloc_on;
 pub mod allocator;
 pub mod caps;
+pub mod ending;
 pub mod exit;
 pub mod fleet;
 pub mod frame;

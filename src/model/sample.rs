@@ -41,13 +41,23 @@ pub enum ProcKind {
 }
 
 /// One process on one GPU as NVML lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ProcSample {
     pub pid: u32,
     #[serde(default)]
     pub kind: ProcKind,
     /// `None` when NVML does not report it (e.g. some containers, WDDM).
     pub used: Option<u64>,
+    /// Its share of the GPU's streaming multiprocessors, in percent, over the last second
+    /// (NVML's process utilisation samples); `None` when NVML gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_util: Option<u32>,
+    /// Host CPU it used over the last second, in percent of one core (/proc/PID/stat).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f32>,
+    /// Host memory resident, in bytes (/proc/PID/statm).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss: Option<u64>,
 }
 
 /// One tick of one GPU. `error` set means the device could not be read this tick.
@@ -123,4 +133,7 @@ pub struct ProcInfo {
     /// The Slurm job, array task and step when the process runs in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<crate::model::placement::Slurm>,
+    /// When it started (Unix ms, from its start time in /proc and the boot time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<Ts>,
 }

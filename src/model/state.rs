@@ -9,7 +9,7 @@ use crate::model::frame::{Frame, Header, Level};
 use crate::model::job::{Identity, Job};
 use crate::model::mapping::{Mapping, logical_index};
 use crate::model::named::StatusSource;
-use crate::model::sample::{GpuInfo, GpuSample, ProcInfo, ProcKind, Tick};
+use crate::model::sample::{GpuInfo, GpuSample, ProcInfo, ProcKind, ProcSample, Tick};
 use crate::model::series::{Peak, Series};
 use crate::model::time::Ts;
 
@@ -71,6 +71,8 @@ pub struct ProcGpu {
     pub peak: Peak,
     pub last_seen: Ts,
     pub mapping: Mapping,
+    /// Its share of this GPU's SMs in the last sample that said (percent).
+    pub sm_util: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -84,6 +86,9 @@ pub struct ProcState {
     pub exit: Option<Exit>,
     /// Readable ticks in a row that did not list it (0 while listed).
     pub unlisted: u32,
+    /// Host CPU (percent of one core) and resident bytes, as last sampled.
+    pub cpu: Option<f32>,
+    pub rss: Option<u64>,
     /// Its program, rank and job, from `info` and its companion's hello.
     pub who: Identity,
 }
@@ -98,6 +103,8 @@ impl ProcState {
             gpus: BTreeMap::new(),
             exit: None,
             unlisted: 0,
+            cpu: None,
+            rss: None,
         }
     }
 
@@ -305,7 +312,7 @@ impl State {
                     procs.truncate(MAX_PROCESSES);
                 }
                 for p in procs {
-                    self.observe_proc(t, s.index, p.pid, p.kind, p.used);
+                    self.observe_proc(t, s.index, p);
                 }
             }
         }
@@ -375,7 +382,10 @@ impl State {
         p.exit.is_none_or(|e| self.now - e.at <= PROCESS_GRACE_MS)
     }
 
-    fn observe_proc(&mut self, t: Ts, gpu: u32, pid: u32, kind: ProcKind, used: Option<u64>) {
+    fn observe_proc(&mut self, t: Ts, gpu: u32, sample: &ProcSample) {
+        let ProcSample {
+            pid, kind, used, ..
+        } = *sample;
         let proc_state = self.procs.entry(pid).or_insert_with(|| {
             let info = ProcInfo {
                 pid,
@@ -401,6 +411,10 @@ impl State {
         let new = proc_state.gpus.is_empty() && proc_state.first_seen == t;
         proc_state.last_seen = t;
         proc_state.unlisted = 0;
+        if sample.cpu.is_some() || sample.rss.is_some() {
+            proc_state.cpu = sample.cpu;
+            proc_state.rss = sample.rss;
+        }
         let info = &proc_state.info;
         // The mapping is computed once per (process, GPU); /proc updates recompute it.
         let all = &self.infos;
@@ -411,6 +425,7 @@ impl State {
             last_used: None,
             peak: Peak::default(),
             last_seen: t,
+            sm_util: None,
             mapping: logical_index(
                 all,
                 gpu,
@@ -422,6 +437,7 @@ impl State {
         pg.kind = kind;
         pg.last_seen = t;
         pg.last_used = used;
+        pg.sm_util = sample.sm_util;
         pg.used.push(t, used.map(|u| u as f64));
         if let Some(u) = used {
             pg.peak.observe(t, u);
@@ -617,6 +633,7 @@ mod tests {
                         pid,
                         kind: ProcKind::Compute,
                         used: Some(u),
+                        ..ProcSample::default()
                     })
                     .collect(),
                 error: used.is_none().then(|| "GPU is lost".to_string()),

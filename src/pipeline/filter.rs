@@ -310,6 +310,7 @@ mod tests {
                     pid,
                     kind: Default::default(),
                     used: Some(1),
+                    ..ProcSample::default()
                 })
                 .collect(),
             error: None,

@@ -21,8 +21,31 @@ const HEIGHT: f64 = 250.0;
 pub struct Drawn {
     pub svg: String,
     pub legend: Vec<(String, String)>,
-    /// For every growth alert: what it forecast and what happened, in words.
-    pub forecasts: Vec<String>,
+    /// Words under the chart: for every growth alert, what it forecast and what happened;
+    /// and how many labels had no room.
+    pub notes: Vec<String>,
+}
+
+/// The chart and its notes, with a word on the labels it had no room for.
+fn drawn(
+    c: Chart,
+    id: &str,
+    title: &str,
+    legend: Vec<(String, String)>,
+    mut notes: Vec<String>,
+) -> Drawn {
+    let n = c.unlabelled();
+    if n > 0 {
+        let s = if n == 1 { "" } else { "s" };
+        notes.push(format!(
+            "{n} line{s} on this chart had no room for a label: the alert table below names every alert."
+        ));
+    }
+    Drawn {
+        svg: c.finish(id, title),
+        legend,
+        notes,
+    }
 }
 
 fn gap_ms(run: &Run) -> i64 {
@@ -92,11 +115,7 @@ pub fn gpu_chart(run: &Run, g: &GpuRun) -> Drawn {
     }
     alert_marks(&mut c, run, |a| a.gpu == g.info.index, true);
     let title = format!("GPU {} memory used over time", g.info.index);
-    Drawn {
-        svg: c.finish(&format!("gpu-{}", g.info.index), &title),
-        legend,
-        forecasts: vec![],
-    }
+    drawn(c, &format!("gpu-{}", g.info.index), &title, legend, vec![])
 }
 
 /// Vertical lines where alerts were raised (OOMs labelled), for the alerts `keep` selects.
@@ -173,29 +192,48 @@ pub fn job_chart(run: &Run, job: &crate::model::job::Job, idx: usize) -> Drawn {
         );
     }
     let title = format!("Job {}: its ranks side by side", job.id);
-    Drawn {
-        svg: c.finish(&format!("job-{idx}"), &title),
-        legend,
-        forecasts: vec![],
-    }
+    drawn(c, &format!("job-{idx}"), &title, legend, vec![])
 }
 
+/// Raises this close (chart units) share one label per kind: a burst of OOMs at one
+/// moment reads `fragmentation OOM · PIDs 776, 779, 780 +1`, not four labels stacked.
+const MARK_NEAR: f64 = 40.0;
+
+/// A line at every raised alert, and a label per kind and burst.
 fn alert_marks(c: &mut Chart, run: &Run, keep: impl Fn(&AlertLine) -> bool, with_pid: bool) {
+    // (first time, class, kind's words, PIDs)
+    let mut groups: Vec<(Ts, &str, String, Vec<u32>)> = vec![];
     for a in run
         .alerts
         .iter()
         .filter(|a| a.change == Change::Raised && keep(a))
     {
-        let (class, what) = if a.is_oom() {
-            ("oom", a.kind.label().to_string())
-        } else {
-            ("warnline", a.kind.label().to_string())
-        };
-        let label = match (with_pid, a.pid) {
-            (true, Some(p)) => format!("{what} · PID {p}"),
+        let class = if a.is_oom() { "oom" } else { "warnline" };
+        c.vline_bare(a.at, class);
+        let what = a.kind.label().to_string();
+        let near = groups
+            .iter_mut()
+            .rev()
+            .find(|g| g.2 == what && c.dx(g.0, a.at) < MARK_NEAR);
+        match near {
+            Some(g) => g.3.extend(a.pid.filter(|p| !g.3.contains(p))),
+            None => groups.push((a.at, class, what, a.pid.into_iter().collect())),
+        }
+    }
+    for (t, class, what, pids) in groups {
+        let label = match (with_pid, pids.as_slice()) {
+            (true, [p]) => format!("{what} · PID {p}"),
+            (true, [_, _, ..]) => {
+                let named: Vec<String> = pids.iter().take(3).map(u32::to_string).collect();
+                let more = match pids.len() {
+                    n if n > 3 => format!(" +{}", n - 3),
+                    _ => String::new(),
+                };
+                format!("{what} · PIDs {}{more}", named.join(", "))
+            }
             _ => what,
         };
-        c.vline(a.at, class, &label);
+        c.vline_label(t, class, &label);
     }
 }
 
@@ -344,11 +382,7 @@ pub fn proc_chart(run: &Run, p: &ProcRun, idx: usize) -> Drawn {
         .gpu
         .map_or("an unplaced GPU".into(), |g| format!("GPU {g}"));
     let title = format!("PID {} on {gpu}: memory over time", p.pid);
-    Drawn {
-        svg: c.finish(&format!("proc-{idx}"), &title),
-        legend,
-        forecasts,
-    }
+    drawn(c, &format!("proc-{idx}"), &title, legend, forecasts)
 }
 
 /// The points a growth alert was judged on, its Theil–Sen line through them, and its

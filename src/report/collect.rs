@@ -62,6 +62,9 @@ pub struct Run {
     pub who: BTreeMap<u32, crate::model::job::Identity>,
     /// The distributed jobs among the run's processes.
     pub jobs: Vec<crate::model::job::Job>,
+    /// How each process ended, or was ending when the run did, as the live view says it
+    /// (`State::ending`): the one account every page of the report reads.
+    pub ends: BTreeMap<u32, crate::model::exit::Exit>,
 }
 
 /// Readings left out of a report by its caps.
@@ -163,6 +166,7 @@ pub struct DevRun {
     last_frag: Option<(Ts, Frag)>,
     reserved_now: Option<u64>,
     allocated_now: Option<u64>,
+    sample_t: Option<Ts>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -173,11 +177,14 @@ pub struct EpochPoint {
     pub peak: Option<u64>,
 }
 
-/// The allocator at one moment: its last free-block picture and what happened then.
+/// The allocator at one moment: its last free-block picture and what happened then. Each
+/// reading keeps its own time (the block map's, the sample's), which may be older than `t`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Moment {
     pub t: Ts,
     pub frag: Option<(Ts, Frag)>,
+    /// When `allocated` and `reserved` were sampled.
+    pub sample_t: Option<Ts>,
     pub allocated: Option<u64>,
     pub reserved: Option<u64>,
     pub limit: Option<u64>,
@@ -203,23 +210,6 @@ pub struct CompanionRun {
 }
 
 impl Moment {
-    /// Bytes free in the cache and the largest hole, from the OOM event when it says, else
-    /// from the last free-block picture.
-    pub fn t_and_l(&self) -> (Option<u64>, Option<u64>) {
-        let f = self.frag.as_ref().map(|(_, f)| f);
-        let t = self
-            .oom
-            .as_ref()
-            .and_then(|o| o.free_total)
-            .or(f.and_then(|f| f.free_total));
-        let l = self
-            .oom
-            .as_ref()
-            .and_then(|o| o.largest_free)
-            .or(f.and_then(|f| f.largest_free));
-        (t, l)
-    }
-
     pub fn hist(&self) -> Option<&[HistBucket]> {
         self.frag.as_ref().and_then(|(_, f)| f.hist.as_deref())
     }
@@ -269,6 +259,7 @@ impl Collector {
                 dropped: Dropped::default(),
                 who: BTreeMap::new(),
                 jobs: vec![],
+                ends: BTreeMap::new(),
             },
             width,
             gpus,
@@ -297,7 +288,10 @@ impl Collector {
         self.run.frames += 1;
         self.run.end = self.run.end.max(f.time());
         match f {
-            Frame::Tick(tick) => self.tick(tick, state),
+            Frame::Tick(tick) => {
+                self.tick(tick, state);
+                self.note_ends(state);
+            }
             Frame::Procs { procs, .. } => {
                 for p in procs {
                     let cmd = p.cmdline.as_ref().filter(|c| !c.trim().is_empty());
@@ -430,6 +424,9 @@ impl Collector {
         d.last_t = t;
         match msg {
             Message::Sample(s) => {
+                if s.allocated.is_some() || s.reserved.is_some() {
+                    d.sample_t = Some(t);
+                }
                 if let Some(a) = s.allocated {
                     d.allocated.push(t, a as f64);
                     d.allocated_now = Some(a);
@@ -545,6 +542,23 @@ impl Collector {
 }
 
 impl Collector {
+    /// Each process's end as the model tells it now: marked, provisional (an OOM while
+    /// the exit's grace runs), or taken back when NVML lists it again.
+    fn note_ends(&mut self, state: &State) {
+        for (pid, p) in &state.procs {
+            match state.ending(p) {
+                Some(e) if self.run.ends.len() < MAX_NAMES || self.run.ends.contains_key(pid) => {
+                    self.run.ends.insert(*pid, e);
+                }
+                Some(_) => {}
+                None if p.unlisted == 0 => {
+                    self.run.ends.remove(pid);
+                }
+                None => {}
+            }
+        }
+    }
+
     /// What the model knows of a process's program, rank and job, kept past its exit.
     fn note_who(&mut self, pid: u32, state: &State) {
         if self.who.len() >= MAX_NAMES && !self.who.contains_key(&pid) {
@@ -620,6 +634,7 @@ impl DevRun {
             last_frag: None,
             reserved_now: None,
             allocated_now: None,
+            sample_t: None,
         }
     }
 
@@ -627,6 +642,7 @@ impl DevRun {
         Moment {
             t,
             frag: self.last_frag.clone(),
+            sample_t: self.sample_t,
             allocated: self.allocated_now,
             reserved: self.reserved_now,
             limit: oom.as_ref().and_then(|o| o.limit).or(self.limit),

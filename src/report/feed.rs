@@ -35,7 +35,7 @@ pub fn replay_run(path: &Path, mut pipe: Pipeline) -> Result<Run, ReportError> {
             path: path.to_path_buf(),
             speed: Speed::Max,
             follow: false,
-            skip_ms: 0,
+            open_at: replay::OpenAt::Start,
             looping: false,
             controls: false,
             strict: false,

@@ -6,10 +6,9 @@
 use std::fmt::Write;
 
 use crate::fmt::human;
-use crate::model::alerts::AlertKind;
 use crate::model::allocator::frag_index;
 use crate::model::named::Framework;
-use crate::model::time::rfc3339;
+use crate::model::time::{Ts, rfc3339};
 use crate::report::alerts::AlertLine;
 use crate::report::charts::{self, Drawn};
 use crate::report::collect::{Moment, ProcRun, Run};
@@ -167,6 +166,7 @@ fn gpu_section(o: &mut String, run: &Run) {
         let d = charts::gpu_chart(run, g);
         o.push_str(&d.svg);
         legend(o, &d);
+        notes(o, &d);
         o.push_str("</div>");
     }
     o.push_str("</section>");
@@ -201,6 +201,7 @@ fn job_section(o: &mut String, run: &Run) {
         let d = charts::job_chart(run, job, i);
         o.push_str(&d.svg);
         legend(o, &d);
+        notes(o, &d);
         o.push_str("</div>");
     }
     o.push_str("</section>");
@@ -230,18 +231,13 @@ fn proc_title(run: &Run, p: &ProcRun) -> String {
         parts.push(fw);
     }
     if let (Some(a), Some(b)) = (p.first_seen(), p.last_seen()) {
-        // A process that died of an OOM says so, as its row in the live view does.
-        let oom = run.alerts.iter().any(|a| {
-            a.pid == Some(p.pid) && matches!(a.kind, AlertKind::Oom | AlertKind::FragmentationOom)
-        });
-        let ended = if b < run.end - 2 * run.header.interval_ms as i64 {
-            if oom {
-                format!("ended by an OOM, last seen {}", utc(b))
-            } else {
+        // How it ended in the live view's word (`OOM`, `killed`, `exited`), from the model.
+        let ended = match run.ends.get(&p.pid) {
+            Some(e) => format!("{} at {}", e.cause.label(), utc(e.at)),
+            None if b < run.end - 2 * run.header.interval_ms as i64 => {
                 format!("gone after {}", utc(b))
             }
-        } else {
-            "running at the end".into()
+            None => "running at the end".into(),
         };
         parts.push(format!("from {} · {ended}", utc(a)));
     }
@@ -263,9 +259,7 @@ fn proc_section(o: &mut String, run: &Run) {
         let d = charts::proc_chart(run, p, i);
         o.push_str(&d.svg);
         legend(o, &d);
-        for f in &d.forecasts {
-            let _ = write!(o, r#"<p class="forecast">{}</p>"#, esc(f));
-        }
+        notes(o, &d);
         o.push_str("</div>");
     }
     o.push_str("</section>");
@@ -339,57 +333,126 @@ fn allocator_section(o: &mut String, run: &Run) {
     o.push_str("</section>");
 }
 
-fn moment(o: &mut String, run: &Run, p: &ProcRun, why: &str, m: &Moment, k: usize) {
-    let (t, l) = m.t_and_l();
-    let f = t.and_then(|t| frag_index(t, l));
-    let requested = m.oom.as_ref().and_then(|e| e.requested);
-    let mut rows: Vec<(&str, String)> = vec![];
+/// One reading of a moment's panel: what it is, when it was taken, its rows.
+struct Reading {
+    what: &'static str,
+    t: Ts,
+    rows: Vec<(&'static str, String)>,
+}
+
+/// `16:47:24.312 UTC`, and how long before the panel's moment when it is older: a panel
+/// never sets a reading of one instant beside another's without saying so.
+fn read_at(t: Ts, moment: Ts) -> String {
+    let at = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(t)
+        .map(|d| d.format("%H:%M:%S%.3f UTC").to_string())
+        .unwrap_or_default();
+    let ago = moment - t;
+    match ago {
+        ..=0 => at,
+        1..=999 => format!("{at}, {ago} ms before"),
+        1_000..=59_999 => format!("{at}, {:.1} s before", ago as f64 / 1000.0),
+        _ => format!("{at}, {} before", crate::fmt::duration(ago)),
+    }
+}
+
+/// T, L and F of one reading, as rows.
+fn holes(rows: &mut Vec<(&'static str, String)>, t: Option<u64>, l: Option<u64>) {
     if let Some(t) = t {
         rows.push(("T free in its cache", human(t)));
     }
     if let Some(l) = l {
         rows.push(("L largest hole", human(l)));
     }
-    if let Some(f) = f {
+    if let Some(f) = t.and_then(|t| frag_index(t, l)) {
         rows.push(("F = 1 − L/T", format!("{f:.2}")));
     }
-    if let Some(r) = requested {
-        rows.push(("R requested", human(r)));
+}
+
+/// The readings a moment holds, the moment's own first: the OOM event (what failed and
+/// the holes then), the block map (its holes and blocks) and the allocator's sample.
+fn readings(m: &Moment) -> Vec<Reading> {
+    let mut out = vec![];
+    if let Some(e) = &m.oom {
+        let mut rows = vec![];
+        if let Some(r) = e.requested {
+            rows.push(("R requested", human(r)));
+        }
+        holes(&mut rows, e.free_total, e.largest_free);
+        if let Some(c) = e.device_free {
+            rows.push(("card free", human(c)));
+        }
+        if let Some(l) = e.limit {
+            rows.push(("allocator limit", human(l)));
+        }
+        out.push(Reading {
+            what: "at the OOM",
+            t: m.t,
+            rows,
+        });
     }
-    if let Some(c) = m.oom.as_ref().and_then(|e| e.device_free) {
-        rows.push(("card free", human(c)));
-    }
-    if let Some(a) = m.allocated {
-        rows.push(("allocated", human(a)));
-    }
-    if let Some(r) = m.reserved {
-        rows.push(("reserved", human(r)));
-    }
-    if let Some(l) = m.limit {
-        rows.push(("allocator limit", human(l)));
-    }
-    if let Some((_, fr)) = &m.frag {
+    if let Some((ft, fr)) = &m.frag {
+        let mut rows = vec![];
+        holes(&mut rows, fr.free_total, fr.largest_free);
         if let Some(n) = fr.n_free_blocks {
             rows.push(("free blocks", n.to_string()));
         }
         if let Some(n) = fr.n_segments {
             rows.push(("segments", n.to_string()));
         }
+        out.push(Reading {
+            what: "block map",
+            t: *ft,
+            rows,
+        });
     }
+    let mut rows = vec![];
+    if let Some(a) = m.allocated {
+        rows.push(("allocated", human(a)));
+    }
+    if let Some(r) = m.reserved {
+        rows.push(("reserved", human(r)));
+    }
+    if let Some(l) = m
+        .limit
+        .filter(|_| m.oom.as_ref().is_none_or(|e| e.limit.is_none()))
+    {
+        rows.push(("allocator limit", human(l)));
+    }
+    if !rows.is_empty() {
+        out.push(Reading {
+            what: "allocator sample",
+            t: m.sample_t.unwrap_or(m.t),
+            rows,
+        });
+    }
+    out.retain(|r| !r.rows.is_empty());
+    out
+}
+
+fn moment(o: &mut String, run: &Run, p: &ProcRun, why: &str, m: &Moment, k: usize) {
+    let requested = m.oom.as_ref().and_then(|e| e.requested);
     let _ = write!(
         o,
         r#"<div class="moment"><h4>{} {}</h4><table class="kv">"#,
         esc(&capital(why)),
         esc(&when(run, m.t, None))
     );
-    for (k, v) in &rows {
-        let _ = write!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    for r in readings(m) {
+        let _ = write!(
+            o,
+            r#"<tr class="reading"><th colspan="2">{}, {}</th></tr>"#,
+            r.what,
+            esc(&read_at(r.t, m.t))
+        );
+        for (k, v) in &r.rows {
+            let _ = write!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+        }
     }
     o.push_str("</table>");
     let taken = m
         .frag
         .as_ref()
-        .map(|(ft, _)| format!("free blocks as of {}", utc(*ft)));
+        .map(|(ft, _)| format!("free blocks of the block map, {}", read_at(*ft, m.t)));
     match m.hist() {
         Some(h) => {
             let id = format!("hist-{}-{}-{k}", p.pid, p.gpu.unwrap_or(0));
@@ -411,6 +474,13 @@ fn moment(o: &mut String, run: &Run, p: &ProcRun, why: &str, m: &Moment, k: usiz
         }
     }
     o.push_str("</div>");
+}
+
+/// The words under a chart.
+fn notes(o: &mut String, d: &Drawn) {
+    for f in &d.notes {
+        let _ = write!(o, r#"<p class="forecast">{}</p>"#, esc(f));
+    }
 }
 
 fn capital(s: &str) -> String {

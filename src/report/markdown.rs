@@ -56,7 +56,7 @@ pub fn markdown(run: &Run) -> String {
     let _ = writeln!(o, "\n## Processes\n");
     let _ = writeln!(
         o,
-        "| PID | GPU | peak (NVML) | peak reserved | epochs | OOMs | last seen | command |\n|---|---|---|---|---|---|---|---|"
+        "| PID | GPU | peak (NVML) | peak reserved | epochs | OOMs | last seen | ended | command |\n|---|---|---|---|---|---|---|---|---|"
     );
     for p in &run.procs {
         let d = p.dev.as_ref();
@@ -66,7 +66,7 @@ pub fn markdown(run: &Run) -> String {
             .unwrap_or_else(|| "–".into());
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             p.pid,
             p.gpu.map_or("?".into(), |g| g.to_string()),
             p.nvml_peak.map_or("–".into(), |(_, v)| human(v)),
@@ -74,6 +74,7 @@ pub fn markdown(run: &Run) -> String {
             d.map_or(0, |d| d.epochs.len()),
             d.map_or(0, |d| d.ooms.len()),
             p.last_seen().map(utc).unwrap_or_default(),
+            run.ends.get(&p.pid).map_or("–", |e| e.cause.label()),
             md(&crate::report::charts::short(&p.name))
         );
     }

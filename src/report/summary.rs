@@ -350,6 +350,7 @@ mod tests {
                     pid: 7,
                     kind: Default::default(),
                     used: Some(1 << 30),
+                    ..ProcSample::default()
                 }]
             } else {
                 vec![]

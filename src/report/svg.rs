@@ -13,6 +13,8 @@ pub const WIDTH: f64 = 1000.0;
 const LEFT: f64 = 64.0;
 const RIGHT: f64 = 14.0;
 const TOP: f64 = 12.0;
+/// Rows of labels, baseline to baseline: 11-unit text with a gap.
+const ROW: f64 = 14.0;
 const BOTTOM: f64 = 34.0;
 
 /// Text is escaped for HTML and SVG alike.
@@ -43,6 +45,8 @@ pub struct Chart {
     /// Boxes of the line labels placed so far (x0, x1, baseline), so that a new label moves
     /// to a free spot instead of overprinting one.
     placed: Vec<(f64, f64, f64)>,
+    /// Labels left out for want of a free spot (their lines are drawn).
+    unlabelled: usize,
 }
 
 impl Chart {
@@ -56,6 +60,7 @@ impl Chart {
             body: String::new(),
             labels: String::new(),
             placed: Vec::new(),
+            unlabelled: 0,
         }
     }
 
@@ -223,13 +228,20 @@ impl Chart {
         } else {
             (WIDTH - RIGHT - 4.0, "end")
         };
-        let ys = [y - 4.0, y + 13.0, y - 17.0, y + 26.0];
-        let at = self.place(x, anchor, label, &ys);
-        self.label(x, at, class, label, anchor);
+        let ys = [y - 4.0, y + 14.0, y - 18.0, y + 28.0];
+        if let Some(at) = self.place(x, anchor, label, &ys) {
+            self.label(x, at, class, label, anchor);
+        }
     }
 
     /// A vertical line at `t`, labelled at its top (lower when that spot is taken).
     pub fn vline(&mut self, t: Ts, class: &str, label: &str) {
+        self.vline_bare(t, class);
+        self.vline_label(t, class, label);
+    }
+
+    /// A vertical line at `t` with no label of its own (`vline_label` names a group).
+    pub fn vline_bare(&mut self, t: Ts, class: &str) {
         if !self.contains(t) {
             return;
         }
@@ -239,18 +251,37 @@ impl Chart {
             r#"<path class="{class}" d="M{x:.1} {TOP:.1}V{:.1}"/>"#,
             self.bottom()
         );
-        let anchor = if x > WIDTH * 0.8 { "end" } else { "start" };
-        let dx = if anchor == "end" { -4.0 } else { 4.0 };
-        let ys: Vec<f64> = (0..8).map(|k| TOP + 12.0 + 13.0 * k as f64).collect();
-        let at = self.place(x + dx, anchor, label, &ys);
-        self.label(x + dx, at, class, label, anchor);
     }
 
-    /// The first of `ys` (baselines) where `text` at `x` overlaps no placed label (else the
-    /// last), and remember it.
-    fn place(&mut self, x: f64, anchor: &str, text: &str, ys: &[f64]) -> f64 {
+    /// The label of a vertical line at `t`: at the top, lower when that spot is taken.
+    pub fn vline_label(&mut self, t: Ts, class: &str, label: &str) {
+        if !self.contains(t) {
+            return;
+        }
+        let x = self.x(t);
+        let anchor = if x > WIDTH * 0.8 { "end" } else { "start" };
+        let dx = if anchor == "end" { -4.0 } else { 4.0 };
+        if let Some(at) = self.place(x + dx, anchor, label, &[TOP + 14.0]) {
+            self.label(x + dx, at, class, label, anchor);
+        }
+    }
+
+    /// Horizontal distance, in chart units, between two times.
+    pub fn dx(&self, a: Ts, b: Ts) -> f64 {
+        (self.x(a) - self.x(b)).abs()
+    }
+
+    /// Labels left out for want of room (`place`): the caller says so under the chart.
+    pub fn unlabelled(&self) -> usize {
+        self.unlabelled
+    }
+
+    /// The first of `ys` (baselines), then of the rows below the last of them down to the
+    /// plot's bottom, where `text` at `x` overlaps no placed label, and remember it. None
+    /// when there is no such spot: a label is left out, never printed over another.
+    fn place(&mut self, x: f64, anchor: &str, text: &str, ys: &[f64]) -> Option<f64> {
         // Text width estimated at 7.4 units a character (11 px bold DejaVu Sans, the
-        // widest common fallback), plus a gap.
+        // widest common fallback), plus a gap; rows 14 units apart (11 px text, 3 between).
         let w = text.chars().count() as f64 * 7.4 + 6.0;
         let (x0, x1) = match anchor {
             "end" => (x - w, x),
@@ -259,15 +290,23 @@ impl Chart {
         let free = |y: f64, placed: &[(f64, f64, f64)]| {
             placed
                 .iter()
-                .all(|&(a, b, py)| x1 < a || x0 > b || (py - y).abs() >= 12.0)
+                .all(|&(a, b, py)| x1 < a || x0 > b || (py - y).abs() >= ROW)
         };
-        let y = ys
+        let last = ys.last().copied().unwrap_or(TOP + ROW);
+        let below = (1..)
+            .map(|k| last + ROW * f64::from(k))
+            .take_while(|&y| y <= self.bottom() - 4.0);
+        let found = ys
             .iter()
             .copied()
-            .find(|&y| free(y, &self.placed))
-            .unwrap_or(ys[ys.len() - 1]);
-        self.placed.push((x0, x1, y));
-        y
+            .filter(|&y| y >= TOP - 4.0 && y <= self.bottom() - 4.0)
+            .chain(below)
+            .find(|&y| free(y, &self.placed));
+        match found {
+            Some(y) => self.placed.push((x0, x1, y)),
+            None => self.unlabelled += 1,
+        }
+        found
     }
 
     /// A straight segment between two (time, bytes) points, clipped to the plot's time range.
@@ -298,8 +337,9 @@ impl Chart {
     pub fn label_at(&mut self, v: f64, class: &str, text: &str) {
         let x = WIDTH - RIGHT - 4.0;
         let y = self.y(v);
-        let at = self.place(x, "end", text, &[y + 13.0, y + 26.0, y - 4.0]);
-        self.label(x, at, class, text, "end");
+        if let Some(at) = self.place(x, "end", text, &[y + 14.0, y + 28.0, y - 4.0]) {
+            self.label(x, at, class, text, "end");
+        }
     }
 
     /// The finished `<svg>`: scales to the page width, titled for screen readers.
@@ -420,6 +460,8 @@ pub fn histogram(
     let y = |v: f64| top + (h - top - bottom) * (1.0 - v / ymax);
     let mut bars = String::new();
     let mut text = String::new();
+    // The counts' boxes (x0, x1, baseline), which the request's label keeps clear of.
+    let mut counts: Vec<(f64, f64, f64)> = vec![];
     for b in hist {
         let x = left + (b.0 - lo) as f64 * bw + 1.0;
         let top_y = y(b.2 as f64);
@@ -430,11 +472,12 @@ pub fn histogram(
             bw - 2.0,
             h - bottom
         );
+        let (cx, cy) = (x + bw / 2.0 - 1.0, top_y - 3.0);
+        let half = b.1.to_string().len() as f64 * 3.3;
+        counts.push((cx - half, cx + half, cy));
         let _ = write!(
             text,
-            r#"<text class="hcount" x="{:.1}" y="{:.1}">{}</text>"#,
-            x + bw / 2.0 - 1.0,
-            top_y - 3.0,
+            r#"<text class="hcount" x="{cx:.1}" y="{cy:.1}">{}</text>"#,
             b.1
         );
     }
@@ -444,7 +487,7 @@ pub fn histogram(
             let x = left + (k - lo) as f64 * bw;
             let _ = write!(
                 text,
-                r#"<text class="tlab" x="{x:.1}" y="{:.1}" text-anchor="start">{}</text>"#,
+                r#"<text class="tlab start" x="{x:.1}" y="{:.1}">{}</text>"#,
                 h - bottom + 14.0,
                 esc(&human(1u64 << k.min(62)))
             );
@@ -467,13 +510,29 @@ pub fn histogram(
     let mut mark = String::new();
     if let Some(r) = request.filter(|r| *r > 0) {
         let x = left + (libm::log2(r as f64) - lo as f64) * bw;
+        let words = format!("asked {}", human(r));
+        // Left of the line, else right of it, lower down: never over a bar's count.
+        let tw = words.chars().count() as f64 * 7.4;
+        let mut spots = [0.0, 14.0, 28.0, 42.0]
+            .into_iter()
+            .flat_map(|dy| [(x - 3.0 - tw, "end", dy), (x + 3.0, "start", dy)]);
+        let clear = |x0: f64, y: f64| {
+            x0 >= 0.0
+                && x0 + tw <= w
+                && counts
+                    .iter()
+                    .all(|&(a, b, cy)| x0 + tw < a || x0 > b || (cy - y).abs() >= 12.0)
+        };
+        let (x0, anchor, dy) = spots
+            .find(|&(x0, _, dy)| clear(x0, top + 8.0 + dy))
+            .unwrap_or((x - 3.0 - tw, "end", 0.0));
+        let tx = if anchor == "end" { x0 + tw } else { x0 };
         let _ = write!(
             mark,
-            r#"<path class="oom" d="M{x:.1} {top:.1}V{:.1}"/><text class="lab oom" x="{:.1}" y="{:.1}" text-anchor="end">asked {}</text>"#,
+            r#"<path class="oom" d="M{x:.1} {top:.1}V{:.1}"/><text class="lab oom" x="{tx:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
             h - bottom,
-            x - 3.0,
-            top + 8.0,
-            esc(&human(r))
+            top + 8.0 + dy,
+            esc(&words)
         );
     }
     let _ = write!(
@@ -491,6 +550,26 @@ pub fn histogram(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// More labels at one time than the plot has rows: each placed one has a row of its
+    /// own, the rest are left out and counted, none printed over another.
+    #[test]
+    fn labels_with_no_free_row_are_left_out_not_overprinted() {
+        let mut c = Chart::new(0, 100_000, 1e9, 250.0);
+        for k in 0..40 {
+            c.vline(50_000, "oom", &format!("OOM · PID {k}"));
+        }
+        let rows: Vec<f64> = c.placed.iter().map(|p| p.2).collect();
+        assert!(rows.len() >= 8, "rows used: {rows:?}");
+        for (i, a) in rows.iter().enumerate() {
+            assert!(
+                rows[i + 1..].iter().all(|b| (a - b).abs() >= ROW),
+                "{rows:?}"
+            );
+        }
+        assert_eq!(c.unlabelled() + rows.len(), 40);
+        assert_eq!(c.labels.matches("<text").count(), rows.len());
+    }
 
     #[test]
     fn axes_are_round_and_start_at_zero() {

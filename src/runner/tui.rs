@@ -122,7 +122,11 @@ pub(super) async fn replay_tui(
             path: r.file.clone(),
             speed: r.speed.unwrap_or(Speed::Times(1.0)),
             follow: r.follow,
-            skip_ms: if demo { DEMO_SKIP_MS } else { 0 },
+            open_at: if demo {
+                replay::OpenAt::After(DEMO_SKIP_MS)
+            } else {
+                replay::OpenAt::FirstData
+            },
             looping: false,
             controls: true,
             strict: r.strict,

@@ -2,6 +2,7 @@
 
 pub mod event;
 pub(crate) mod nvml;
+mod proc_stats;
 pub mod procfs;
 pub mod prometheus;
 pub mod replay;

@@ -18,6 +18,7 @@ use tokio::sync::mpsc::Sender;
 use crate::model::frame::{FORMAT_VERSION, Frame, Header};
 use crate::model::sample::{GpuInfo, GpuSample, MemInfo, ProcKind, ProcSample, Tick};
 use crate::model::time::now_ms;
+use crate::source::proc_stats::ProcStats;
 use crate::source::procfs;
 use crate::source::seen::Seen;
 
@@ -175,6 +176,7 @@ fn run<E: From<Frame>>(nvml: &Nvml, header: &Header, interval: Duration, tx: &Se
     let devices = handles(nvml, header);
     // The pids read, so a reused pid gets its /proc facts read again.
     let mut seen = Seen::default();
+    let mut stats = ProcStats::new("/proc");
     let slow_every = (SLOW_REFRESH.as_micros() / interval.as_micros().max(1)).max(1) as u64;
     let mut prev: Vec<GpuSample> = Vec::new();
     let mut n: u64 = 0;
@@ -186,7 +188,7 @@ fn run<E: From<Frame>>(nvml: &Nvml, header: &Header, interval: Duration, tx: &Se
         let full = n.is_multiple_of(slow_every);
         n += 1;
         let t = now_ms();
-        let gpus: Vec<GpuSample> = devices
+        let mut gpus: Vec<GpuSample> = devices
             .iter()
             .map(|(index, dev)| {
                 let carried = prev.iter().find(|p| p.index == *index && p.error.is_none());
@@ -208,6 +210,19 @@ fn run<E: From<Frame>>(nvml: &Nvml, header: &Header, interval: Duration, tx: &Se
             fresh = seen.fresh(&listed, check_reuse);
         }
         if full {
+            let sm = |gpu: u32, since: u64| {
+                let d = devices
+                    .iter()
+                    .find(|(i, _)| *i == gpu)
+                    .and_then(|(_, d)| d.as_ref());
+                let d = d.ok_or(NvmlError::NotSupported)?;
+                let samples = d.process_utilization_stats(since)?;
+                Ok(samples
+                    .iter()
+                    .map(|u| (u.pid, u.timestamp, u.sm_util))
+                    .collect())
+            };
+            stats.apply(Instant::now(), sm, &mut gpus);
             // Fast ticks only carry what full ticks read; keep just those.
             prev.clone_from(&gpus);
         }
@@ -315,6 +330,7 @@ fn sample_one(index: u32, d: &nvml_wrapper::Device<'_>, carried: Option<&GpuSamp
                     pid: p.pid,
                     kind,
                     used,
+                    ..ProcSample::default()
                 }),
             }
         }

@@ -47,6 +47,7 @@ pub fn read_at(root: &str, pid: u32) -> ProcInfo {
         ppid,
         pgid,
         program,
+        started: started_at(root, &dir),
         ..ProcInfo::default()
     };
     let (mut addr, mut port) = (None, None);
@@ -120,6 +121,26 @@ fn parents(dir: &str) -> Option<(u32, u32)> {
     Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
 }
 
+/// When the process started, Unix ms: its start time after boot (field 22 of stat, in clock
+/// ticks) from the boot time (`btime` of /proc/stat).
+fn started_at(root: &str, dir: &str) -> Option<crate::model::time::Ts> {
+    let stat = fs::read_to_string(format!("{dir}/stat")).ok()?;
+    let ticks: i64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let btime: i64 = fs::read_to_string(format!("{root}/stat"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| btime * 1000 + ticks * 1000 / hz)
+}
+
 /// Start time in clock ticks (field 22 of /proc/PID/stat): tells a reused pid from the old one.
 pub fn start_ticks(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -189,6 +210,9 @@ mod tests {
         assert!(me.cmdline.is_some());
         assert!(me.env_readable);
         assert!(me.user.is_some());
+        // This test process started within the last hour (the clock can be off by a tick).
+        let age = crate::model::time::now_ms() - me.started.expect("a start time");
+        assert!((-1_000..3_600_000).contains(&age), "started {age} ms ago");
         let gone = read(u32::MAX - 1);
         assert_eq!(gone.name, None);
         assert!(!gone.env_readable);

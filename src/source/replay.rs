@@ -122,6 +122,49 @@ pub fn scan(path: &Path) -> Result<Scan, RecordingError> {
     Ok(s)
 }
 
+/// Where a replay opens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OpenAt {
+    /// At the recording's first frame (headless runs and reports: time does not matter).
+    Start,
+    /// This far into the recording (the demo opens with history already on screen).
+    After(i64),
+    /// Where the first process shows: a recording made before the job started would
+    /// otherwise open on an empty card for as long as the job took to load.
+    FirstData,
+}
+
+/// How far `OpenAt::FirstData` looks for a process before opening at the start: an idle
+/// recording is not read to its end before it plays.
+const FIRST_DATA_HORIZON_MS: i64 = 10 * 60_000;
+
+/// Whether a frame shows something of a process: a GPU listing one, its /proc facts, its
+/// companion, an alert about it. Idle ticks and notes do not.
+fn shows_data(f: &Frame) -> bool {
+    match f {
+        Frame::Tick(t) => t.gpus.iter().any(|g| !g.procs.is_empty()),
+        Frame::Procs { .. } | Frame::Companion(_) | Frame::Alert(_) => true,
+        Frame::Header(_) | Frame::Status { .. } => false,
+    }
+}
+
+/// The time of the first frame that `shows_data`, if one comes within the horizon.
+pub fn first_data(path: &Path) -> Result<Option<Ts>, RecordingError> {
+    let mut r = Reader::open(path)?;
+    let horizon = r.header.started.saturating_add(FIRST_DATA_HORIZON_MS);
+    loop {
+        match r.next() {
+            Ok(Next::Frame(f)) if f.time() > horizon => return Ok(None),
+            Ok(Next::Frame(f)) if shows_data(&f) => return Ok(Some(f.time())),
+            Ok(Next::Frame(_)) => {}
+            Ok(Next::End { .. }) | Err(RecordingError::CorruptCompressed { .. }) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 pub struct ReplayHandle {
     pub control: std_mpsc::Sender<Control>,
 }
@@ -130,8 +173,8 @@ pub struct Options {
     pub path: PathBuf,
     pub speed: Speed,
     pub follow: bool,
-    /// Start this far into the recording (the demo opens with history already on screen).
-    pub skip_ms: i64,
+    /// Where playback opens; the frames before it are sent at once, as history.
+    pub open_at: OpenAt,
     /// Start again from the beginning at the end (`L` toggles).
     pub looping: bool,
     /// A user drives it (TUI): scan the file for its length and marks. Headless runs skip
@@ -147,6 +190,14 @@ where
     E: From<ReplayEvent> + Send + 'static,
 {
     let reader = open(&opts.path, opts.strict)?;
+    let skip_ms = match opts.open_at {
+        OpenAt::Start => 0,
+        OpenAt::After(ms) => ms,
+        OpenAt::FirstData if opts.follow || reader.is_stream() => 0,
+        OpenAt::FirstData => {
+            first_data(&opts.path)?.map_or(0, |t| t.saturating_sub(reader.header.started))
+        }
+    };
     let (ctl_tx, ctl_rx) = std_mpsc::channel();
     let scanned = Arc::new(OnceLock::new());
     // A stream (stdin, a pipe, a FIFO) is read once, by the player: a scan would steal it.
@@ -164,7 +215,7 @@ where
     thread::Builder::new()
         .name("replay".into())
         .spawn(move || {
-            let mut r = Replay::new(reader, opts, tx, scanned);
+            let mut r = Replay::new(reader, opts, skip_ms, tx, scanned);
             if let Err(e) = r.run(&ctl_rx) {
                 let _ = r.send(ReplayEvent::Frame(Frame::status(
                     r.pos,
@@ -208,7 +259,13 @@ struct Replay<E> {
 }
 
 impl<E: From<ReplayEvent>> Replay<E> {
-    fn new(reader: Reader, opts: Options, tx: Sender<E>, scan: Arc<OnceLock<Scan>>) -> Self {
+    fn new(
+        reader: Reader,
+        opts: Options,
+        skip_ms: i64,
+        tx: Sender<E>,
+        scan: Arc<OnceLock<Scan>>,
+    ) -> Self {
         let start = reader.header.started;
         let id = file_id(&opts.path);
         Replay {
@@ -220,7 +277,7 @@ impl<E: From<ReplayEvent>> Replay<E> {
             speed: opts.speed,
             follow: opts.follow,
             paused: false,
-            pos: start + opts.skip_ms.max(0),
+            pos: start + skip_ms.max(0),
             start,
             pending: None,
             ended: false,
@@ -576,7 +633,7 @@ mod tests {
             path,
             speed: Speed::Times(1.0),
             follow: false,
-            skip_ms: 0,
+            open_at: OpenAt::Start,
             looping: true,
             controls: false,
             strict: false,
@@ -591,6 +648,53 @@ mod tests {
             used < 20,
             "the replay thread used {used} ticks of 100 in a second"
         );
+    }
+
+    /// A recording started before its job opens where the first process shows, with the
+    /// idle seconds before it already drawn as history, not on an empty card.
+    #[test]
+    fn a_replay_opens_where_the_first_process_shows() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus3/corpus3.jsonl");
+        let start = Reader::open(&path).expect("opens").header.started;
+        let first = first_data(&path).expect("reads").expect("a process shows");
+        assert!(first - start >= 4_000, "idle for {} ms", first - start);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<ReplayEvent>(1 << 16);
+        let opts = Options {
+            path,
+            speed: Speed::Times(1.0),
+            follow: false,
+            open_at: OpenAt::FirstData,
+            looping: false,
+            controls: false,
+            strict: false,
+        };
+        let _h = spawn(opts, tx).expect("replays");
+        let (mut ticks_before, mut pos) = (0, None);
+        while pos.is_none() {
+            match rx.blocking_recv().expect("events") {
+                ReplayEvent::Frame(Frame::Tick(t)) if t.t < first => ticks_before += 1,
+                ReplayEvent::Status(s) => pos = Some(s.pos),
+                _ => {}
+            }
+        }
+        assert!(pos >= Some(first), "opened at {:?}, data at {first}", pos);
+        assert!(
+            pos < Some(first + 1_000),
+            "opened at {:?}, data at {first}",
+            pos
+        );
+        assert!(
+            ticks_before >= 4,
+            "the idle ticks are history: {ticks_before}"
+        );
+    }
+
+    #[test]
+    fn an_idle_recording_opens_at_its_start() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h200_idle.jsonl");
+        assert_eq!(first_data(&path).expect("reads"), None);
     }
 
     #[test]

@@ -187,6 +187,8 @@ pub struct App {
     pub card_chart: bool,
     /// A distributed job's ranks on a card are one row (key `J` unfolds them).
     pub jobs_folded: bool,
+    /// The process tables' optional columns: SM%, CPU%, RSS, TIME, CONTAINER (key `o`).
+    pub columns: crate::settings::ExtraColumns,
     /// Lines the selected alert's evidence and message are scrolled by.
     pub alert_scroll: u16,
     pub sort: Sort,
@@ -253,6 +255,7 @@ impl App {
             solo: Solo::All,
             card_chart: false,
             jobs_folded: true,
+            columns: Default::default(),
             alert_scroll: 0,
             sort: Sort::default(),
             filter: String::new(),
@@ -612,6 +615,18 @@ impl App {
                 };
             }
             Action::FullScale => self.full_scale = !self.full_scale,
+            Action::Columns => {
+                use crate::settings::ExtraColumns;
+                self.columns = self.columns.next();
+                self.flash = Some(
+                    match self.columns {
+                        ExtraColumns::Auto => "extra columns: auto (where wide)",
+                        ExtraColumns::On => "extra columns: on",
+                        ExtraColumns::Off => "extra columns: off",
+                    }
+                    .into(),
+                );
+            }
             Action::CardChart => self.card_chart = !self.card_chart,
             Action::FoldJobs => {
                 self.jobs_folded = !self.jobs_folded;

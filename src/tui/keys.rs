@@ -42,6 +42,7 @@ pub enum Action {
     CardChart,
     Loop,
     FoldJobs,
+    Columns,
 }
 
 /// One line of the key table: the keys, how help shows them, and what they do.
@@ -153,7 +154,7 @@ pub const BINDINGS: &[Binding] = &[
     bind!("I", "invert the sort direction", Invert, Char('I')),
     bind!(
         "/ F3 F4",
-        "filter by name, user (htop's u) or PID; no tree (t F5) or F2 setup",
+        "filter by name, user (htop's u) or PID; no tree (t F5)",
         Filter,
         Char('/'),
         F(3),
@@ -197,6 +198,13 @@ pub const BINDINGS: &[Binding] = &[
         "detail chart: one series alone (all, floor, used, resv, alloc, peak)",
         Solo,
         Char('v')
+    ),
+    bind!(
+        "o F2",
+        "columns SM% CPU% RSS TIME CONTAINER: auto (where wide), on, off (htop's F2)",
+        Columns,
+        Char('o'),
+        F(2)
     ),
     bind!(
         "f",

@@ -306,6 +306,7 @@ mod tests {
             pid,
             kind: Default::default(),
             used: Some(used),
+            ..ProcSample::default()
         };
         s.apply(&Frame::Tick(Tick {
             t: 0,

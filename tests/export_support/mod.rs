@@ -59,6 +59,7 @@ pub fn gpu(index: u32, used: u64, procs: &[(u32, Option<u64>)]) -> GpuSample {
                 pid,
                 kind: ProcKind::Compute,
                 used,
+                ..ProcSample::default()
             })
             .collect(),
         error: None,

@@ -239,6 +239,7 @@ fn tick(t: i64, pid: u32, used: u64) -> Frame {
                 pid,
                 kind: ProcKind::Compute,
                 used: Some(used),
+                ..ProcSample::default()
             }],
             error: None,
         }],

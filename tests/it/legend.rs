@@ -117,6 +117,11 @@ fn screens() -> Vec<String> {
         key(&mut app, KeyCode::Char('p'));
         add(&app);
     }
+    // The optional columns (`o`), on a recording with their data: the widest of them need
+    // a wide table.
+    let mut app = app_from("peer_columns.jsonl", None);
+    key(&mut app, KeyCode::Char('o'));
+    out.push(render(&app, 200, 60, &theme(false)));
     out
 }
 

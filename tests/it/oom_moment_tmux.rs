@@ -82,56 +82,84 @@ fn the_oom_headline_names_the_cap_and_adds_up() {
     assert!(!msg.contains("leak reported"), "{msg}");
 }
 
+/// The replay of `pids` at `w`x`h`, played to its end and settled.
+fn at_the_end(w: u16, h: u16, pids: &[u64]) -> (crate::tmux_e2e::Session, String) {
+    let bin = assert_cmd::cargo::cargo_bin("gpumon");
+    let list: Vec<String> = pids.iter().map(u64::to_string).collect();
+    let cmd = format!(
+        "env LANG=C.UTF-8 TERM=xterm-256color {} replay {} --pid {}; sleep 60",
+        bin.display(),
+        path(),
+        list.join(",")
+    );
+    let s = start_cmd(&format!("oom-moment-{w}-{}", list.join("-")), w, h, &cmd);
+    wait_for(&s, "REPLAY", 15);
+    // To the end of the recording.
+    keys(&s, &["Space", "$"]);
+    wait_for(&s, " end", 30);
+    // The last frames are applied after the end is reported (a debug build on a
+    // loaded machine takes a while): wait for two equal captures before reading.
+    let mut last = pane(&s);
+    for _ in 0..60 {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let now = pane(&s);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    (s, last)
+}
+
+/// At the end of the recording both died of their OOM: their rows keep the failing
+/// moment, at every size: the request, L (and T where there is room) and how old the
+/// reading is, in a shorter form where the row is narrow, never cut off. At 40x12 one
+/// process fits the card, with its allocator line; each is replayed alone there.
 #[test]
 fn at_the_oom_the_allocator_line_shows_the_failing_moment_and_its_age() {
     if !have_tmux() {
         eprintln!("skipping: tmux not installed");
         return;
     }
-    for (w, h) in [(100u16, 30u16), (80, 24)] {
-        let bin = assert_cmd::cargo::cargo_bin("gpumon");
-        let cmd = format!(
-            "env LANG=C.UTF-8 TERM=xterm-256color {} replay {} --pid 540,546; sleep 60",
-            bin.display(),
-            path()
-        );
-        let s = start_cmd(&format!("oom-moment-{w}"), w, h, &cmd);
-        wait_for(&s, "REPLAY", 15);
-        // To the end of the recording.
-        keys(&s, &["Space", "$"]);
-        wait_for(&s, " end", 30);
-        // The last frames are applied after the end is reported (a debug build on a
-        // loaded machine takes a while): wait for two equal captures before stepping.
-        let mut last = pane(&s);
-        for _ in 0..60 {
-            std::thread::sleep(std::time::Duration::from_millis(500));
-            let now = pane(&s);
-            if now == last {
-                break;
-            }
-            last = now;
-        }
-        // Both died of their OOM: at the end their rows keep the failing moment.
-        let p = wait_for(&s, "(at the OOM", 20);
-        for pid in PIDS {
+    let runs: Vec<(u16, u16, Vec<u64>)> = vec![
+        (200, 60, PIDS.to_vec()),
+        (120, 40, PIDS.to_vec()),
+        (80, 24, PIDS.to_vec()),
+        (40, 12, vec![PIDS[0]]),
+        (40, 12, vec![PIDS[1]]),
+    ];
+    for (w, h, pids) in runs {
+        let (_s, p) = at_the_end(w, h, &pids);
+        for pid in pids {
             let (_, v) = oom_alert(pid);
             let row = p
                 .lines()
                 .skip_while(|l| !l.contains(&format!(" {pid} ")))
                 .nth(1)
                 .unwrap_or_else(|| panic!("PID {pid}'s allocator line at {w}x{h}:\n{p}"));
-            let want = [
-                format!("OOM asked {}", human(v["requested"])),
-                format!(
-                    "L {} of T {}",
-                    human(v["L largest hole"]),
-                    human(v["T free in cache"])
-                ),
-                "(at the OOM".to_string(),
-            ];
+            let (r, l, t) = (
+                human(v["requested"]),
+                human(v["L largest hole"]),
+                human(v["T free in cache"]),
+            );
+            let mut want = vec![format!("L {l}")];
+            if w >= 80 {
+                want.push(format!("OOM asked {r}: "));
+                want.push(format!("L {l} of T {t}"));
+            } else {
+                want.push(format!("OOM {r}: "));
+            }
+            if w >= 120 {
+                want.push("(at the OOM, ".to_string());
+            }
             for words in want {
                 assert!(row.contains(&words), "{w}x{h} PID {pid}: {words}\n{p}");
             }
+            // The age, whole: nothing of the line cut off.
+            assert!(
+                row.contains(" ago)") && !row.contains('…'),
+                "{w}x{h} PID {pid}: the age is cut\n{p}"
+            );
         }
     }
 }

@@ -352,9 +352,71 @@ fn a_process_card_shows_the_whole_command_line() {
 
 /// A process the OOM ended says so on its card, as its row in the live view does (`OOM`),
 /// and one that exited without one is only "gone": corpus4's six OOM runs and the rest.
+/// A process an OOM ended reads `OOM` in every view: its row's USED cell from the moment
+/// NVML stops listing it (never `gone` beside its OOM alert while the exit's grace runs),
+/// and its report card, at the time the row's model gives.
 #[test]
-fn a_process_ended_by_an_oom_says_so_on_its_card() {
+fn a_process_ended_by_an_oom_reads_oom_in_every_view() {
+    use gpumon::tui::ui::proc_column::{ProcColumn, RowCtx};
     let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus4/corpus4.gpumon.jsonl.gz");
+    let ooms: Vec<u32> = std::fs::read_to_string(rec.with_file_name("truth4.jsonl"))
+        .expect("truth")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|t| t["oom_epoch"].is_u64())
+        .map(|t| t["pid"].as_u64().expect("pid") as u32)
+        .collect();
+    assert_eq!(ooms.len(), 6);
+
+    // The live view, tick by tick: each OOM process's USED cell once it has no bytes.
+    let mut app = gpumon::tui::app::App::new(
+        gpumon::tui::app::SourceKind::Replay {
+            file: rec.display().to_string(),
+            demo: false,
+        },
+        gpumon::pipeline::Pipeline::default(),
+    );
+    let theme = crate::support::theme(true);
+    let mut words: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
+    for f in crate::support::frames(&rec) {
+        app.apply(&f);
+        if !matches!(f, gpumon::model::frame::Frame::Tick(_)) {
+            continue;
+        }
+        let s = app.view_state();
+        for pid in &ooms {
+            let Some(p) = s.procs.get(pid) else { continue };
+            for pg in p.gpus.values().filter(|pg| pg.last_used.is_none()) {
+                let r = RowCtx {
+                    p,
+                    pg,
+                    now: s.now,
+                    state: Some(s),
+                    theme: &theme,
+                };
+                let cell = (ProcColumn::Used.spec().cell)(&r, 9);
+                let text: String = cell.iter().map(|s| s.content.to_string()).collect();
+                words.entry(*pid).or_default().push(text);
+            }
+        }
+    }
+    let ends: std::collections::BTreeMap<u32, i64> = ooms
+        .iter()
+        .map(|pid| {
+            let s = app.view_state();
+            let e = s.ending(&s.procs[pid]).expect("ended");
+            (*pid, e.at)
+        })
+        .collect();
+    for pid in &ooms {
+        let w = &words[pid];
+        assert!(
+            !w.is_empty() && w.iter().all(|t| t == "OOM"),
+            "PID {pid}'s row after its last reading: {w:?}"
+        );
+    }
+
+    // The report's card of each says the same word, at the same time.
     let dir = tempfile::tempdir().expect("tempdir");
     let page = dir.path().join("r.html");
     let out = gpumon()
@@ -370,16 +432,229 @@ fn a_process_ended_by_an_oom_says_so_on_its_card() {
         String::from_utf8_lossy(&out.stderr)
     );
     let html = std::fs::read_to_string(&page).expect("page");
-    let ooms = std::fs::read_to_string(rec.with_file_name("truth4.jsonl"))
-        .expect("truth")
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|t| t["oom_epoch"].is_u64())
-        .count();
-    assert_eq!(ooms, 6);
-    assert_eq!(
-        html.matches("ended by an OOM, last seen").count(),
-        ooms,
-        "{html}"
+    for (pid, at) in ends {
+        let clock = gpumon::report::summary::utc(at);
+        let title = html
+            .split("<h3>")
+            .skip(1)
+            .find(|h| h.starts_with(&format!("PID {pid} ")))
+            .and_then(|h| h.split("</h3>").next())
+            .unwrap_or_else(|| panic!("PID {pid}'s card"));
+        assert!(
+            title.contains(&format!("· OOM at {clock}")),
+            "PID {pid}: {title}"
+        );
+    }
+    assert!(
+        !html.contains("gone after"),
+        "no process left for no known cause"
+    );
+}
+
+/// A report page written for `rec`.
+fn report_html(rec: &Path) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = dir.path().join("r.html");
+    let out = gpumon()
+        .arg("report")
+        .arg(rec)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .expect("report");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(&page).expect("page")
+}
+
+/// One allocator panel: its heading, and its readings (`what, when`) with their rows.
+struct Panel {
+    pid: u64,
+    head: String,
+    readings: Vec<(String, Vec<String>)>,
+}
+
+/// Every panel of the page's allocator section, each row under the reading it follows.
+fn allocator_panels(html: &str) -> Vec<Panel> {
+    let sec = html
+        .split(r#"<section id="allocator">"#)
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+        .expect("allocator section");
+    let mut out = vec![];
+    for card in sec.split(r#"<div class="card">"#).skip(1) {
+        let pid: u64 = card["<h3>PID ".len()..]
+            .split(' ')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("PID in the title");
+        for panel in card.split(r#"<div class="moment">"#).skip(1) {
+            let head = panel.split("</h4>").next().expect("heading");
+            let head = head.trim_start_matches("<h4>").to_string();
+            let table = panel.split("</table>").next().expect("table");
+            let mut readings: Vec<(String, Vec<String>)> = vec![];
+            for tr in table.split("<tr").skip(1) {
+                if let Some(r) = tr.strip_prefix(r#" class="reading"><th colspan="2">"#) {
+                    let r = r.split("</th>").next().expect("reading").to_string();
+                    readings.push((r, vec![]));
+                } else {
+                    let last = readings.last_mut();
+                    assert!(last.is_some(), "PID {pid} {head}: a row under no reading");
+                    last.expect("reading").1.push(tr.to_string());
+                }
+            }
+            out.push(Panel {
+                pid,
+                head,
+                readings,
+            });
+        }
+    }
+    out
+}
+
+/// A reading's name and time, without its age: `block map 16:47:24.312`.
+fn reading_key(r: &str) -> String {
+    let (what, at) = r.split_once(", ").expect("what, when");
+    format!("{what} {}", at.get(..12).unwrap_or(at))
+}
+
+/// Every allocator panel (a process's worst fragmentation, each OOM) is made of readings
+/// that say what they are and when they were taken, to the millisecond and with their age
+/// when older than the panel's moment; a reading shown in two panels reads the same in
+/// both; an OOM's own reading is the one its alert quotes.
+#[test]
+fn every_allocator_panel_reads_one_reading_per_line() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for rec in [
+        "tests/corpus4/corpus4.gpumon.jsonl.gz",
+        "tests/corpus3/corpus3.jsonl",
+        "tests/corpus/corpus_frag.jsonl",
+    ] {
+        let rec = root.join(rec);
+        let alerts: Vec<serde_json::Value> = alert_lines(&rec)
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("alert"))
+            .collect();
+        let panels = allocator_panels(&report_html(&rec));
+        assert!(!panels.is_empty(), "{}", rec.display());
+        let mut seen: std::collections::HashMap<(u64, String), Vec<String>> = Default::default();
+        let mut first_oom = std::collections::HashSet::new();
+        for p in &panels {
+            assert!(
+                !p.readings.is_empty(),
+                "PID {} {}: no reading",
+                p.pid,
+                p.head
+            );
+            for (r, rows) in &p.readings {
+                let (_, at) = r.split_once(", ").expect("what, when");
+                assert!(
+                    at.len() >= "00:00:00.000 UTC".len() && at.as_bytes()[8] == b'.',
+                    "PID {} {}: {r}",
+                    p.pid,
+                    p.head
+                );
+                if let Some(before) = seen.insert((p.pid, reading_key(r)), rows.clone()) {
+                    assert_eq!(&before, rows, "PID {}: {r} reads two ways", p.pid);
+                }
+                // The first OOM's numbers are the ones its alert quotes.
+                if r.starts_with("at the OOM, ") && first_oom.insert(p.pid) {
+                    let oom = alerts
+                        .iter()
+                        .find(|a| {
+                            a["pid"] == p.pid
+                                && a["change"] == "raised"
+                                && matches!(a["kind"].as_str(), Some("oom" | "fragmentation_oom"))
+                        })
+                        .expect("its OOM alert");
+                    for (name, row) in [
+                        ("T free in cache", "T free in its cache"),
+                        ("L largest hole", "L largest hole"),
+                    ] {
+                        let Some(b) = oom["evidence"]["values"]
+                            .as_array()
+                            .expect("values")
+                            .iter()
+                            .find(|x| x["name"] == name)
+                            .and_then(|x| x["bytes"].as_u64())
+                        else {
+                            continue;
+                        };
+                        let want = format!("<th>{row}</th><td>{}</td>", gpumon::fmt::human(b));
+                        assert!(
+                            rows.iter().any(|x| x.contains(&want)),
+                            "PID {}: {want} at the OOM: {rows:?}",
+                            p.pid
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The review's case: the worst block map of the run read 300 ms before the OOM, whose own
+/// reading found a smaller hole. Both panels head the same second; each shows the block map
+/// with the same numbers, and the OOM panel says it is older than the OOM and gives the
+/// OOM's hole beside it, under its own name.
+#[test]
+fn the_worst_block_map_and_the_oom_after_it_agree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("tests/corpus3/corpus3.jsonl")).expect("rec");
+    let event = r#""pid":779,"msg":{"type":"event""#;
+    let mut lines = vec![];
+    for l in text.lines() {
+        if l.contains(event) && l.contains(r#""kind":"oom""#) {
+            let v: serde_json::Value = serde_json::from_str(l).expect("frame");
+            let t = v["t"].as_i64().expect("t") - 300;
+            // 2 GiB free in the cache, the largest hole 640 MiB: the run's worst.
+            lines.push(format!(
+                r#"{{"type":"companion","t":{t},"pid":779,"msg":{{"type":"frag","t":{t},"dev":0,"free_total":2147483648,"largest_free":671088640,"n_free_blocks":9,"n_segments":4}}}}"#
+            ));
+        }
+        lines.push(l.to_string());
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("worst_then_oom.gpumon.jsonl");
+    std::fs::write(&rec, lines.join("\n") + "\n").expect("write");
+    let panels: Vec<Panel> = allocator_panels(&report_html(&rec))
+        .into_iter()
+        .filter(|p| p.pid == 779)
+        .collect();
+    let worst = panels
+        .iter()
+        .find(|p| p.head.starts_with("Worst fragmentation"))
+        .expect("worst panel");
+    let oom = panels
+        .iter()
+        .find(|p| p.head.starts_with("Just before the OOM"))
+        .expect("OOM panel");
+    let map = |p: &Panel| {
+        p.readings
+            .iter()
+            .find(|(r, _)| r.starts_with("block map, "))
+            .cloned()
+            .expect("block map")
+    };
+    let (w, o) = (map(worst), map(oom));
+    assert_eq!(reading_key(&w.0), reading_key(&o.0), "the same block map");
+    assert_eq!(w.1, o.1, "read the same in both panels");
+    assert!(w.1.iter().any(|r| r.contains("<td>640 MiB</td>")), "{w:?}");
+    assert!(o.0.ends_with(", 300 ms before"), "its age: {}", o.0);
+    let at_oom = oom
+        .readings
+        .iter()
+        .find(|(r, _)| r.starts_with("at the OOM, "))
+        .expect("the OOM's reading");
+    assert!(
+        at_oom
+            .1
+            .iter()
+            .any(|r| r.contains("L largest hole</th><td>632 MiB")),
+        "{at_oom:?}"
     );
 }

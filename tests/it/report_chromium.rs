@@ -104,6 +104,15 @@ for (const s of charts) {{
   console.log("GPUMON_CHART " + s.id + " " + n + " " + Math.round(s.getBoundingClientRect().width));
 }}
 console.log("GPUMON_CHARTS " + charts.length);
+for (const s of charts) {{
+  const ts = Array.from(s.querySelectorAll("text")).map(t => [t.textContent, t.getBoundingClientRect()]);
+  for (let i = 0; i < ts.length; i++) for (let j = i + 1; j < ts.length; j++) {{
+    const a = ts[i][1], b = ts[j][1];
+    const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+    const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+    if (w > 1 && h > 1) console.log("GPUMON_OVERLAP " + s.id + " [" + ts[i][0] + "] over [" + ts[j][0] + "]");
+  }}
+}}
 for (const s of document.querySelectorAll("svg.chart[id^='gpu-']")) {{
   const ys = Array.from(s.querySelectorAll("text.ylab")).map(t => parseFloat(t.getAttribute("y")));
   let top = Infinity;
@@ -193,6 +202,14 @@ fn every_bundled_report_renders_cleanly_in_chromium() {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("{name}: the probe did not run: {msgs:?}"));
         assert_eq!(count, expected, "{name}: charts in the DOM");
+        let over: Vec<_> = msgs
+            .iter()
+            .filter(|m| m.starts_with("GPUMON_OVERLAP "))
+            .collect();
+        assert!(
+            over.is_empty(),
+            "{name}: labels printed over labels: {over:?}"
+        );
         assert!(
             count >= 2,
             "{name}: a GPU chart and a process chart at least"
@@ -245,5 +262,49 @@ fn every_bundled_report_renders_cleanly_in_chromium() {
             let hit = items.iter().any(|i| named(i, key));
             assert!(hit, "{name}: no rendered item names {key:?}: {items:?}");
         }
+    }
+}
+
+/// At laptop width, on the recordings with the most alerts at once (a burst of OOMs, ranks
+/// raised together, a process with two forecasts), no text of a chart is printed over
+/// another: bursts share a label, a label with no free spot is left out and said under the
+/// chart, and the probe's overlap check saw these pages overprint before.
+#[test]
+fn no_chart_label_is_printed_over_another_at_laptop_width() {
+    let Some(bin) = chromium() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for rec in [
+        "tests/corpus3/corpus3.jsonl",
+        "tests/corpus4/corpus4.gpumon.jsonl.gz",
+        "tests/corpus_jobs/jobs.gpumon.jsonl.gz",
+    ] {
+        let name = rec.rsplit('/').next().expect("name");
+        let page = dir.path().join(format!("{name}.html"));
+        gpumon()
+            .arg("report")
+            .arg(root.join(rec))
+            .arg("-o")
+            .arg(&page)
+            .assert()
+            .success();
+        let html = std::fs::read_to_string(&page).expect("page");
+        let probe_page = dir.path().join(format!("{name}-probed.html"));
+        std::fs::write(&probe_page, probed(&html)).expect("write");
+        let png = dir.path().join(format!("{name}-1000.png"));
+        let msgs = render(bin, &probe_page, 1000, 2400, &png);
+        keep(&png, &format!("{name}-1000.png"));
+        assert!(
+            msgs.iter().any(|m| m.starts_with("GPUMON_CHARTS ")),
+            "{name}: the probe did not run: {msgs:?}"
+        );
+        let over: Vec<_> = msgs
+            .iter()
+            .filter(|m| m.starts_with("GPUMON_OVERLAP "))
+            .collect();
+        assert!(
+            over.is_empty(),
+            "{name}: labels printed over labels: {over:?}"
+        );
     }
 }

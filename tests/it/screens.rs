@@ -159,6 +159,7 @@ fn young_process() -> App {
                 pid: 4242,
                 kind: ProcKind::Compute,
                 used: Some(u),
+                ..ProcSample::default()
             })
             .into_iter()
             .collect();

@@ -124,3 +124,53 @@ fn a_selection_past_exited_processes_still_shows_the_table() {
         "process rows vanished:\n{screen}"
     );
 }
+
+/// A recording that carries the optional columns' data (`peer_columns.jsonl`: a synthetic
+/// recording in the format, see docs/recording-format.md): at each size, the overview as it
+/// opens (`auto`: the columns with data where the table is wide) and after `o` (`on`: as
+/// many as leave the command room). The values shown are the recorded ones.
+#[test]
+fn optional_columns_at_the_four_sizes() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    // PID 1201's SM % in the last tick, as recorded.
+    let text =
+        std::fs::read_to_string(crate::support::fixture("peer_columns.jsonl")).expect("fixture");
+    let last: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("a tick")).expect("json");
+    let sm = last["gpus"][0]["procs"][0]["sm_util"]
+        .as_u64()
+        .expect("sm_util");
+    let sm = format!(" {sm}% ");
+    let procs: serde_json::Value =
+        serde_json::from_str(text.lines().nth(1).expect("procs")).expect("json");
+    let ran =
+        last["t"].as_i64().expect("t") - procs["procs"][0]["started"].as_i64().expect("started");
+    let ran = gpumon::tui::ui::proc_column::run_time(ran);
+    for (w, h) in [(40u16, 12u16), (80, 24), (120, 40), (200, 60)] {
+        for on in [false, true] {
+            let mut app = app_from("peer_columns.jsonl", None);
+            if on {
+                app.update(gpumon::tui::event::Event::from(KeyEvent::new(
+                    KeyCode::Char('o'),
+                    KeyModifiers::NONE,
+                )));
+            }
+            let screen = render(&app, w, h, &theme(false));
+            let wide = w >= 200 || (on && w >= 80);
+            assert_eq!(
+                screen.contains("SM%") && screen.contains(&sm),
+                wide,
+                "{w}x{h} on={on}:\n{screen}"
+            );
+            if w >= 200 && on {
+                assert!(screen.contains("trainer-0/pytorch"), "{screen}");
+                assert!(
+                    screen.contains(&format!(" {ran} ")),
+                    "run time {ran}: {screen}"
+                );
+            }
+            let mode = if on { "on" } else { "auto" };
+            insta::assert_snapshot!(format!("optional_columns_{w}x{h}_{mode}"), screen);
+        }
+    }
+}

@@ -370,6 +370,7 @@ fn tick(
                         pid: *pid,
                         kind: Default::default(),
                         used: r.used.map(|u| u as u64),
+                        ..ProcSample::default()
                     })
                     .collect(),
                 error: (!up).then(|| "the node's gpumon could not read this GPU".into()),

@@ -19,6 +19,9 @@ impl App {
                 StartView::Alerts => View::Alerts,
             };
         }
+        if let Some(c) = s.columns {
+            self.columns = c;
+        }
         if let Some(z) = s.zoom {
             self.zoom = z;
         }

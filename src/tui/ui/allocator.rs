@@ -60,7 +60,7 @@ pub(crate) fn frag_style(f: f64, theme: &Theme) -> Style {
 /// Colour of F and stranded on the allocator lines: the fragmentation risk of the process
 /// as the alert rules judge it, not F alone. F is high by construction at an epoch end with
 /// a large cache and says little; whether the program's recurring requests still fit does.
-fn risk_style(risk: Option<Severity>, theme: &Theme) -> Style {
+pub(crate) fn risk_style(risk: Option<Severity>, theme: &Theme) -> Style {
     match risk {
         Some(Severity::Critical) => theme.error(),
         Some(_) => theme.warn(),

@@ -19,16 +19,25 @@ pub(crate) enum Slot {
     More { hidden: usize },
 }
 
-/// Plan `h` rows for GPUs that want `wants[i]` process lines each (at least 1: the
-/// header and rows, or "no processes"). `sel` is the selected GPU.
-pub(crate) fn plan(h: u16, wants: &[u16], sel: usize) -> Vec<Slot> {
+/// Process lines a card wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Want {
+    /// To list every process, with its allocator line.
+    pub all: u16,
+    /// To show one process whole: the title row, its row and its allocator line (an OOM's
+    /// numbers are on that line), or "no processes".
+    pub least: u16,
+}
+
+/// Plan `h` rows for GPUs that want `wants[i]` process lines each. `sel` is the selected
+/// GPU.
+pub(crate) fn plan(h: u16, wants: &[Want], sel: usize) -> Vec<Slot> {
     let n = wants.len();
     if n == 0 || h == 0 {
         return Vec::new();
     }
     let sel = sel.min(n - 1);
-    let min_lines = |w: u16| w.clamp(1, 2);
-    let need: u32 = wants.iter().map(|&w| u32::from(BASE + min_lines(w))).sum();
+    let need: u32 = wants.iter().map(|w| u32::from(BASE + min_lines(w))).sum();
     if need <= u32::from(h) {
         return all_cards(h, wants, sel, need);
     }
@@ -44,7 +53,7 @@ pub(crate) fn plan(h: u16, wants: &[u16], sel: usize) -> Vec<Slot> {
         }
         let avail = e - BASE;
         // Processes take up to two thirds of the spare rows; the chart keeps the rest.
-        let lines = wants[sel].min((avail - avail / 3).max(1));
+        let lines = wants[sel].all.min((avail - avail / 3).max(1));
         return (0..n)
             .map(|gpu| {
                 if gpu == sel {
@@ -62,9 +71,14 @@ pub(crate) fn plan(h: u16, wants: &[u16], sel: usize) -> Vec<Slot> {
     rows_only(h, n, sel)
 }
 
-fn all_cards(h: u16, wants: &[u16], sel: usize, need: u32) -> Vec<Slot> {
+/// The lines a card gets before any grows: one process whole where it has a row for it.
+fn min_lines(w: &Want) -> u16 {
+    w.least.clamp(1, 3).min(w.all.max(1))
+}
+
+fn all_cards(h: u16, wants: &[Want], sel: usize, need: u32) -> Vec<Slot> {
     let n = wants.len();
-    let mut lines: Vec<u16> = wants.iter().map(|&w| w.clamp(1, 2)).collect();
+    let mut lines: Vec<u16> = wants.iter().map(min_lines).collect();
     let mut spare = h - need as u16;
     // First, charts of four rows and a time row where possible: a chart is what a card
     // is for, a two-row one shows little more than a sparkline.
@@ -84,7 +98,7 @@ fn all_cards(h: u16, wants: &[u16], sel: usize, need: u32) -> Vec<Slot> {
         progress = false;
         for k in 0..n {
             let i = (sel + k) % n;
-            if spare > 0 && lines[i] < wants[i] {
+            if spare > 0 && lines[i] < wants[i].all {
                 lines[i] += 1;
                 spare -= 1;
                 progress = true;
@@ -132,6 +146,16 @@ fn rows_only(h: u16, n: usize, sel: usize) -> Vec<Slot> {
 mod tests {
     use super::*;
 
+    /// Cards of processes without companions: each wants a title row and its rows.
+    fn bare(all: &[u16]) -> Vec<Want> {
+        all.iter()
+            .map(|&all| Want {
+                all,
+                least: all.min(2),
+            })
+            .collect()
+    }
+
     fn height(v: &[Slot]) -> u16 {
         v.iter()
             .map(|s| match s {
@@ -144,7 +168,7 @@ mod tests {
     #[test]
     fn cards_share_by_need_and_fill_the_pane() {
         // GPU 0 runs 7 processes (header + 7), GPU 1 one: no "+N more" beside empty rows.
-        let v = plan(41, &[8, 2], 0);
+        let v = plan(41, &bare(&[8, 2]), 0);
         assert_eq!(height(&v), 41);
         let Slot::Card { lines: l0, .. } = v[0] else {
             panic!("{v:?}")
@@ -154,7 +178,7 @@ mod tests {
         };
         assert_eq!((l0, l1), (8, 2));
         // Short of rows: both get at least a header and a row, the rest round robin.
-        let v = plan(17, &[8, 8], 1);
+        let v = plan(17, &bare(&[8, 8]), 1);
         assert_eq!(height(&v), 17);
         assert!(
             v.iter()
@@ -164,7 +188,7 @@ mod tests {
 
     #[test]
     fn many_gpus_shrink_to_rows_and_keep_the_selected_card() {
-        let wants = [3u16; 8];
+        let wants = bare(&[3u16; 8]);
         for (h, sel) in [(21u16, 5usize), (37, 0), (57, 7)] {
             let v = plan(h, &wants, sel);
             assert!(height(&v) <= h, "{h}: {v:?}");
@@ -178,9 +202,27 @@ mod tests {
         // 40x12: eight one-row entries fit, no room for a card.
         assert_eq!(plan(9, &wants, 3).len(), 8);
         // 16 GPUs in 8 rows: scroll around the selection, and say so on a row of its own.
-        let v = plan(8, &[1; 16], 12);
+        let v = plan(8, &bare(&[1; 16]), 12);
         assert_eq!(height(&v), 8);
         assert!(v.contains(&Slot::Row { gpu: 12, height: 1 }));
         assert_eq!(v.last(), Some(&Slot::More { hidden: 9 }));
+    }
+
+    #[test]
+    fn a_small_card_shows_one_process_whole_before_its_chart_grows() {
+        // 40x12 leaves 9 rows: a process with its allocator line takes 3 of them, the
+        // chart the smallest it has (2 rows and a time row).
+        let v = plan(9, &[Want { all: 5, least: 3 }], 0);
+        assert_eq!(
+            v,
+            vec![Slot::Card {
+                gpu: 0,
+                height: 9,
+                lines: 3
+            }]
+        );
+        // Without a companion one row is the process whole; the chart takes the spare.
+        let v = plan(9, &bare(&[5]), 0);
+        assert!(matches!(v[0], Slot::Card { lines: 2, .. }), "{v:?}");
     }
 }

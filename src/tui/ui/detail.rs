@@ -87,7 +87,7 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
             nvml_peak: Some(pg.peak.value),
             proc: proc_alloc,
             dev,
-            exit: pr.exit,
+            exit: s.ending(pr),
             risk: super::alerts::frag_risk(app, proc_alloc.pid, pg.gpu),
             grab: Some(super::policy::Grab::of(
                 app,

@@ -40,6 +40,36 @@ term!(
     "memory in use now, as NVML reports it for the card or process"
 );
 term!(
+    SM,
+    "SM%",
+    "SM%",
+    "(column, o) its share of the GPU's compute (SMs) in NVML's last sample"
+);
+term!(
+    CPU,
+    "CPU%",
+    "CPU%",
+    "(column, o) host CPU over the last second; 100% is one core"
+);
+term!(
+    RSS,
+    "RSS",
+    "RSS",
+    "(column, o) host memory resident (not GPU memory)"
+);
+term!(
+    TIME,
+    "TIME",
+    "TIME",
+    "(column, o) how long the process has run (m:ss, h:mm:ss)"
+);
+term!(
+    CONTAINER,
+    "CONTAINER",
+    "CONTAINER",
+    "(column, o) its Kubernetes pod/container, or its container's id"
+);
+term!(
     GONE,
     "gone",
     "gone",
@@ -295,8 +325,8 @@ term!(
 
 /// Every entry, in the order help's legend page lists them.
 pub const LEGEND: &[Term] = &[
-    USED, PEAK, GONE, EXITED, NA, CUDA, CUDA_Q, HIDDEN, PID_AT, COMPANION, ALLOC, CACHED, FRAG,
-    STRANDED, LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, FIT, ZOOM, REFS, TRACES, CHART_KEY,
-    HISTORY, GATES, EVIDENCE, EV_WORDS, BAR, SEV, MARK, CARD_MARK, PAST_MARK, PAST, ACK, MORE,
-    SCROLLED, SORT, REPLAY, REC, FROZEN, WINDOW, INTERVAL,
+    USED, PEAK, SM, CPU, RSS, TIME, CONTAINER, GONE, EXITED, NA, CUDA, CUDA_Q, HIDDEN, PID_AT,
+    COMPANION, ALLOC, CACHED, FRAG, STRANDED, LIMIT, EPOCH, TICK, GAP, PER_EPOCH, PER_MIN, FIT,
+    ZOOM, REFS, TRACES, CHART_KEY, HISTORY, GATES, EVIDENCE, EV_WORDS, BAR, SEV, MARK, CARD_MARK,
+    PAST_MARK, PAST, ACK, MORE, SCROLLED, SORT, REPLAY, REC, FROZEN, WINDOW, INTERVAL,
 ];

@@ -4,6 +4,7 @@
 pub(crate) mod alert_chart;
 pub mod alerts;
 pub(crate) mod alloc_brief;
+pub(crate) mod alloc_line;
 pub(crate) mod allocator;
 mod boxed;
 pub(crate) mod cards;

@@ -9,17 +9,15 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::cards::{Slot, plan};
+use super::cards::{Slot, Want, plan};
 use super::chart::{Col, Grid, Scale, extent, sample, sparkline};
 use super::paint::Painter;
 use super::plot::{self, Kind, Plot, Trace, slots_per_cell};
 use super::procs::{first_visible, proc_header, render_row};
 use super::theme::Theme;
 use crate::fmt::{gib1, human};
-use crate::model::alerts::Severity;
 use crate::model::allocator::{DevAlloc, ProcAlloc};
 use crate::model::state::{GpuState, ProcGpu, ProcState, State};
-use crate::model::time::Ts;
 use crate::tui::app::App;
 
 pub(crate) fn short_name(name: &str) -> &str {
@@ -112,16 +110,20 @@ pub(crate) fn usage_line(g: &GpuState, width: u16, theme: &Theme) -> Line<'stati
 }
 
 /// Process lines one card wants: a title row and each process (plus its allocator line).
-fn wanted_lines(app: &App, s: &State, g: &GpuState) -> u16 {
+fn wanted_lines(app: &App, s: &State, g: &GpuState) -> Want {
     let procs = app.rows_on(g.info.index);
     if procs.is_empty() {
-        return 1;
+        return Want { all: 1, least: 1 };
     }
-    let rows: usize = procs
+    let each: Vec<u16> = procs
         .iter()
-        .map(|(p, _)| 1 + usize::from(alloc_of(s, p, g).is_some()))
-        .sum();
-    (1 + rows).min(usize::from(u16::MAX)) as u16
+        .map(|(p, _)| 1 + u16::from(alloc_of(s, p, g).is_some()))
+        .collect();
+    let rows: usize = each.iter().map(|&r| usize::from(r)).sum();
+    Want {
+        all: (1 + rows).min(usize::from(u16::MAX)) as u16,
+        least: 1 + each.iter().copied().max().unwrap_or(1),
+    }
 }
 
 fn alloc_of<'a>(
@@ -140,7 +142,7 @@ pub(crate) fn render_overview(p: &mut Painter, app: &App, area: Rect, theme: &Th
         p.paint("companions", |buf| companions_only(app, area, buf, theme));
         return;
     }
-    let wants: Vec<u16> = s.gpus.iter().map(|g| wanted_lines(app, s, g)).collect();
+    let wants: Vec<Want> = s.gpus.iter().map(|g| wanted_lines(app, s, g)).collect();
     let mut y = area.y;
     for slot in plan(area.height, &wants, app.gpu) {
         match slot {
@@ -459,9 +461,8 @@ fn proc_rows(
             let risk = super::alerts::frag_risk(app, pa.pid, pg.gpu);
             let grab = super::policy::Grab::of(app, pa.pid, pg.gpu, pg.last_used, g.total());
             let now = app.view_state().now;
-            let line = alloc_summary(pa, d, risk, Some(&grab), now, theme);
-            let line = shed(line, usize::from(row.width));
-            let line = super::text::fit_words(line, usize::from(row.width), theme.ascii);
+            let width = usize::from(row.width);
+            let line = super::alloc_line::fitted(pa, d, risk, Some(&grab), now, theme, width);
             p.paint("allocator line", |buf| super::put::line(&line, row, buf));
             y += 1;
         }
@@ -638,117 +639,6 @@ fn compact(
     });
 }
 
-/// Second line under a process with a companion: allocator split, fragmentation, epoch.
-/// Every number is of one moment, so they add up: the newest block map with the sample of its
-/// phase point; with a block map but no such sample, F's part is left out rather than set
-/// beside numbers of another moment. F and stranded are coloured by `risk`.
-pub(crate) fn alloc_summary(
-    pa: &ProcAlloc,
-    d: &DevAlloc,
-    risk: Option<Severity>,
-    grab: Option<&super::policy::Grab<'_>>,
-    now: Ts,
-    theme: &Theme,
-) -> Line<'static> {
-    let arrow = if theme.ascii { "  `-" } else { "  ↳" };
-    let mut spans = vec![Span::styled(
-        format!("{arrow} {} ", super::policy::framework_label(pa)),
-        theme.dim(),
-    )];
-    // At an OOM newer than the last block map, the failing moment's free blocks.
-    let frag = d.frag_now();
-    let at_oom = frag.as_deref().is_some_and(|f| d.at_oom(f));
-    let moment = frag.as_deref().and_then(|f| Some((f, f.moment?)));
-    match moment {
-        Some((f, (alloc, reserved))) => {
-            spans.push(Span::styled(
-                format!("alloc {}", human(alloc)),
-                theme.used(),
-            ));
-            // An idle pool in place of `cached`: what it holds beside what it uses.
-            match super::policy::idle_pool(pa.hello.as_ref(), alloc, reserved, grab) {
-                Some(pool) => {
-                    spans.push(Span::raw(" · "));
-                    spans.push(Span::styled(pool.short(), theme.warn()));
-                    spans.push(Span::raw(" · "));
-                }
-                None => {
-                    let cached = reserved.saturating_sub(alloc);
-                    spans.push(Span::raw(format!(" cached {} ", human(cached))));
-                }
-            }
-            spans.extend(super::allocator::frag_text(Some(f), risk, theme).spans);
-            let age = super::allocator::age_words(f.t, now, at_oom);
-            if !age.is_empty() {
-                spans.push(Span::styled(age, theme.dim()));
-            }
-        }
-        // The failing moment: what was asked against the cache's holes, no sample of
-        // another moment beside them.
-        None if at_oom => {
-            let asked = d
-                .ooms()
-                .last()
-                .and_then(|e| e.requested)
-                .map_or_else(String::new, |r| format!(" asked {}", human(r)));
-            spans.push(Span::styled(format!("OOM{asked}: "), theme.error()));
-            spans.extend(super::allocator::frag_text(frag.as_deref(), risk, theme).spans);
-            if let Some(f) = frag.as_deref() {
-                let age = super::allocator::age_words(f.t, now, true);
-                spans.push(Span::styled(age, theme.dim()));
-            }
-        }
-        None => {
-            let opt = |v: Option<u64>| v.map_or_else(|| "n/a".into(), human);
-            spans.push(Span::styled(
-                format!("alloc {}", opt(d.allocated_now())),
-                theme.used(),
-            ));
-            let pool = match (d.allocated_now(), d.cached_now()) {
-                (Some(a), Some(c)) => super::policy::idle_pool(pa.hello.as_ref(), a, a + c, grab),
-                _ => None,
-            };
-            match pool {
-                Some(pool) => {
-                    spans.push(Span::raw(" · "));
-                    spans.push(Span::styled(pool.short(), theme.warn()));
-                }
-                None => spans.push(Span::raw(format!(" cached {}", opt(d.cached_now())))),
-            }
-            if frag.as_deref().is_none_or(|f| f.index().is_none()) {
-                spans.push(Span::raw(" "));
-                spans.extend(super::allocator::frag_text(frag.as_deref(), risk, theme).spans);
-            }
-        }
-    }
-    if let Some(e) = d.epochs.back() {
-        spans.push(Span::styled(format!("  epoch {}", e.epoch), theme.dim()));
-    }
-    Line::from(spans)
-}
-
-/// A line too wide for `width` first sheds what the numbers do not need: the framework's
-/// version (the detail names it), then the stranded bytes (T − L), so that L and T, which
-/// say whether the next request fits, are the last to be cut.
-fn shed(mut line: Line<'static>, width: usize) -> Line<'static> {
-    let w = |l: &Line<'_>| l.width();
-    if w(&line) <= width {
-        return line;
-    }
-    if let Some(first) = line.spans.first_mut() {
-        // `  ↳ torch 2.11.0+cu130 ` keeps `  ↳ torch `.
-        let kept: Vec<&str> = first.content.split(' ').take(4).collect();
-        first.content = format!("{} ", kept.join(" ")).into();
-    }
-    if w(&line) <= width {
-        return line;
-    }
-    if let Some(i) = line.spans.iter().position(|s| s.content == " stranded ") {
-        line.spans.drain(i..(i + 2).min(line.spans.len()));
-    }
-    line
-}
-
 /// Without NVML (no driver, or a container without it) companions still report: list them
 /// with their allocator state per device, since there are no GPU cards to hang them on.
 fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
@@ -789,8 +679,8 @@ fn companions_only(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             if y >= area.y + area.height {
                 break;
             }
-            let line = alloc_summary(pa, d, None, None, s.now, theme);
-            super::text::fit_words(line, usize::from(area.width), theme.ascii).render(
+            let width = usize::from(area.width);
+            super::alloc_line::fitted(pa, d, None, None, s.now, theme, width).render(
                 Rect {
                     x: area.x,
                     y,

@@ -10,10 +10,11 @@ use ratatui::text::{Line, Span};
 use super::legend::{self, Term};
 use super::theme::Theme;
 use crate::fmt::human;
-use crate::model::exit::ExitCause;
+use crate::model::exit::{Exit, ExitCause};
 use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState, State};
 use crate::model::time::Ts;
+use crate::settings::ExtraColumns;
 use crate::tui::selection::SortKey;
 
 macro_rules! columns {
@@ -42,6 +43,12 @@ columns! {
     Peak,
     /// In the peak's place while the table is sorted by growth.
     Growth,
+    /// The optional columns (`Spec::extra`), in the order they are given room.
+    Sm,
+    Cpu,
+    Rss,
+    Time,
+    Container,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +97,62 @@ pub struct Spec {
     /// The cell's pieces, given the cell's width (only `Rest` columns need it: a fixed
     /// cell is padded to its width).
     pub cell: fn(&RowCtx, usize) -> Vec<Span<'static>>,
+    /// An optional column: the data it needs (`Table::has`); given room by `layout` after
+    /// the others, while the command keeps enough.
+    pub extra: Option<Extra>,
 }
+
+/// The data an optional column shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extra {
+    /// NVML's per-process utilisation.
+    Sm,
+    /// Host CPU, resident memory, start time (/proc).
+    Host,
+    /// The container (Kubernetes pod and container, or the cgroup's id).
+    Container,
+}
+
+/// Which optional columns have data in the view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Has {
+    pub sm: bool,
+    pub host: bool,
+    pub container: bool,
+}
+
+impl Has {
+    fn any(self, e: Extra) -> bool {
+        match e {
+            Extra::Sm => self.sm,
+            Extra::Host => self.host,
+            Extra::Container => self.container,
+        }
+    }
+}
+
+/// How a table is drawn: its sort, and which optional columns it offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Table {
+    pub sort: Option<SortKey>,
+    pub extra: ExtraColumns,
+    pub has: Has,
+}
+
+impl From<Option<SortKey>> for Table {
+    /// A table with no optional data: the fixed columns only.
+    fn from(sort: Option<SortKey>) -> Table {
+        Table {
+            sort,
+            ..Table::default()
+        }
+    }
+}
+
+/// Cells the command keeps before an optional column is given room: where it is wide
+/// (`auto`), and wherever (`on`, asked for with `o`).
+const COMMAND_AUTO: u16 = 48;
+const COMMAND_ON: u16 = 14;
 
 /// Narrower tables drop the user and the last amount.
 const WIDE: u16 = 50;
@@ -106,6 +168,7 @@ impl ProcColumn {
                 shown: |_, _| true,
                 sort: Some(SortKey::Pid),
                 legend: None,
+                extra: None,
                 cell: |r, _| vec![Span::raw(r.p.info.pid.to_string())],
             },
             ProcColumn::User => Spec {
@@ -114,6 +177,7 @@ impl ProcColumn {
                 shown: |w, _| w >= WIDE,
                 sort: None,
                 legend: None,
+                extra: None,
                 cell: |r, _| {
                     let user = r.p.info.user.as_deref().unwrap_or("?");
                     vec![Span::raw(user.chars().take(8).collect::<String>())]
@@ -125,6 +189,7 @@ impl ProcColumn {
                 shown: |_, _| true,
                 sort: Some(SortKey::Name),
                 legend: None,
+                extra: None,
                 cell: command_cell,
             },
             ProcColumn::Cuda => Spec {
@@ -133,6 +198,7 @@ impl ProcColumn {
                 shown: |_, _| true,
                 sort: None,
                 legend: Some(legend::CUDA),
+                extra: None,
                 cell: |r, _| {
                     let style = mapping_style(&r.pg.mapping, r.theme);
                     vec![Span::styled(r.pg.mapping.label(), style)]
@@ -144,9 +210,11 @@ impl ProcColumn {
                 shown: |_, _| true,
                 sort: Some(SortKey::Used),
                 legend: Some(legend::USED),
+                extra: None,
                 cell: |r, _| {
-                    let style = used_style(r.p, r.theme);
-                    vec![Span::styled(used_label(r.p, r.pg, r.now), style)]
+                    let end = ending(r);
+                    let style = used_style(end, r.theme);
+                    vec![Span::styled(used_label(end, r.pg, r.now), style)]
                 },
             },
             ProcColumn::Peak => Spec {
@@ -155,6 +223,7 @@ impl ProcColumn {
                 shown: |w, sort| w >= WIDE && sort != Some(SortKey::Growth),
                 sort: Some(SortKey::Peak),
                 legend: Some(legend::PEAK),
+                extra: None,
                 // Under the PEAK title: the number alone (it was `pk 24.6 GiB`, a second label).
                 cell: |r, _| vec![Span::styled(human(r.pg.peak.value), r.theme.peak())],
             },
@@ -164,6 +233,7 @@ impl ProcColumn {
                 shown: |w, sort| w >= WIDE && sort == Some(SortKey::Growth),
                 sort: Some(SortKey::Growth),
                 legend: Some(legend::PER_MIN),
+                extra: None,
                 cell: |r, _| {
                     let rate = r
                         .state
@@ -171,7 +241,113 @@ impl ProcColumn {
                     vec![Span::styled(growth_label(rate, r.theme), r.theme.peak())]
                 },
             },
+            ProcColumn::Sm => Spec {
+                title: "SM%",
+                width: fixed(1, 4, Right),
+                shown: |_, _| true,
+                sort: None,
+                legend: Some(legend::SM),
+                cell: |r, _| vec![known(r.pg.sm_util.map(|u| format!("{u}%")), r.theme)],
+                extra: Some(Extra::Sm),
+            },
+            ProcColumn::Cpu => Spec {
+                title: "CPU%",
+                width: fixed(1, 5, Right),
+                shown: |_, _| true,
+                sort: None,
+                legend: Some(legend::CPU),
+                cell: |r, _| vec![known(r.p.cpu.map(cpu_label), r.theme)],
+                extra: Some(Extra::Host),
+            },
+            ProcColumn::Rss => Spec {
+                title: "RSS",
+                width: fixed(1, 9, Right),
+                shown: |_, _| true,
+                sort: None,
+                legend: Some(legend::RSS),
+                cell: |r, _| vec![known(r.p.rss.map(human), r.theme)],
+                extra: Some(Extra::Host),
+            },
+            ProcColumn::Time => Spec {
+                title: "TIME",
+                width: fixed(1, 8, Right),
+                shown: |_, _| true,
+                sort: None,
+                legend: Some(legend::TIME),
+                cell: |r, _| {
+                    let end = r.p.exit.map_or(r.now, |e| e.at);
+                    let ran = r.p.info.started.map(|s| run_time(end - s));
+                    vec![known(ran, r.theme)]
+                },
+                extra: Some(Extra::Host),
+            },
+            ProcColumn::Container => Spec {
+                title: "CONTAINER",
+                width: fixed(1, CONTAINER_W, Left),
+                shown: |_, _| true,
+                sort: None,
+                legend: Some(legend::CONTAINER),
+                cell: |r, _| {
+                    let c = container(r.p).map(|c| keep_end(&c, CONTAINER_W.into(), r.theme.ascii));
+                    vec![known(c, r.theme)]
+                },
+                extra: Some(Extra::Container),
+            },
         }
+    }
+}
+
+const CONTAINER_W: u16 = 20;
+
+/// `text` cut to `width` from its start (`…d-0/pytorch`): a container's own name ends it.
+fn keep_end(text: &str, width: usize, ascii: bool) -> String {
+    let n = text.chars().count();
+    if n <= width {
+        return text.to_string();
+    }
+    let (dots, keep) = if ascii {
+        ("~", width - 1)
+    } else {
+        ("…", width - 1)
+    };
+    format!("{dots}{}", text.chars().skip(n - keep).collect::<String>())
+}
+
+/// A value, or `n/a` dimmed where it is not known.
+fn known(v: Option<String>, theme: &Theme) -> Span<'static> {
+    match v {
+        Some(v) => Span::raw(v),
+        None => Span::styled(legend::NA.sym, theme.dim()),
+    }
+}
+
+/// `3.2%` below ten, `87%`, `1600%` (sixteen cores).
+fn cpu_label(c: f32) -> String {
+    if c < 9.95 {
+        format!("{c:.1}%")
+    } else {
+        format!("{c:.0}%")
+    }
+}
+
+/// How long a process has run, as `ps` and htop's TIME+ read: `4:05`, `1:02:03`, `3d04h`.
+pub fn run_time(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        ..3_600 => format!("{}:{:02}", s / 60, s % 60),
+        ..360_000 => format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60),
+        _ => format!("{}d{:02}h", s / 86_400, s / 3600 % 24),
+    }
+}
+
+/// The container a process runs in: `pod/container`, a name, or the runtime's id cut to 12.
+fn container(p: &ProcState) -> Option<String> {
+    let k = p.info.kube.as_ref()?;
+    match (&k.pod, &k.container, &k.container_id) {
+        (Some(pod), Some(c), _) => Some(format!("{pod}/{c}")),
+        (None, Some(c), _) | (Some(c), None, _) => Some(c.clone()),
+        (None, None, Some(id)) => Some(id.chars().take(12).collect()),
+        (None, None, None) => None,
     }
 }
 
@@ -185,19 +361,38 @@ pub struct Placed {
 
 /// The columns a table `width` wide shows, sorted by `sort`, and where. The `Rest` column
 /// keeps one blank cell after it, so a long command never touches the next column.
-pub fn layout(width: u16, sort: Option<SortKey>) -> Vec<Placed> {
-    let cols: Vec<(ProcColumn, Spec)> = ProcColumn::ALL
+pub fn layout(width: u16, table: impl Into<Table>) -> Vec<Placed> {
+    let t: Table = table.into();
+    let cells = |s: &Spec| match s.width {
+        Width::Fixed { gap, width, .. } => gap + width,
+        Width::Rest { gap } => gap + 1,
+    };
+    let mut cols: Vec<(ProcColumn, Spec)> = ProcColumn::ALL
         .iter()
         .map(|&c| (c, c.spec()))
-        .filter(|(_, s)| (s.shown)(width, sort))
+        .filter(|(_, s)| s.extra.is_none() && (s.shown)(width, t.sort))
         .collect();
-    let taken: u16 = cols
-        .iter()
-        .map(|(_, s)| match s.width {
-            Width::Fixed { gap, width, .. } => gap + width,
-            Width::Rest { gap } => gap + 1,
-        })
-        .sum();
+    let mut taken: u16 = cols.iter().map(|(_, s)| cells(s)).sum();
+    // The optional columns, in order, while the command keeps its room.
+    let keep = match t.extra {
+        ExtraColumns::Auto => Some(COMMAND_AUTO),
+        ExtraColumns::On => Some(COMMAND_ON),
+        ExtraColumns::Off => None,
+    };
+    if let Some(keep) = keep {
+        for &c in ProcColumn::ALL {
+            let s = c.spec();
+            let Some(e) = s.extra else { continue };
+            if t.extra == ExtraColumns::Auto && !t.has.any(e) {
+                continue;
+            }
+            if width.saturating_sub(taken + cells(&s)) < keep {
+                break;
+            }
+            taken += cells(&s);
+            cols.push((c, s));
+        }
+    }
     let rest = width.saturating_sub(taken);
     let mut x = 0u16;
     let mut placed = Vec::with_capacity(cols.len());
@@ -239,9 +434,9 @@ fn push_padded<'a>(
 }
 
 /// One process row, `width` cells wide, the table sorted by `sort`.
-pub fn row(ctx: &RowCtx, width: u16, sort: Option<SortKey>) -> Line<'static> {
+pub fn row(ctx: &RowCtx, width: u16, table: impl Into<Table>) -> Line<'static> {
     let mut spans: Vec<Span<'static>> = Vec::new();
-    for at in layout(width, sort) {
+    for at in layout(width, table) {
         let s = at.col.spec();
         let mut cell = (s.cell)(ctx, usize::from(at.width));
         match s.width {
@@ -267,12 +462,12 @@ pub fn row(ctx: &RowCtx, width: u16, sort: Option<SortKey>) -> Line<'static> {
 /// the `Rest` column's (a filter, `+N more`), and what it returns is cut to the column.
 pub fn header(
     width: u16,
-    sort: Option<SortKey>,
+    table: impl Into<Table>,
     title: impl Fn(&Spec) -> String,
     rest_title: impl Fn(String, usize) -> String,
 ) -> String {
     let mut out = String::new();
-    for at in layout(width, sort) {
+    for at in layout(width, table) {
         let s = at.col.spec();
         let t = title(&s);
         match s.width {
@@ -301,10 +496,10 @@ pub fn header(
 /// out (there is nothing whole to click).
 pub fn sort_titles(
     width: u16,
-    sort: Option<SortKey>,
+    table: impl Into<Table>,
     title: impl Fn(&Spec) -> String,
 ) -> Vec<(SortKey, u16, u16)> {
-    layout(width, sort)
+    layout(width, table)
         .into_iter()
         .filter_map(|at| {
             let s = at.col.spec();
@@ -371,10 +566,9 @@ fn program_command(p: &ProcState) -> String {
 
 fn command_cell(r: &RowCtx, width: usize) -> Vec<Span<'static>> {
     // When it ended, where the command column has room to spare for it.
-    let ended =
-        r.p.exit
-            .map(|e| format!(" ended {}", r.theme.clock(e.at)))
-            .filter(|t| width >= 24 + t.chars().count());
+    let ended = ending(r)
+        .map(|e| format!(" ended {}", r.theme.clock(e.at)))
+        .filter(|t| width >= 24 + t.chars().count());
     let cmd_w = width - ended.as_ref().map_or(0, |t| t.chars().count());
     // The rank stays whole; the command is shortened into what is left.
     let rank = r.p.who.rank_prefix();
@@ -401,11 +595,17 @@ fn mapping_style(m: &Mapping, theme: &Theme) -> Style {
     }
 }
 
+/// How the row's process ended, or is ending (`State::ending`: an OOM reads `OOM` from
+/// the moment NVML stops listing it, as its alert does).
+fn ending(r: &RowCtx) -> Option<Exit> {
+    r.state.map_or(r.p.exit, |s| s.ending(r.p))
+}
+
 /// `n/a` when NVML gave no number; `gone` when NVML no longer lists the process (for
 /// a few seconds, or while its companion still talks); once it has ended, how: `exited`,
 /// `OOM` or `killed` (the row stays, with its last state, `keep_exited` long).
-fn used_label(p: &ProcState, pg: &ProcGpu, now: Ts) -> String {
-    if let Some(e) = p.exit {
+fn used_label(end: Option<Exit>, pg: &ProcGpu, now: Ts) -> String {
+    if let Some(e) = end {
         return e.cause.label().into();
     }
     match pg.last_used {
@@ -415,8 +615,8 @@ fn used_label(p: &ProcState, pg: &ProcGpu, now: Ts) -> String {
     }
 }
 
-fn used_style(p: &ProcState, theme: &Theme) -> Style {
-    match p.exit.map(|e| e.cause) {
+fn used_style(end: Option<Exit>, theme: &Theme) -> Style {
+    match end.map(|e| e.cause) {
         None => theme.used(),
         Some(ExitCause::Oom) => theme.error(),
         Some(ExitCause::Killed) => theme.warn(),
@@ -518,6 +718,73 @@ mod tests {
         }
     }
 
+    /// The optional columns: `auto` shows those with data once the command keeps 48 cells,
+    /// `on` all of them while it keeps 14, `off` none; rows and titles still fill the width.
+    #[test]
+    fn optional_columns_take_room_only_where_the_command_keeps_its_own() {
+        let extras = |l: &[Placed]| -> Vec<ProcColumn> {
+            l.iter()
+                .map(|p| p.col)
+                .filter(|c| c.spec().extra.is_some())
+                .collect()
+        };
+        let command = |l: &[Placed]| {
+            l.iter()
+                .find(|p| p.col == ProcColumn::Command)
+                .expect("command")
+                .width
+        };
+        let has = Has {
+            sm: true,
+            host: true,
+            container: false,
+        };
+        let t = |extra| Table {
+            sort: Some(SortKey::Used),
+            extra,
+            has,
+        };
+        use ProcColumn::{Container, Cpu, Rss, Sm, Time};
+        // The overview's table at 80 and 200 columns (the sparkline takes the rest).
+        assert_eq!(extras(&layout(78, t(ExtraColumns::Auto))), vec![]);
+        let wide = layout(137, t(ExtraColumns::Auto));
+        assert_eq!(extras(&wide), vec![Sm, Cpu, Rss, Time], "no container data");
+        assert!(command(&wide) >= COMMAND_AUTO);
+        let on = layout(78, t(ExtraColumns::On));
+        assert_eq!(extras(&on), vec![Sm, Cpu]);
+        assert!(command(&on) >= COMMAND_ON);
+        let all = layout(137, t(ExtraColumns::On));
+        assert_eq!(
+            extras(&all),
+            vec![Sm, Cpu, Rss, Time, Container],
+            "on: data or not"
+        );
+        assert_eq!(extras(&layout(200, t(ExtraColumns::Off))), vec![]);
+        for w in [40u16, 78, 137, 200] {
+            for e in [ExtraColumns::Auto, ExtraColumns::On] {
+                let l = layout(w, t(e));
+                let last = l.last().expect("columns");
+                assert_eq!(last.x + last.width, w, "{w} {e:?}");
+                let head = header(w, t(e), |s| s.title.to_string(), |t, _| t);
+                assert_eq!(head.chars().count(), usize::from(w), "{w} {e:?}: {head}");
+            }
+        }
+    }
+
+    #[test]
+    fn run_times_read_as_ps_writes_them() {
+        assert_eq!(run_time(245_000), "4:05");
+        assert_eq!(run_time(3_723_000), "1:02:03");
+        assert_eq!(run_time(52 * 3_600_000 + 2_000), "52:00:02");
+        assert_eq!(run_time(100 * 3_600_000), "4d04h");
+        assert_eq!(
+            keep_end("trainer-0/pytorch-main", 12, false),
+            "…ytorch-main"
+        );
+        assert_eq!(cpu_label(3.26), "3.3%");
+        assert_eq!(cpu_label(1600.2), "1600%");
+    }
+
     /// A row ends where its title row ends, also when a cell holds wider-than-ASCII text
     /// (`–` for an unknown growth, a user name with accents): widths count cells, not bytes.
     #[test]
@@ -541,6 +808,7 @@ mod tests {
             peak: Peak::default(),
             last_seen: 0,
             mapping: Mapping::Unknown,
+            sm_util: None,
         };
         let theme = Theme::default();
         let state = State::default();

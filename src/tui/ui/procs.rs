@@ -13,6 +13,26 @@ use crate::model::mapping::Mapping;
 use crate::model::state::{ProcGpu, ProcState};
 use crate::tui::app::{App, Target};
 
+/// The table as the view draws it: its sort, the optional columns asked for (`o`), and
+/// which of them the view's processes have data for.
+pub(crate) fn table(app: &App) -> proc_column::Table {
+    let s = app.view_state();
+    let mut has = proc_column::Has::default();
+    for p in s.procs.values() {
+        has.sm |= p.gpus.values().any(|pg| pg.sm_util.is_some());
+        has.host |= p.cpu.is_some() || p.rss.is_some() || p.info.started.is_some();
+        has.container |=
+            p.info.kube.as_ref().is_some_and(|k| {
+                k.pod.is_some() || k.container.is_some() || k.container_id.is_some()
+            });
+    }
+    proc_column::Table {
+        sort: Some(app.sort.key),
+        extra: app.columns,
+        has,
+    }
+}
+
 /// One process row for the overview cards, shortened to `width`.
 pub fn proc_line(p: &ProcState, pg: &ProcGpu, width: u16, theme: &Theme) -> Line<'static> {
     let ctx = RowCtx {
@@ -51,7 +71,7 @@ pub fn render_row(
             let st = crate::model::job_status::status(app.view_state(), job);
             super::job_row::job_line(job, &st, true, row.width, theme)
         }
-        None => proc_column::row(&ctx, row.width, Some(app.sort.key)),
+        None => proc_column::row(&ctx, row.width, table(app)),
     };
     super::put::line(&line, row, buf);
     let pids: Vec<u32> = match &job {
@@ -165,7 +185,7 @@ pub fn proc_header(app: &App, width: u16, ascii: bool, more: Option<(usize, usiz
         }
         cmd
     };
-    proc_column::header(width, Some(app.sort.key), |s| title(app, s, ascii), note)
+    proc_column::header(width, table(app), |s| title(app, s, ascii), note)
 }
 
 /// A column's title as the header draws it: the sorted one with its direction.
@@ -190,7 +210,7 @@ pub fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
 /// Registers each sortable title of a `proc_header` `table_w` wide, drawn at `x`, `y` in
 /// `width` cells, as a click target.
 pub fn hit_header(app: &App, x: u16, y: u16, width: u16, table_w: u16, ascii: bool) {
-    let titles = proc_column::sort_titles(table_w, Some(app.sort.key), |s| title(app, s, ascii));
+    let titles = proc_column::sort_titles(table_w, table(app), |s| title(app, s, ascii));
     for (key, col, len) in titles {
         if col >= width {
             continue;
