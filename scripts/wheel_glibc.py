@@ -12,7 +12,9 @@ when `gpumon run` preloads it into a job on an old cluster. This script reads th
   cut out by its section table), needs no GLIBC_ symbol version above that; at least one
   embedded ELF (the interposer) must be found, so the check cannot pass by reading nothing;
 * none of them needs a newer loader's feature: no packed relocations (DT_RELR, glibc 2.36,
-  which the linker marks by requiring `GLIBC_ABI_DT_RELR`) and no other `GLIBC_ABI_` version.
+  which the linker marks by requiring `GLIBC_ABI_DT_RELR`) and no other `GLIBC_ABI_` version;
+* a binary checked with `--elf` does not link the system libm (its resolvers and pages would
+  join a watch's resident set for a few functions the libm crate gives).
 
 `--elf BINARY` checks one binary (`cargo install`'s) and what is embedded in it the same way.
 `--baseline PROGRAM` raises the limit to the newest glibc version PROGRAM needs: a plain Rust
@@ -36,6 +38,10 @@ SHT_DYNAMIC = 6
 # DT_RELRSZ, DT_RELR, DT_RELRENT: relative relocations packed, which only glibc 2.36's
 # loader applies (an older one would leave every pointer of the binary unrelocated).
 DT_RELR_TAGS = {35, 36, 37}
+DT_NEEDED = 1
+# The system libm: gpumon computes with the libm crate instead (Cargo.toml says why), so a
+# binary that names it took a call of f64::exp, ln, powf... from gpumon or a dependency.
+NOT_NEEDED = {"libm.so.6"}
 
 
 def version(text):
@@ -76,6 +82,23 @@ def packed_relocs(elf):
             if tag in DT_RELR_TAGS:
                 return True
     return False
+
+
+def needed(elf):
+    """The shared libraries an ELF file names as DT_NEEDED."""
+    secs = sections(elf)
+    out = []
+    for _name, kind, _flags, _addr, offset, size, link, _info, _align, _entsize in secs:
+        if kind != SHT_DYNAMIC:
+            continue
+        strtab = secs[link][4]
+        for pos in range(offset, offset + size - 15, 16):
+            tag, val = struct.unpack_from("<qQ", elf, pos)
+            if tag == 0:
+                break
+            if tag == DT_NEEDED:
+                out.append(elf[strtab + val : elf.index(b"\0", strtab + val)].decode())
+    return out
 
 
 def glibc_needs(elf, abi=None):
@@ -175,6 +198,8 @@ def main(argv):
             data = f.read()
         print(elf)
         check_elf(elf, data, limit, problems)
+        for lib in sorted(NOT_NEEDED.intersection(needed(data))):
+            problems.append(f"{elf} needs {lib}: gpumon uses the libm crate (Cargo.toml says why)")
         if check_embedded(elf, data, limit, problems) == 0:
             problems.append("no embedded ELF file found: where is the interposer?")
         report(problems, "binary", limit_text)
