@@ -42,6 +42,7 @@ const EARLY: u32 = 4;
 
 mod completions;
 mod demos;
+mod fault_pages;
 mod headless;
 pub mod man;
 mod monitoring;
@@ -49,6 +50,7 @@ mod report;
 mod threads;
 mod tui;
 
+pub use fault_pages::one_page_per_fault;
 use headless::*;
 use threads::*;
 use tui::*;
