@@ -182,6 +182,35 @@ pub struct WatchArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub display: DisplayArgs,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// The cluster view: every node a Prometheus server scrapes, read from there.
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Cluster (every node's `gpumon serve`, read from Prometheus)")]
+pub struct FleetArgs {
+    /// Watch the nodes a Prometheus server scrapes instead of this machine:
+    /// http(s)://HOST[:PORT][/PREFIX] (port 9090 by default). The nodes come first, the
+    /// worst at the top; Enter opens one's GPUs and processes, Esc goes back.
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// How to reach it, in the HTTP client format Prometheus's tools read: basic_auth
+    /// (username, password_file), authorization (credentials_file), tls_config (ca_file,
+    /// server_name).
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    pub prometheus_http_config: Option<PathBuf>,
+    /// How often to ask Prometheus (it holds what it scraped: asking faster than its
+    /// scrape interval re-reads the same values).
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, default_value = "5s", requires = "prometheus")]
+    pub prometheus_refresh: Duration,
+    /// Longest wait for one answer; past it the screen says so and keeps the last one.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, default_value = "10s", requires = "prometheus")]
+    pub prometheus_timeout: Duration,
+    /// Only the nodes that match: `node=PAT job=PAT user=PAT` and bare words (every term
+    /// must match; `*` globs). `/` in the node list changes it.
+    #[arg(long = "match", value_name = "SELECTOR", requires = "prometheus")]
+    pub selector: Option<String>,
 }
 
 /// Outputs every mode can feed: metrics endpoint, flat logs, alerts.
@@ -194,6 +223,10 @@ pub struct OutputArgs {
     /// (tls_server_config, basic_auth_users with bcrypt hashes; docs/metrics.md).
     #[arg(long, value_name = "FILE", requires = "serve")]
     pub web_config_file: Option<PathBuf>,
+    /// The name this node gives itself in every metric's `hostname` label (default: the
+    /// host name, or a recording's host): what `gpumon --prometheus` lists it by.
+    #[arg(long, value_name = "NAME", value_parser = parse_node, requires = "serve")]
+    pub node: Option<String>,
     /// Write one CSV row per GPU and per process per sample (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
@@ -229,6 +262,10 @@ pub struct ServeArgs {
     /// hash). Checked at start; a file gpumon cannot honour in full is refused.
     #[arg(long, value_name = "FILE")]
     pub web_config_file: Option<PathBuf>,
+    /// The name this node gives itself in every metric's `hostname` label (default: the
+    /// host name, or a recording's host): what `gpumon --prometheus` lists it by.
+    #[arg(long, value_name = "NAME", value_parser = parse_node)]
+    pub node: Option<String>,
     /// Serve a recording instead of live GPUs (played at --speed, then held at its end).
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
@@ -468,6 +505,20 @@ pub fn parse_gpu_id(s: &str) -> Result<String, String> {
 pub fn parse_severity(s: &str) -> Result<crate::model::alerts::Severity, String> {
     crate::model::alerts::Severity::parse(s)
         .ok_or_else(|| format!("invalid severity '{s}': use info, warning or critical"))
+}
+
+/// `--node`: a label value people type and read: no control characters, not blank.
+fn parse_node(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err("a node name cannot be empty".into());
+    }
+    if t.chars().any(char::is_control) || t.len() > 253 {
+        return Err(
+            "a node name is at most 253 characters, none of them control characters".into(),
+        );
+    }
+    Ok(t.to_string())
 }
 
 /// `--listen` / `--serve` address: `:PORT` (loopback: a metrics port is opened to the network

@@ -43,8 +43,25 @@ pub struct Config {
     /// How long an exited process stays listed: a duration ("10m", "1h") or "run" (until
     /// gpumon stops). Unset: 10 minutes live, the rest of the recording in a replay.
     pub keep_exited: Option<String>,
+    /// The name `gpumon serve` gives this node in every series (`--node`).
+    pub node: Option<String>,
+    /// The cluster view's Prometheus (`--prometheus` and its flags).
+    pub prometheus: Option<PromConfig>,
     /// Alert thresholds: the same keys as the JSON of `--alerts-config` (docs/alerts.md).
     pub alerts: Option<AlertConfig>,
+}
+
+/// `[prometheus]`: where the cluster view reads the fleet, for the machine people watch it
+/// from. With `url` set, a plain `gpumon` opens the node list.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PromConfig {
+    pub url: Option<String>,
+    pub http_config: Option<PathBuf>,
+    pub refresh: Option<String>,
+    pub timeout: Option<String>,
+    #[serde(rename = "match")]
+    pub selector: Option<String>,
 }
 
 /// Values checked once at load, so a bad value is reported with its key before anything
@@ -53,6 +70,9 @@ pub struct Config {
 pub struct Resolved {
     pub file: Config,
     pub interval: Option<Duration>,
+    /// `[prometheus]` refresh and timeout, checked.
+    pub prom_refresh: Option<Duration>,
+    pub prom_timeout: Option<Duration>,
     pub listen: Option<std::net::SocketAddr>,
     pub settings: Settings,
 }
@@ -179,6 +199,19 @@ pub fn parse(text: &str) -> Result<Resolved> {
                 .as_millis() as i64,
         )),
     };
+    let prom = file.prometheus.clone().unwrap_or_default();
+    if let Some(m) = &prom.selector {
+        crate::model::fleet::Selector::parse(m)
+            .map_err(|e| anyhow::anyhow!("prometheus.match: {e}"))?;
+    }
+    let dur = |v: &Option<String>, key: &str| {
+        v.as_deref()
+            .map(crate::cli::parse_interval)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("prometheus.{key}: {e}"))
+    };
+    let prom_refresh = dur(&prom.refresh, "refresh")?;
+    let prom_timeout = dur(&prom.timeout, "timeout")?;
     let settings = Settings {
         view,
         zoom,
@@ -190,6 +223,8 @@ pub fn parse(text: &str) -> Result<Resolved> {
     Ok(Resolved {
         file,
         interval,
+        prom_refresh,
+        prom_timeout,
         listen,
         settings,
     })
@@ -236,9 +271,27 @@ pub fn apply(cfg: &Resolved, cli: &mut Cli, matches: &ArgMatches) {
     };
     let interval = cfg.interval.filter(|_| !given("interval"));
     let socket_dir = cfg.file.socket_dir.clone().filter(|_| !given("socket_dir"));
+    let fleet = |f: &mut crate::cli::FleetArgs| {
+        let p = cfg.file.prometheus.clone().unwrap_or_default();
+        f.prometheus = f.prometheus.take().or(p.url);
+        f.prometheus_http_config = f.prometheus_http_config.take().or(p.http_config);
+        f.selector = f.selector.take().or(p.selector);
+        if let Some(r) = cfg.prom_refresh.filter(|_| !given("prometheus_refresh")) {
+            f.prometheus_refresh = r;
+        }
+        if let Some(t) = cfg.prom_timeout.filter(|_| !given("prometheus_timeout")) {
+            f.prometheus_timeout = t;
+        }
+    };
     match sub {
-        None => fill_watch(&mut cli.watch, interval, socket_dir),
-        Some(Command::Watch(w)) => fill_watch(w, interval, socket_dir),
+        None => {
+            fill_watch(&mut cli.watch, interval, socket_dir);
+            fleet(&mut cli.watch.fleet);
+        }
+        Some(Command::Watch(w)) => {
+            fill_watch(w, interval, socket_dir);
+            fleet(&mut w.fleet);
+        }
         Some(Command::Record(r)) => {
             r.interval = interval.unwrap_or(r.interval);
             r.socket_dir = r.socket_dir.take().or(socket_dir);
@@ -249,6 +302,7 @@ pub fn apply(cfg: &Resolved, cli: &mut Cli, matches: &ArgMatches) {
             if let Some(l) = cfg.listen.filter(|_| !given("listen")) {
                 s.listen = l;
             }
+            s.node = s.node.take().or(cfg.file.node.clone());
         }
         _ => {}
     }
@@ -351,6 +405,20 @@ listen = "127.0.0.1:19464"
 # How long an exited process stays listed with its last allocator state and alerts: a
 # duration or "run" (until gpumon stops). Unset: 10m live, the rest of the recording in a replay.
 # keep_exited = "10m"
+# The name `gpumon serve` gives this node in every series' `hostname` label (default: the
+# host name): what the cluster view lists it by.
+# node = "gpu-a17"
+
+# The cluster view: every node's `gpumon serve`, read from the Prometheus that scrapes them
+# (docs/cluster.md). With url set, a plain `gpumon` opens the node list.
+[prometheus]
+# url = "http://prometheus.cluster:9090"
+# Basic auth, a bearer token file, a CA: the HTTP client format Prometheus's tools read.
+# http_config = "/etc/gpumon/prometheus-client.yml"
+refresh = "5s"
+timeout = "10s"
+# Only the nodes that match: node=PAT job=PAT user=PAT and bare words.
+# match = "node=gpu-a*"
 "#;
 
 #[cfg(test)]
@@ -381,6 +449,24 @@ mod tests {
             Some(crate::export::DEFAULT_LISTEN)
         );
         assert_eq!(r.file.ascii, Some(false));
+    }
+
+    #[test]
+    fn the_cluster_views_prometheus_is_checked_when_read() {
+        let r = parse(
+            "[prometheus]\nurl = \"http://prom:9090\"\nrefresh = \"2s\"\nmatch = \"job=bert\"",
+        )
+        .expect("valid");
+        assert_eq!(r.prom_refresh, Some(Duration::from_secs(2)));
+        let p = r.file.prometheus.expect("set");
+        assert_eq!(p.url.as_deref(), Some("http://prom:9090"));
+        for (text, key) in [
+            ("[prometheus]\ntimeout = \"forever\"", "prometheus.timeout"),
+            ("[prometheus]\nmatch = \"rack=1\"", "prometheus.match"),
+        ] {
+            let e = format!("{:#}", parse(text).expect_err(text));
+            assert!(e.contains(key), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:19464";
 /// endpoint costs only that copy.
 pub struct Exporter {
     hostname: String,
+    /// `--node`: the name in every series, over the recording's or machine's own.
+    node: Option<String>,
     current: Mutex<Arc<Snapshot>>,
     alerts: Mutex<Arc<Vec<AlertRow>>>,
     fresh: Mutex<Freshness>,
@@ -81,14 +83,32 @@ impl Exporter {
         };
         Exporter {
             hostname,
+            node: None,
             current: Mutex::new(Arc::new(snapshot)),
             alerts: Mutex::new(Arc::new(Vec::new())),
             fresh: Mutex::new(Freshness::default()),
         }
     }
 
+    /// Name the node in every series, whatever host a recording or the machine names.
+    pub fn named(mut self, node: Option<String>) -> Self {
+        if let Some(n) = &node {
+            self.hostname.clone_from(n);
+            self.current
+                .get_mut()
+                .map(|s| Arc::make_mut(s).hostname.clone_from(n))
+                .ok();
+        }
+        self.node = node;
+        self
+    }
+
     pub fn publish(&self, state: &State) {
-        let next = Arc::new(Snapshot::from_state(state, &self.hostname));
+        let mut next = Snapshot::from_state(state, &self.hostname);
+        if let Some(n) = &self.node {
+            next.hostname.clone_from(n);
+        }
+        let next = Arc::new(next);
         {
             let mut f = self.fresh.lock().unwrap_or_else(PoisonError::into_inner);
             if next.ticks != f.ticks {

@@ -5,6 +5,7 @@ pub mod alloc_on;
 pub mod allocator;
 pub mod caps;
 pub mod exit;
+pub mod fleet;
 pub mod frame;
 pub mod growth_rate;
 pub mod job;

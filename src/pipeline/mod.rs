@@ -59,6 +59,9 @@ pub struct Pipeline {
     output_closed: bool,
     /// Alerts raised (not re-raised by a replay's rebuild), for a headless replay's summary.
     pub raised: u64,
+    /// The data comes from another gpumon's metrics, alerts included (`adopt_alerts`): the
+    /// rules do not run here, on series rebuilt from coarser samples than the node's own.
+    pub remote_alerts: bool,
 }
 
 impl Default for Pipeline {
@@ -87,6 +90,7 @@ impl Pipeline {
             output_failed: None,
             output_closed: false,
             raised: 0,
+            remote_alerts: false,
         }
     }
 
@@ -170,7 +174,7 @@ impl Pipeline {
             matches!(f, Frame::Tick(_)) && f.time().saturating_sub(self.last_eval) >= EVAL_EVERY_MS;
         // A process just marked exited: its alerts end now, with the row's `exited`.
         let exited = self.state.exits != exits;
-        if due || event_like || exited {
+        if (due || event_like || exited) && !self.remote_alerts {
             self.last_eval = f.time();
             let changes = self.alerts.evaluate(&self.state);
             for c in changes {
@@ -180,6 +184,14 @@ impl Pipeline {
             // so Enter on it always finds it (both are bounded).
             self.state.pinned = self.alerts.listed().iter().filter_map(|a| a.pid).collect();
         }
+    }
+
+    /// Alerts read from the node's own gpumon, as they stand at `now`.
+    pub fn adopt_alerts(&mut self, now: Ts, findings: Vec<crate::model::alerts::Finding>) {
+        for c in self.alerts.adopt(now, findings) {
+            self.on_change(c);
+        }
+        self.state.pinned = self.alerts.listed().iter().filter_map(|a| a.pid).collect();
     }
 
     fn on_change(&mut self, c: AlertChange) {

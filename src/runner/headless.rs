@@ -127,6 +127,7 @@ pub(super) async fn serve(s: ServeArgs) -> Result<i32> {
     let out = OutputArgs {
         serve: Some(s.listen),
         web_config_file: s.web_config_file.clone(),
+        node: s.node.clone(),
         ..OutputArgs::default()
     };
     // Read here for the line below too; `sinks` reads it again for the endpoint (cheap).

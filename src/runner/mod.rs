@@ -43,6 +43,7 @@ const EARLY: u32 = 4;
 mod completions;
 mod demos;
 mod fault_pages;
+mod fleet;
 mod headless;
 pub mod man;
 mod monitoring;
@@ -51,6 +52,7 @@ mod threads;
 mod tui;
 
 pub use fault_pages::one_page_per_fault;
+use fleet::*;
 use headless::*;
 use threads::*;
 use tui::*;
@@ -242,7 +244,7 @@ pub(super) async fn sinks(out: &OutputArgs, recorder: Option<Recorder>) -> Resul
     };
     if let Some(addr) = out.serve {
         let web = web_config(out.web_config_file.as_deref())?;
-        s.exporter = Some(start_exporter(addr, &host, web).await?);
+        s.exporter = Some(start_exporter(addr, &host, out.node.clone(), web).await?);
     }
     if out.csv.is_some() || out.jsonl.is_some() || out.alerts_jsonl.is_some() {
         // Past `ulimit -f` a write then fails with EFBIG, reported like any other.
@@ -316,9 +318,10 @@ pub(super) fn scheme(web: &WebConfig) -> &'static str {
 pub(super) async fn start_exporter(
     addr: SocketAddr,
     host: &str,
+    node: Option<String>,
     web: Arc<WebConfig>,
 ) -> Result<Arc<Exporter>> {
-    let exporter = Arc::new(Exporter::new(host.to_string()));
+    let exporter = Arc::new(Exporter::new(host.to_string()).named(node));
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;

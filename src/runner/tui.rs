@@ -17,6 +17,9 @@ use tokio::sync::mpsc::{self, Receiver, Sender};
 use super::*;
 
 pub(super) async fn watch(w: WatchArgs, settings: &Settings) -> Result<i32> {
+    if w.fleet.prometheus.is_some() {
+        return fleet_tui(w, settings).await;
+    }
     for p in [&w.record, &w.out.csv, &w.out.jsonl].into_iter().flatten() {
         check_writable(p, "output")?;
     }
@@ -140,11 +143,23 @@ pub(super) async fn replay_tui(
 }
 
 pub(super) async fn run_tui(
+    app: App,
+    tx: Sender<Event>,
+    rx: Receiver<Event>,
+    theme: Theme,
+    replay: Option<replay::ReplayHandle>,
+) -> Result<i32> {
+    run_tui_with(app, tx, rx, theme, replay, None).await
+}
+
+/// `run_tui`, with the cluster view's line to its source (which node is open).
+pub(super) async fn run_tui_with(
     mut app: App,
     tx: Sender<Event>,
     mut rx: Receiver<Event>,
     theme: Theme,
     replay: Option<replay::ReplayHandle>,
+    open: Option<crate::source::prometheus::OpenNode>,
 ) -> Result<i32> {
     if !has_terminal() {
         anyhow::bail!(
@@ -157,7 +172,15 @@ pub(super) async fn run_tui(
     spawn_signals(tx.clone())?;
     drop(tx);
     let mut screen = output::stdout();
-    let result = event_loop(&mut screen, &mut app, &mut rx, &theme, replay.as_ref()).await;
+    let result = event_loop(
+        &mut screen,
+        &mut app,
+        &mut rx,
+        &theme,
+        replay.as_ref(),
+        open.as_ref(),
+    )
+    .await;
     drop(guard);
     if let Some(reason) = &app.quit_reason {
         crate::say!("gpumon: {reason}");
@@ -188,6 +211,7 @@ pub(super) async fn event_loop(
     rx: &mut Receiver<Event>,
     theme: &Theme,
     replay: Option<&replay::ReplayHandle>,
+    open: Option<&crate::source::prometheus::OpenNode>,
 ) -> Result<()> {
     let data_frame = if replay.is_some() {
         REPLAY_DATA_FRAME
@@ -249,6 +273,11 @@ pub(super) async fn event_loop(
                     dirty = Some(Duration::ZERO);
                 }
                 Some(Effect::Bell) => output::bell(),
+                Some(Effect::Open(node)) => {
+                    if let Some(o) = open {
+                        let _ = o.send(node);
+                    }
+                }
                 None => {}
             }
             // A fast replay can keep the queue full; still draw now and then.

@@ -14,6 +14,8 @@ pub enum Event<I> {
     Frame(Frame),
     /// Replay jumped backwards: the model is rebuilt from the frames that follow.
     Reset,
+    /// A round of Prometheus queries: the fleet, and the open node's frames.
+    Fleet(Box<crate::source::prometheus::news::FleetNews>),
     /// Where a replay stands, for the status line.
     Replay(ReplayStatus),
     /// A key or a click, in a mode that has a terminal.

@@ -7,9 +7,11 @@
 //! it move to the neighbour, saying so in the status line.
 
 mod commands;
+mod fleet;
 mod input;
 mod zoom;
 
+pub use fleet::FleetView;
 pub use zoom::Solo;
 mod settings;
 
@@ -47,6 +49,8 @@ pub enum Window {
 /// The screen the body shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
+    /// The nodes a Prometheus server scrapes (`--prometheus`), above their GPUs.
+    Nodes,
     Overview,
     Detail,
     Alerts,
@@ -55,12 +59,21 @@ pub enum View {
 /// Where the data comes from, for the status line and labels.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SourceKind {
-    Live { interval_ms: u64 },
-    Replay { file: String, demo: bool },
+    Live {
+        interval_ms: u64,
+    },
+    Replay {
+        file: String,
+        demo: bool,
+    },
+    /// A fleet read from Prometheus (the URL, without credentials).
+    Prometheus {
+        url: String,
+    },
 }
 
 /// What the loop does after `update`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     Quit,
     Replay(Control),
@@ -70,6 +83,9 @@ pub enum Effect {
     Suspend {
         sent: bool,
     },
+    /// Open a node of the fleet (None: back to the node list): the Prometheus source then
+    /// reads its series.
+    Open(Option<String>),
     /// Send a signal (confirmed by the user); the loop reports back with `signal_done`.
     Signal {
         pid: u32,
@@ -122,6 +138,9 @@ pub struct Frozen {
 pub struct App {
     /// The model, the alert engine and the outputs: what every mode shares.
     pub pipe: Pipeline,
+    /// The cluster view, when the data comes from Prometheus: the node list and which node
+    /// `pipe` holds.
+    pub fleet: Option<Box<FleetView>>,
     /// Set while the view is frozen: rendering reads this copy, sampling goes on.
     pub frozen: Option<Box<Frozen>>,
     pub source: SourceKind,
@@ -208,6 +227,7 @@ impl App {
         let replay = matches!(source, SourceKind::Replay { .. });
         App {
             pipe,
+            fleet: None,
             frozen: None,
             source,
             replay: None,
@@ -373,6 +393,7 @@ impl App {
         let keyed = matches!(ev, Event::Input(Input::Key(_)));
         let effect = match ev {
             Event::Frame(f) => self.apply(&f),
+            Event::Fleet(news) => self.fleet_news(*news),
             Event::Reset => {
                 self.pipe.reset();
                 self.settling = true;
@@ -480,7 +501,12 @@ impl App {
     }
 
     fn go_back(&mut self) {
-        self.view = self.back.pop().unwrap_or(View::Overview);
+        let top = if self.is_fleet() {
+            View::Nodes
+        } else {
+            View::Overview
+        };
+        self.view = self.back.pop().unwrap_or(top);
     }
 
     fn select_gpu(&mut self, pos: usize) {
@@ -521,6 +547,9 @@ impl App {
         if self.help {
             return self.help_action(a);
         }
+        if self.view == View::Nodes && !matches!(a, Action::Quit | Action::Help | Action::Suspend) {
+            return self.node_action(a);
+        }
         let gpus = self.view_state().gpus.len().max(1);
         match a {
             Action::Quit => return Some(Effect::Quit),
@@ -529,7 +558,12 @@ impl App {
                 self.help_page = 0;
                 self.help_scroll = 0;
             }
-            Action::Back => self.go_back(),
+            Action::Back => {
+                self.go_back();
+                if self.view == View::Nodes {
+                    return self.close_node();
+                }
+            }
             Action::NextGpu => self.select_gpu((self.gpu + 1) % gpus),
             Action::PrevGpu => self.select_gpu((self.gpu + gpus - 1) % gpus),
             Action::Up => self.move_selection(-1),

@@ -126,11 +126,16 @@ pub const BINDINGS: &[Binding] = &[
     bind!("", "", PageDown, PageDown),
     bind!(
         "Enter",
-        "open the GPU (from an alert: its GPU and process)",
+        "open the GPU, an alert's GPU and process, or a node",
         Enter,
         Enter
     ),
-    bind!("Esc", "back to where you came from", Back, Esc),
+    bind!(
+        "Esc",
+        "back to where you came from (from a node: the node list)",
+        Back,
+        Esc
+    ),
     bind!("a", "alerts panel", Alerts, Char('a')),
     bind!(
         "A",
@@ -207,7 +212,7 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind!(
         "J",
-        "distributed jobs: one row per job, or each rank on its own row",
+        "a row per distributed job, or per rank (node list: across nodes)",
         FoldJobs,
         Char('J')
     ),

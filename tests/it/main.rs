@@ -50,6 +50,8 @@ mod export_http;
 mod export_metrics;
 mod export_placement;
 mod fault_pages;
+mod fleet_screens;
+mod fleet_tmux;
 mod follow_hostile;
 mod frag_fields;
 mod freeze;

@@ -2,41 +2,20 @@
 //! against the frames gpumon was fed. Skips (with a notice) when `prometheus`
 //! is not installed, unless GPUMON_REQUIRE_PROMETHEUS=1 (CI) makes that a failure.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::export::*;
+use crate::support::prom::{self, KillOnDrop, free_port, query};
 use gpumon::model::frame::Frame;
 use gpumon::model::state::State;
 use gpumon::record::{Next, Reader};
 use serde_json::Value;
 
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn prometheus_available() -> bool {
-    let found = Command::new("prometheus")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        assert!(
-            std::env::var("GPUMON_REQUIRE_PROMETHEUS").as_deref() != Ok("1"),
-            "GPUMON_REQUIRE_PROMETHEUS=1 but `prometheus` cannot run"
-        );
-        eprintln!("skipping: `prometheus` is not installed (apt-get install prometheus)");
-    }
-    found
+    prom::available()
 }
 
 fn replay(path: &Path) -> State {
@@ -50,59 +29,8 @@ fn replay(path: &Path) -> State {
     state
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
 fn start_prometheus(dir: &Path, target: SocketAddr) -> (KillOnDrop, SocketAddr) {
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: gpumon\n    static_configs:\n      - targets: ['{target}']\n"
-        ),
-    )
-    .expect("config written");
-    let addr: SocketAddr = format!("127.0.0.1:{}", free_port())
-        .parse()
-        .expect("valid address");
-    let log = std::fs::File::create(dir.join("prometheus.log")).expect("log file");
-    let child = Command::new("prometheus")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address={addr}"))
-        .arg("--log.level=warn")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("prometheus starts");
-    (KillOnDrop(child), addr)
-}
-
-fn query(prom: SocketAddr, expr: &str) -> Vec<Value> {
-    let Ok(resp) = ureq::get(&format!("http://{prom}/api/v1/query"))
-        .query("query", expr)
-        .call()
-    else {
-        return vec![];
-    };
-    let body: Value = resp
-        .into_body()
-        .read_to_string()
-        .ok()
-        .and_then(|b| serde_json::from_str(&b).ok())
-        .unwrap_or(Value::Null);
-    body["data"]["result"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
+    prom::start(dir, &[target])
 }
 
 fn value(r: &Value) -> f64 {

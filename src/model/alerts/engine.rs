@@ -286,6 +286,13 @@ impl AlertEngine {
         self.history.push_back(a);
     }
 
+    /// Alerts another gpumon raised, read from its metrics, in place of this engine's own
+    /// rules: they go through the same lifecycle (raised, worsened, eased, cleared into
+    /// history, acknowledged), so the bar and the panel treat them alike.
+    pub fn adopt(&mut self, now: Ts, findings: Vec<Finding>) -> Vec<AlertChange> {
+        self.reconcile(now, findings, &BTreeSet::new())
+    }
+
     /// Silence an active alert until it worsens. False when it is not active.
     pub fn ack(&mut self, key: &AlertKey) -> bool {
         match self.active.get_mut(key) {

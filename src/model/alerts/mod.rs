@@ -134,6 +134,9 @@ pub enum Basis {
     Nvml,
     /// An event the companion reported (OOM).
     Event,
+    /// Raised by the gpumon on another node and read from its metrics: the evidence stays
+    /// there.
+    Remote,
 }
 
 /// One point of the series an alert was judged on.

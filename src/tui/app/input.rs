@@ -21,6 +21,24 @@ impl App {
             KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
         );
         match p {
+            Prompt::Filter if self.view == View::Nodes => {
+                let text = self.fleet.as_deref_mut().map(|f| &mut f.selector_text)?;
+                match k.code {
+                    KeyCode::Enter => {}
+                    KeyCode::Esc => text.clear(),
+                    KeyCode::Backspace => {
+                        text.pop();
+                        self.prompt = Some(Prompt::Filter);
+                    }
+                    KeyCode::Char(c) => {
+                        text.push(c);
+                        self.prompt = Some(Prompt::Filter);
+                    }
+                    _ => self.prompt = Some(Prompt::Filter),
+                }
+                self.selector_typed();
+                None
+            }
             Prompt::Filter => {
                 match k.code {
                     KeyCode::Enter => {}

@@ -74,7 +74,8 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
         .any(|(pr, _)| s.companions.latest(pr.info.pid).is_some());
     // Wide: a panel beside the table, with the allocator (companion) or the process's facts.
     let side = sel.is_some() && inner.width >= 110;
-    let note_text = sel.map(|(pr, pg)| mapping_note(pr, pg));
+    let remote = app.fleet.as_deref().and_then(|f| f.open.as_deref());
+    let note_text = sel.map(|(pr, pg)| mapping_note(pr, pg, remote));
     // Rows the wrapped note needs (word wrap may take one more than the plain division).
     let note_rows = note_text.as_ref().filter(|_| !side).map_or(0, |t| {
         let w = usize::from(inner.width.max(1));
@@ -189,7 +190,7 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
         render_table(app, &procs, table, buf, theme)
     });
     if let (None, Some((pr, pg)), Some(a)) = (companion, sel, side_panel) {
-        let lines = process_facts(pr, pg, theme);
+        let lines = process_facts(pr, pg, remote, theme);
         p.paint("process facts", |buf| {
             Paragraph::new(lines)
                 .wrap(Wrap { trim: false })
@@ -207,7 +208,7 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
         // The panel's place is kept for another process's companion: say why this one has
         // none (beside the table, `process_facts` says it).
         p.paint("no companion", |buf| {
-            super::procs::render_no_companion(pr, pg, panel, buf, theme)
+            super::procs::render_no_companion(pr, pg, remote, panel, buf, theme)
         });
     }
     if let (Some(lines), true) = (brief, brief_area.height > 0) {
@@ -238,7 +239,12 @@ pub(crate) fn render_detail(p: &mut Painter, app: &App, area: Rect, theme: &Them
 
 /// Beside the table when there is no companion: who the process is, its whole command
 /// line, which CUDA device it sees this card as, and how to get its allocator's view.
-fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'static>> {
+fn process_facts(
+    pr: &ProcState,
+    pg: &ProcGpu,
+    remote: Option<&str>,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
     let user = pr.info.user.clone().unwrap_or_else(|| "?".into());
     let age = crate::fmt::duration(pg.last_seen - pr.first_seen);
     let own = pr
@@ -286,7 +292,7 @@ fn process_facts(pr: &ProcState, pg: &ProcGpu, theme: &Theme) -> Vec<Line<'stati
                 theme.peak(),
             ),
         ]),
-        Line::from(Span::styled(mapping_note(pr, pg), theme.dim())),
+        Line::from(Span::styled(mapping_note(pr, pg, remote), theme.dim())),
         Line::from(Span::styled(advice, theme.dim())),
     ]
 }

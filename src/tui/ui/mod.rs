@@ -13,6 +13,7 @@ pub(crate) mod detail;
 pub(crate) mod help;
 pub(crate) mod job_row;
 pub mod legend;
+pub(crate) mod nodes;
 pub(crate) mod overview;
 pub mod paint;
 pub(crate) mod plot;
@@ -94,6 +95,7 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
         });
     }
     match app.view {
+        View::Nodes => nodes::render(p, app, body, theme),
         View::Overview => overview::render_overview(p, app, body, theme),
         // No NVML: what the companions report is all there is.
         View::Detail if app.view_state().gpus.is_empty() => {
@@ -101,6 +103,18 @@ fn draw_into(p: &mut Painter, app: &App, theme: &Theme) {
         }
         View::Detail => detail::render_detail(p, app, body, theme),
         View::Alerts => alerts::paint_panel(p, app, body, theme),
+    }
+    if let (View::Nodes, Some(fv)) = (app.view, app.fleet.as_deref()) {
+        p.paint("alert bar", |buf| {
+            nodes::render_fleet_bar(fv, bar, buf, theme)
+        });
+        p.paint("footer", |buf| {
+            status::render_footer(app, footer, buf, theme)
+        });
+        if app.help {
+            p.overlay("help", |buf| help::render_help(app, body, buf, theme));
+        }
+        return;
     }
     let active = app.view_alerts().active();
     let silenced = active.iter().filter(|a| a.silenced).count();

@@ -78,6 +78,7 @@ pub fn render_row(
 pub fn render_no_companion(
     p: &ProcState,
     pg: &ProcGpu,
+    remote: Option<&str>,
     area: Rect,
     buf: &mut Buffer,
     theme: &Theme,
@@ -93,14 +94,14 @@ pub fn render_no_companion(
             e.cause.label(),
             theme.clock(e.at),
             human(pg.peak.value),
-            mapping_note(p, pg)
+            mapping_note(p, pg, remote)
         ),
         None => format!(
             "PID {} has no companion: NVML sees its {} but not its allocator. Start it with \
              `gpumon run -- CMD` (or `import gpumon; gpumon.start()`) for allocator detail. {}",
             p.info.pid,
             pg.last_used.map_or_else(|| "memory".into(), human),
-            mapping_note(p, pg)
+            mapping_note(p, pg, remote)
         ),
     };
     ratatui::widgets::Paragraph::new(text)
@@ -254,10 +255,18 @@ pub fn render_table(
     }
 }
 
-/// The one-line explanation of a mapping for the detail pane.
-pub fn mapping_note(p: &ProcState, pg: &ProcGpu) -> String {
+/// The one-line explanation of a mapping for the detail pane. `remote`: the node the
+/// process runs on, when its facts come from that node's metrics, which do not carry its
+/// environment.
+pub fn mapping_note(p: &ProcState, pg: &ProcGpu, remote: Option<&str>) -> String {
     let cvd = p.info.cuda_visible_devices.as_deref();
     match &pg.mapping {
+        Mapping::Unknown if remote.is_some() => {
+            let node = remote.unwrap_or_default();
+            format!(
+                "read from Prometheus: which CUDA device this card is to it is on {node}                  (ssh {node} gpumon)"
+            )
+        }
         Mapping::Unknown => "environment not readable (other user?): logical index unknown".into(),
         Mapping::Hidden => format!(
             "this GPU is not in the process's CUDA_VISIBLE_DEVICES={:?}, yet it uses it",

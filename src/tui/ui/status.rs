@@ -116,6 +116,37 @@ pub(crate) fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &The
                 ],
             ));
         }
+        SourceKind::Prometheus { url } => {
+            let stale = app.fleet.as_deref().and_then(|fv| {
+                let n = fv.fleet.nodes.get(fv.open.as_ref()?)?;
+                n.stale_ms(fv.fleet.at)
+            });
+            if let Some(ms) = stale {
+                parts.push((
+                    0,
+                    vec![Span::styled(
+                        format!(" STALE {}", crate::fmt::duration(ms)),
+                        theme.warn(),
+                    )],
+                ));
+            }
+            let down = app
+                .fleet
+                .as_deref()
+                .is_some_and(|fv| fv.status.error.is_some());
+            parts.push((
+                0,
+                vec![
+                    Span::raw(sep.to_string()),
+                    if down {
+                        Span::styled("PROMETHEUS DOWN", theme.error())
+                    } else {
+                        Span::styled("PROMETHEUS", theme.used())
+                    },
+                ],
+            ));
+            parts.push((FILE, vec![Span::styled(format!("{sep}{url}"), theme.dim())]));
+        }
         SourceKind::Replay { file, .. } => {
             parts.extend(replay_spans(app, theme, narrow));
             let name = std::path::Path::new(file)
@@ -146,13 +177,16 @@ pub(crate) fn render_header(app: &App, area: Rect, buf: &mut Buffer, theme: &The
             ],
         ));
     }
-    parts.push((
-        2,
-        vec![Span::styled(
-            format!("{sep}{}", app.window_label()),
-            theme.dim(),
-        )],
-    ));
+    // The node list has no time axis: no span to name.
+    if app.view != crate::tui::app::View::Nodes {
+        parts.push((
+            2,
+            vec![Span::styled(
+                format!("{sep}{}", app.window_label()),
+                theme.dim(),
+            )],
+        ));
+    }
     let help = if narrow { "?" } else { "? help" };
     let help_w = help.len() as u16 + 1;
     let room = usize::from(area.width.saturating_sub(help_w + 1));
@@ -194,6 +228,13 @@ pub(crate) fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &The
     let w = usize::from(area.width);
     if let Some(p) = &app.prompt {
         let text = match p {
+            Prompt::Filter if app.view == crate::tui::app::View::Nodes => format!(
+                "select nodes (node=, job=, user=, words): {}{}  Enter keeps, Esc clears",
+                app.fleet
+                    .as_deref()
+                    .map_or("", |f| f.selector_text.as_str()),
+                if theme.ascii { "_" } else { "█" }
+            ),
             Prompt::Filter => format!(
                 "filter (name, user or PID): {}{}  Enter keeps, Esc clears",
                 app.filter,
@@ -219,7 +260,15 @@ pub(crate) fn render_footer(app: &App, area: Rect, buf: &mut Buffer, theme: &The
         super::put::stringn(buf, area.x, area.y, text, w, theme.error());
         return;
     }
-    let hints = if area.width < 60 {
+    let hints = if app.view == crate::tui::app::View::Nodes {
+        if area.width < 60 {
+            "q quit ? help Enter open / select"
+        } else {
+            "q quit  ? help  Enter open node  / select  s sort  I invert  J jobs"
+        }
+    } else if app.is_fleet() && area.width >= 60 {
+        "q quit  ? help  Esc nodes  Enter detail  a alerts  s sort  / filter"
+    } else if area.width < 60 {
         "q quit  ? help  Tab GPU  Enter detail"
     } else if app.is_replay() {
         "q quit ? help Enter detail a alerts space pause </> speed [/] seek {/} marks"

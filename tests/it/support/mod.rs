@@ -12,6 +12,7 @@ pub mod export;
 pub mod http;
 pub mod isolate;
 pub mod jsonl;
+pub mod prom;
 pub mod serial;
 
 use std::path::{Path, PathBuf};
