@@ -21,7 +21,9 @@ bin=$work/inst/bin/gpumon
 # a plain Rust program linked here needs (the start files and the standard library take
 # GLIBC_2.34 from a glibc 2.34 or newer), and no newer loader's feature (packed relocations,
 # DT_RELR): such a binary would refuse to start on an older system of the same cluster. The
-# interposer embedded in it is read too. (The wheel is held to glibc 2.17:
+# interposer embedded in it is read too. Nor the system libm: a call of it (f64::exp, ln,
+# powf...) keeps its pages in a watch's resident set; gpumon uses the libm crate. (The wheel is
+# held to glibc 2.17:
 # scripts/wheel_check.sh.) build.rs passes the linker nothing that depends on the profile
 # (tests/it/packaging.rs), so this debug install is linked as a release install is.
 printf 'fn main() { std::thread::spawn(|| println!("plain")).join().unwrap(); }\n' > "$work/plain.rs"

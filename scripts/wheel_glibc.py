@@ -15,7 +15,9 @@ when `gpumon run` preloads it into a job on an old cluster. This script reads th
   which the linker marks by requiring `GLIBC_ABI_DT_RELR`) and no other `GLIBC_ABI_` version;
 * every one of them is built for the architecture the wheel's tags name (ELF e_machine): a
   cross-built wheel whose interposer was built for the build machine would install, and
-  fail only when `gpumon run` preloads it (the loader refuses a foreign library).
+  fail only when `gpumon run` preloads it (the loader refuses a foreign library);
+* a binary checked with `--elf` does not link the system libm (its resolvers and pages would
+  join a watch's resident set for a few functions the libm crate gives).
 
 `--elf BINARY` checks one binary (`cargo install`'s) and what is embedded in it the same way,
 the embedded files against the binary's own architecture.
@@ -43,6 +45,10 @@ DT_RELR_TAGS = {35, 36, 37}
 # ELF e_machine of each architecture a wheel tag may name.
 MACHINES = {"x86_64": 62, "aarch64": 183}
 MACHINE_NAMES = {v: k for k, v in MACHINES.items()}
+DT_NEEDED = 1
+# The system libm: gpumon computes with the libm crate instead (Cargo.toml says why), so a
+# binary that names it took a call of f64::exp, ln, powf... from gpumon or a dependency.
+NOT_NEEDED = {"libm.so.6"}
 
 
 def machine(elf):
@@ -91,6 +97,23 @@ def packed_relocs(elf):
             if tag in DT_RELR_TAGS:
                 return True
     return False
+
+
+def needed(elf):
+    """The shared libraries an ELF file names as DT_NEEDED."""
+    secs = sections(elf)
+    out = []
+    for _name, kind, _flags, _addr, offset, size, link, _info, _align, _entsize in secs:
+        if kind != SHT_DYNAMIC:
+            continue
+        strtab = secs[link][4]
+        for pos in range(offset, offset + size - 15, 16):
+            tag, val = struct.unpack_from("<qQ", elf, pos)
+            if tag == 0:
+                break
+            if tag == DT_NEEDED:
+                out.append(elf[strtab + val : elf.index(b"\0", strtab + val)].decode())
+    return out
 
 
 def glibc_needs(elf, abi=None):
@@ -193,6 +216,8 @@ def main(argv):
         print(elf)
         arch = machine(data)
         check_elf(elf, data, limit, problems, arch)
+        for lib in sorted(NOT_NEEDED.intersection(needed(data))):
+            problems.append(f"{elf} needs {lib}: gpumon uses the libm crate (Cargo.toml says why)")
         if check_embedded(elf, data, limit, problems, arch) == 0:
             problems.append("no embedded ELF file found: where is the interposer?")
         report(problems, "binary", limit_text)

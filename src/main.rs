@@ -3,6 +3,9 @@ use clap::{CommandFactory, FromArgMatches};
 use gpumon::cli::{Cli, Command, exit};
 
 fn main() {
+    // Before anything runs: the code starting runs is spread over the binary too, and each
+    // page it touches would bring its 64 KiB block with it (runner/fault_pages.rs).
+    gpumon::runner::one_page_per_fault();
     // A monitor allocates little: one malloc arena per thread would only add resident pages.
     // SAFETY: called before any other thread exists; mallopt only tunes the allocator.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

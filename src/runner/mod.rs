@@ -42,6 +42,7 @@ const EARLY: u32 = 4;
 
 mod completions;
 mod demos;
+mod fault_pages;
 mod fleet;
 mod headless;
 pub mod man;
@@ -50,6 +51,7 @@ mod report;
 mod threads;
 mod tui;
 
+pub use fault_pages::one_page_per_fault;
 use fleet::*;
 use headless::*;
 use threads::*;

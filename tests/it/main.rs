@@ -49,6 +49,7 @@ mod export_flat;
 mod export_http;
 mod export_metrics;
 mod export_placement;
+mod fault_pages;
 mod fleet_screens;
 mod fleet_tmux;
 mod follow_hostile;

@@ -228,12 +228,14 @@ mod tests {
         (a - b).abs() <= tol * b.abs().max(1e-300)
     }
 
-    /// gpumon computes exp, log10 and log2 with the `libm` crate, not the system libm
-    /// (Cargo.toml says why); on what it keeps of them the values are the system's: the
-    /// decade of log10 (the chart's scale step, the alerts' 4 significant digits), 10 to
-    /// a whole power (parsed, not pow) bit for bit; exp (the p-values, whose erfc is good to
-    /// 1.2e-7) and log2 (the report's log axis, drawn to 0.1 px) within one unit in the last
-    /// place. log10 itself can differ in the last place (1.4999999999999996e-4).
+    /// gpumon computes exp, log, log10, log2, expm1 and pow with the `libm` crate, not the
+    /// system libm (Cargo.toml says why); on what it keeps of them the values are the
+    /// system's: the decade of log10 (the chart's scale step, the alerts' 4 significant
+    /// digits), 10 to a whole power (parsed, not pow) bit for bit; exp (the p-values, whose
+    /// erfc is good to 1.2e-7, and the working set's fit), log2 (the report's log axis,
+    /// drawn to 0.1 px), log, expm1 and pow (the working set's geometric fit and forecast)
+    /// within one unit in the last place. log10 itself can differ in the last place
+    /// (1.4999999999999996e-4).
     #[test]
     fn libm_crate_gives_the_system_libms_values() {
         let ulps = |a: f64, b: f64| (a.to_bits() as i64 - b.to_bits() as i64).abs();
@@ -256,6 +258,20 @@ mod tests {
             let z = f64::from(i) / 1000.0;
             let arg = -z * z - 1.265_512_23 + f64::from(i % 7) * 0.1;
             assert!(ulps(libm::exp(arg), arg.exp()) <= 1, "exp {arg:e}");
+        }
+        // The working set's fit: log of 1 MiB to 1 TiB, a growth of -50 % to +100 % an
+        // epoch, raised to up to 10,000 epochs ahead (workset.rs).
+        for i in 0..=4_000 {
+            let y = 2f64.powi(20) * 1.0053f64.powi(i) + f64::from(i % 13);
+            assert!(ulps(libm::log(y), y.ln()) <= 1, "log {y:e}");
+            let g = (f64::from(i) - 2_000.0) / 2_900.0;
+            assert!(ulps(libm::expm1(g), g.exp_m1()) <= 1, "expm1 {g:e}");
+            let k = f64::from(i) * 2.5;
+            let base = 1.0 + (f64::from(i % 151) - 50.0) / 100.0;
+            assert!(
+                ulps(libm::pow(base, k), base.powf(k)) <= 1,
+                "pow {base:e} {k:e}"
+            );
         }
     }
 

@@ -29,7 +29,7 @@ impl WorksetTrend {
     /// The working set `k` epochs after the newest.
     pub fn at(&self, k: f64) -> f64 {
         if self.geometric {
-            self.now * (1.0 + self.rate).powf(k)
+            self.now * libm::pow(1.0 + self.rate, k)
         } else {
             self.now + self.rate * k
         }
@@ -79,11 +79,11 @@ pub fn trend(points: &[EpochPoint], cfg: &GrowthConfig) -> Option<WorksetTrend> 
     };
     let b = theil_sen(&xs, &ys)?;
     let a = intercept(&ys, b)?;
-    let ln: Vec<f64> = ys.iter().map(|y| y.ln()).collect();
+    let ln: Vec<f64> = ys.iter().map(|&y| libm::log(y)).collect();
     let g = theil_sen(&xs, &ln)?;
     let la = intercept(&ln, g)?;
     let lin_res = residual(&xs, &ys, |x| a + b * x);
-    let geo_res = residual(&xs, &ys, |x| (la + g * x).exp());
+    let geo_res = residual(&xs, &ys, |x| libm::exp(la + g * x));
     let last_x = *xs.last()?;
     // Six or eight noisy points tell the two apart only when one fits clearly better. A
     // tie goes to the share per epoch: a working set that scales with a curriculum grows
@@ -93,8 +93,8 @@ pub fn trend(points: &[EpochPoint], cfg: &GrowthConfig) -> Option<WorksetTrend> 
     let t = if geometric {
         WorksetTrend {
             geometric,
-            rate: g.exp_m1(),
-            now: (la + g * last_x).exp(),
+            rate: libm::expm1(g),
+            now: libm::exp(la + g * last_x),
             first_x: xs[0],
             last_x,
             p: mk.p_up,
