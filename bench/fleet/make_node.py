@@ -7,7 +7,7 @@ and PIDs offset by 100000*k, so every copy is a distinct card with distinct proc
 (companions and their allocator state included). Nothing else changes: the values are
 the real run's.
 
-    bench/fleet/make_node.py assets/demo-leaks.gpumon.jsonl /tmp/node8.gpumon.jsonl
+    bench/fleet/make_node.py assets/demo-leaks.gpumon.jsonl.gz /tmp/node8.gpumon.jsonl
 """
 import argparse
 import gzip

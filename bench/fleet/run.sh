@@ -16,7 +16,7 @@ SECS=${SECS:-120}
 BIN=${BIN:-target/release/gpumon}
 BASE=${BASE:-21000}
 rm -rf "$OUT" && mkdir -p "$OUT"
-python3 bench/fleet/make_node.py assets/demo-leaks.gpumon.jsonl "$OUT/node8.gpumon.jsonl" --until-s 60
+python3 bench/fleet/make_node.py assets/demo-leaks.gpumon.jsonl.gz "$OUT/node8.gpumon.jsonl" --until-s 60
 pids=()
 cleanup() {
     kill "${pids[@]}" 2>/dev/null || true

@@ -40,8 +40,8 @@ fn nodes_from_prometheus_open_to_their_gpus_and_go_stale_when_their_exporter_sto
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let alpha = exporter("assets/demo.gpumon.jsonl", "alpha");
-    let mut bravo = exporter("assets/demo-leaks.gpumon.jsonl", "bravo");
+    let alpha = exporter("assets/demo.gpumon.jsonl.gz", "alpha");
+    let mut bravo = exporter("assets/demo-leaks.gpumon.jsonl.gz", "bravo");
     // Ends with two ranks' alerts active (growth and divergent rank on PID 545).
     let charlie = exporter("tests/corpus_jobs/spawn_live.gpumon.jsonl.gz", "charlie");
     let (_prom, at) = prom::start(dir.path(), &[alpha.1, bravo.1, charlie.1]);
