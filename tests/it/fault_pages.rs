@@ -20,7 +20,7 @@ impl Drop for KillOnDrop {
 #[test]
 fn a_running_gpumon_has_its_code_in_one_page_mappings() {
     let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_gpumon")).expect("gpumon");
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo.gpumon.jsonl.gz");
     let mut child = Command::new(&exe)
         .args(["serve", "--listen", "127.0.0.1:0", "--replay"])
         .arg(&demo)

@@ -283,8 +283,9 @@ fn the_selected_pid_stays_selected_for_10_s_of_replay_while_rows_resort() {
         "tests/fixtures/h200_torch_grow_shrink.jsonl",
         "--speed 2",
     );
+    // The replay opens at 8.5 s, where the first process shows; six steps of 5 s reach 38.5 s.
     wait_for(&s, "REPLAY", 10);
-    keys(&s, &["]", "]", "]", "]", "]", "]", "]", "]"]);
+    keys(&s, &["]", "]", "]", "]", "]", "]"]);
     wait_for(&s, "hold.py 5 30", 5);
     select_pid(&s, "461");
     let mut seen_rows = std::collections::BTreeSet::new();

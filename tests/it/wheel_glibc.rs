@@ -118,9 +118,10 @@ fn the_glibc_check_reads_the_embedded_interposer_and_the_tags() {
     );
 }
 
-fn check_elf(binary: &Path, baseline: Option<&Path>) -> Output {
+fn check_elf(binary: &Path, baseline: Option<&Path>, flags: &[&str]) -> Output {
     let mut cmd = Command::new("python3");
     cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/wheel_glibc.py"))
+        .args(flags)
         .arg("--elf")
         .arg(binary);
     if let Some(b) = baseline {
@@ -132,7 +133,9 @@ fn check_elf(binary: &Path, baseline: Option<&Path>) -> Output {
 /// The installed binary's check (scripts/install_check.sh): this build passes against a
 /// plain program linked here, and a program with packed relocations (what build.rs once
 /// made of `cargo install`) is refused, by its dynamic section and by the loader feature
-/// the linker made it require.
+/// the linker made it require. This build is the suite's: the dev-dependencies turn on
+/// tokio's multi-thread scheduler, whose statistics call powf, so it may name libm; a
+/// program that calls libm's pow is refused without that allowance.
 #[test]
 fn the_binary_check_passes_this_build_and_refuses_packed_relocations() {
     if python().is_none() || Command::new("cc").arg("--version").output().is_err() {
@@ -141,7 +144,7 @@ fn the_binary_check_passes_this_build_and_refuses_packed_relocations() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let gpumon = Path::new(env!("CARGO_BIN_EXE_gpumon"));
-    let out = check_elf(gpumon, Some(gpumon));
+    let out = check_elf(gpumon, Some(gpumon), &["--allow-libm"]);
     assert!(
         out.status.success(),
         "{}{}",
@@ -166,9 +169,31 @@ fn the_binary_check_passes_this_build_and_refuses_packed_relocations() {
         eprintln!("skipped: this linker cannot pack relocations, so it cannot make them either");
         return;
     }
-    let out = check_elf(&relr, Some(&relr));
+    let out = check_elf(&relr, Some(&relr), &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("has packed relocations (DT_RELR)"), "{err}");
     assert!(err.contains("needs GLIBC_ABI_DT_RELR"), "{err}");
+
+    let src = dir.path().join("pow.c");
+    std::fs::write(
+        &src,
+        "#include <math.h>\nint main(int c, char **v) { return (int)pow(c + 0.5, v[0][0]); }\n",
+    )
+    .expect("write");
+    let pow = dir.path().join("pow");
+    let built = Command::new("cc")
+        .args(["-O1", "-Wl,--no-as-needed", "-o"])
+        .arg(&pow)
+        .arg(&src)
+        .arg("-lm")
+        .status()
+        .expect("cc runs");
+    assert!(built.success(), "cc links a program with libm");
+    let out = check_elf(&pow, Some(&pow), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs libm.so.6"), "{err}");
+    let out = check_elf(&pow, Some(&pow), &["--allow-libm"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("libm"), "{err}");
 }
