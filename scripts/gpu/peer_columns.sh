@@ -3,9 +3,10 @@
 # matmul loop, an idle holder and a CPU-bound one on one GPU, compares the recorded numbers
 # with nvidia-smi pmon and ps, and keeps the recording (a real counterpart of
 # tests/fixtures/peer_columns.jsonl) and a 200x60 capture of the columns.
-# usage (repo root, release build): scripts/gpu/peer_columns.sh; results in $OUT.
+# usage (repo root, release build; B=path overrides target/release/gpumon):
+#   scripts/gpu/peer_columns.sh; results in $OUT.
 set -uo pipefail
-B=$PWD/target/release/gpumon
+B=${B:-$PWD/target/release/gpumon}
 S=$PWD/scripts/gpu
 OUT=${OUT:-/tmp/peer_columns}
 mkdir -p "$OUT"
