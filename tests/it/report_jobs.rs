@@ -64,3 +64,42 @@ fn the_report_has_each_job_with_its_ranks_side_by_side_and_the_divergent_one_mar
         "per-process card"
     );
 }
+
+/// Spawned ranks' command lines are the `multiprocessing` bootstrap (`python3 -c from
+/// multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=4, pipe_handle=6)`): the
+/// chart legends name them by their launcher's script and rank, as the screens do, on a live
+/// H200 recording that holds the process tree.
+#[test]
+fn spawned_ranks_are_labelled_by_their_script_in_the_chart_legends() {
+    let rec =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_jobs/spawn_live.gpumon.jsonl.gz");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("spawn.html");
+    gpumon()
+        .arg("report")
+        .arg(&rec)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&out).expect("page");
+    let legends: Vec<&str> = page
+        .split(r#"<ul class="legend">"#)
+        .skip(1)
+        .map(|l| &l[..l.find("</ul>").expect("legend end")])
+        .collect();
+    assert!(!legends.is_empty(), "no chart legend");
+    let all = legends.concat();
+    for rank in [
+        "PID 544 [rank 0] job.py --spawn 2",
+        "PID 545 [rank 1] job.py --spawn 2",
+    ] {
+        assert!(all.contains(rank), "{rank} not in the legends: {all}");
+    }
+    for raw in ["pipe_handle", "spawn_main", "multiprocessing"] {
+        assert!(
+            !all.contains(raw),
+            "a legend shows the bootstrap ({raw}): {all}"
+        );
+    }
+}
