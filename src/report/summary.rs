@@ -300,7 +300,7 @@ pub fn overview(run: &Run) -> String {
         (n, c) => format!("{n} alert{} ({c} critical)", plural(n)),
     };
     format!(
-        "{} of {} GPU{} on {}, {} process{} ({} with a companion): {alerts}.",
+        "A {} recording of {} GPU{} on {}, {} process{} ({} with a companion): {alerts}.",
         clock_pos(run.end - run.start, false),
         run.gpus.len(),
         plural(run.gpus.len()),
@@ -470,7 +470,7 @@ mod tests {
         let r = run(&[GROWTH, FRAG_OOM], 24_000);
         assert_eq!(
             overview(&r),
-            "1:40 of 1 GPU on h, 1 process (0 with a companion): 2 alerts (1 critical)."
+            "A 1:40 recording of 1 GPU on h, 1 process (0 with a companion): 2 alerts (1 critical)."
         );
         assert!(overview(&run(&[], 0)).ends_with("no alerts."));
     }
