@@ -723,7 +723,7 @@ mod tests {
         assert!(parse_addr("19464").is_err());
         assert!(parse_addr(":99999").is_err());
         assert!(parse_addr("no-such-host.invalid:1").is_err());
-        // Issue 25: `0:19464` bound every interface; shorthand quads are refused.
+        // `0:19464` would bind every interface, so shorthand quads are refused.
         for short in ["0:19464", "127.1:19464", "2130706433:19464"] {
             let e = parse_addr(short).expect_err(short);
             assert!(e.contains("0.0.0.0:19464"), "{e}");

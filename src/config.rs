@@ -495,7 +495,8 @@ mod tests {
         assert_eq!(r.settings.view, None);
     }
 
-    /// Issue 25, N11: `alpha = nan` was "valid" and silenced growth alerts.
+    /// `alpha = nan` once passed as valid and silenced growth alerts, so non-finite numbers
+    /// are refused.
     #[test]
     fn nan_and_infinity_are_refused_naming_the_key() {
         for (text, key) in [

@@ -157,7 +157,7 @@ mod tests {
         assert_eq!(parse_signal("KILL"), None);
         assert_eq!(parse_signal("9"), None);
         assert_eq!(parse_signal("usr3"), None);
-        // Issue 25, N9: a counting handler on these hangs or unkillable programs.
+        // A counting handler on these would hang a program or make it unkillable.
         for bad in [
             "11", "15", "SEGV", "TERM", "HUP", "2", "1", "17", "28", "0", "65",
         ] {

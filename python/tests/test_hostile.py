@@ -11,7 +11,7 @@ import pytest
 from conftest import Mon
 from gpumon import _companion, _inbox, _server
 
-# The first-line payloads of the attack run (reliability.md §5.1); the first
+# The first-line payloads of an attack run on the companion; the first
 # seven stopped the companion thread for good before the fix.
 PAYLOADS = [b"1", b"[]", b'"hello"', b"true", b"1.5", b"[" * 2000, b'{"a":' * 2000,
             b"null", b"garbage", b"\xff\xfe\xfd", b'{"type":5}', b'{"type":["hello"]}',

@@ -72,7 +72,7 @@ mod tests {
         let now = Instant::now();
         let later = now + std::time::Duration::from_secs(60);
         s.set("/d/1.sock".into(), Slot::Connected);
-        // 100 scans, each seeing 50 names never seen before (the attack of N3).
+        // 100 scans, each seeing 50 names never seen before (a name flood).
         for round in 0..100u32 {
             let names: Vec<PathBuf> = (0..50)
                 .map(|i| PathBuf::from(format!("/d/{}.sock", 1000 + round * 50 + i)))

@@ -588,7 +588,7 @@ mod tests {
         }]))
     }
 
-    /// Issue 25, N12: a header with tens of thousands of GPUs.
+    /// A header claiming tens of thousands of GPUs is bounded, not allocated.
     #[test]
     fn a_header_keeps_at_most_max_gpus() {
         let gpus: Vec<GpuInfo> = (0..48_000u32)

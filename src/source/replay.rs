@@ -353,7 +353,7 @@ impl<E: From<ReplayEvent>> Replay<E> {
                 last_status = Some((Instant::now(), st));
             }
             // A recording that spans no time (a header only, or every frame at one `t`)
-            // has nothing to loop over: starting again at once would spin a core (N10).
+            // has nothing to loop over: starting again at once would spin a core.
             let spans_time = self.last_t > self.start;
             if self.ended && self.looping && !self.follow && !self.paused && spans_time {
                 self.seek_to(self.start)?;
@@ -617,8 +617,8 @@ mod tests {
         None
     }
 
-    /// Issue 25, N10: `L` on a recording without a time span spun a core (499 of 500
-    /// ticks). Looping now waits for controls like the end of any recording.
+    /// `L` on a recording without a time span once spun a core (499 of 500 ticks).
+    /// Looping now waits for controls like the end of any recording.
     #[test]
     fn looping_a_recording_without_time_span_does_not_spin() {
         let tmp = tempfile::tempdir().expect("tmp");

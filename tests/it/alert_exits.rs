@@ -1,4 +1,4 @@
-//! An alert tied to a process ends when the process does (issue 20): PID 600 of the demo
+//! An alert tied to a process ends when the process does: PID 600 of the demo
 //! and of the first corpus exits 1.5 s before its recording ends; its grab-all alert stayed
 //! active while its row read `gone`. Now the row reads `exited` and the alert is past,
 //! saying why, in both: the companion's (it said goodbye) and NVML's only.

@@ -1,4 +1,4 @@
-//! The alert engine on real H200 runs (issue 4, "Quality"): every recording of the
+//! The alert engine on real H200 runs (the first corpus): every recording of the
 //! labelled corpus in `tests/corpus` is replayed through the real pipeline, and the alerts
 //! for each scenario's pid (judged only in its own group's recording) are checked against
 //! `labels.json` and the ground truth the scenarios wrote (`corpus_truth.jsonl`).

@@ -1,4 +1,4 @@
-//! The alert engine on the second H200 corpus (issue 13): runs built differently from the
+//! The alert engine on the second H200 corpus: runs built differently from the
 //! first one (other model families, HF Trainer, Flax, CuPy without a readable framework, a
 //! native CUDA program through the interposer, grab-all by policy, fragmentation that ends
 //! in an OOM), each with a label in `tests/corpus2/labels2.json` and the ground truth the

@@ -53,7 +53,7 @@ fn leak_is_raised_once_then_worsens_when_forecast_halves_and_ack_silences_until_
             }
         }
     }
-    // An exact floor is judged from epoch 0 (issue 20): five points plus one confirming
+    // An exact floor is judged from epoch 0: five points plus one confirming
     // ending need epochs 0..5, which are complete in the snapshot with n = 6 epochs.
     assert_eq!(raised_at, Some(6));
     assert!(!worsened.is_empty());

@@ -1,4 +1,4 @@
-//! `--alerts-jsonl` output and its documentation agree (issue 13, item 7): every line the
+//! `--alerts-jsonl` output and its documentation agree: every line the
 //! real binary writes while replaying a recording validates against
 //! `docs/alerts.schema.json`, and so does the example line in `docs/alerts.md`.
 //!

@@ -1,4 +1,4 @@
-//! A flood of wrong passwords does not turn into CPU (issue 44, item 5; review S5/R6: 100
+//! A flood of wrong passwords does not turn into CPU (once 100
 //! connections sending wrong basic-auth credentials kept gpumon at 1.87 of 2 cores doing
 //! bcrypt, and a new good credential waited 3 s). Here 16 clients send 20 requests a
 //! second each for 3 s, first repeating one wrong password, then a new one every time;

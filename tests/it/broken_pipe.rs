@@ -1,5 +1,5 @@
 //! A reader that stops early (`gpumon replay FILE --headless --alerts-jsonl - | head -1`)
-//! ends gpumon quietly with status 0, as other Unix tools end (issue 19). Before: exit 1
+//! ends gpumon quietly with status 0, as other Unix tools end. Before: exit 1
 //! and "output stopped: cannot write stdout: Broken pipe"; `snapshot`, `demo list` and
 //! `config` panicked in `println!`; `--csv -` and `--jsonl -` wrote a file named `-`. Every
 //! writer to stdout is run with a pipe whose reader is already gone (each write fails with

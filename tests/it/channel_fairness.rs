@@ -1,4 +1,4 @@
-//! Fairness (issue 14, item 6): a flooding companion is held to its budget —
+//! Fairness: a flooding companion is held to its budget —
 //! read slower, its excess markers dropped and counted, the status line says
 //! so — while a well-behaved companion next to it loses no epoch.
 
@@ -201,7 +201,7 @@ async fn markers_at_20_a_second_never_push_out_epochs_or_oom_reports() {
     );
 }
 
-/// An endless line and a flood of blank lines were never counted (F13): the
+/// An endless line and a flood of blank lines were never counted: the
 /// peer is now closed, with a status line, instead of burning a core forever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endless_lines_and_blank_floods_close_the_peer() {

@@ -1,4 +1,4 @@
-//! Floods of names (issue 25, N2, N3, N14): directories made for uids that run nothing,
+//! Floods of names: directories made for uids that run nothing,
 //! socket files under ever new names, and more sockets than gpumon connects to at once.
 //! None of them may blind the channel or grow what it remembers.
 
@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::support::channel::{config, config_any_peer, first_frame_of, private_dir, serve};
 use crate::support::serial::flood;
 
-/// N2: 15,000 empty `gpumon-<N>` directories (made by another user in the review) took
+/// 15,000 empty `gpumon-<N>` directories (made by another user in an attack run) took
 /// a root gpumon's channel thread whole: 0 companion frames in 30 s. The channel no
 /// longer lists the shared directory; it looks only at the places of users that have a
 /// process. Root only (others never look at other users' places).
@@ -57,7 +57,7 @@ async fn fifteen_thousand_empty_directories_do_not_delay_discovery() {
     );
 }
 
-/// N3: socket files under ever new names grew root gpumon to 248 MB, for good: every
+/// Socket files under ever new names grew root gpumon to 248 MB, for good: every
 /// path ever seen was remembered. Now a path is forgotten once it is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn socket_name_churn_keeps_what_is_remembered_bounded() {
@@ -100,7 +100,7 @@ async fn socket_name_churn_keeps_what_is_remembered_bounded() {
     assert_eq!(h.remembered(), 0, "paths kept after every socket went");
 }
 
-/// N14: one task per socket file, uncapped (20,000 files: 113 MB). A user's directory
+/// One task per socket file, uncapped (20,000 files: 113 MB). A user's directory
 /// now gets at most `MAX_CONNS_PER_OWNER` connections at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_per_user_are_capped() {

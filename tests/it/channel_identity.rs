@@ -1,4 +1,4 @@
-//! Identity of companions (issue 14, item 3): gpumon believes a socket only
+//! Identity of companions: gpumon believes a socket only
 //! when the process behind it is the one it is named after, and never follows
 //! a link to a socket elsewhere.
 
@@ -134,7 +134,7 @@ async fn a_socket_of_another_user_in_the_directory_is_refused() {
     assert!(texts.iter().any(|t| t.contains("uid 4242")), "{texts:?}");
 }
 
-/// Plays the attacker of issue 25 (N1): a child binds and listens on a socket named
+/// Plays a peer borrowing a pid: a child binds and listens on a socket named
 /// after its own pid, hands the listener to its parent, and then either exits
 /// (`dead`: the pid has no process) or becomes another program (`reused`: the pid now
 /// belongs to a process that does not serve the socket, as a recycled pid would). The
@@ -200,7 +200,7 @@ fn handed_off_listener(dir: &Path, mode: &str) -> Attacker {
     Attacker { script, pid }
 }
 
-/// N1, the pid now belongs to another process: the kernel's peer credentials still
+/// A borrowed pid that now belongs to another process: the kernel's peer credentials still
 /// name it (so the old pid check passed and its data was shown), but that process
 /// does not hold the connection's other end. Refused, and the status line says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,7 +223,7 @@ async fn a_listener_whose_pid_now_runs_another_program_is_refused() {
     );
 }
 
-/// N1, the pid has no process at all: its data is never shown and nothing is said. The
+/// A borrowed pid with no process at all: its data is never shown and nothing is said. The
 /// file is ours but something still listens on it (the listener outlived its process,
 /// or lives in a pid namespace gpumon cannot see), so it is left alone: only a file
 /// the kernel refuses connections on is stale and removed.

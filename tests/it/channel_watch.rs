@@ -1,4 +1,4 @@
-//! The channel sleeps until a socket directory changes (issue 21): a companion that appears
+//! The channel sleeps until a socket directory changes: a companion that appears
 //! is connected at once, however long `scan_interval` is; with nothing happening the thread
 //! hardly wakes; and where inotify cannot be had, looking every `scan_interval` still finds
 //! every companion.

@@ -128,7 +128,7 @@ fn snapshot_without_a_gpu_says_so() {
 fn headless_replay_prints_alerts_as_json_lines() {
     let out = gpumon()
         .args(["replay", "--headless", "--alerts-jsonl", "-"])
-        // The real run whose cache shatters until a 64 MiB request fails (issue 4 corpus).
+        // The real run whose cache shatters until a 64 MiB request fails (the first corpus).
         .arg(fixture("../corpus/corpus_frag.jsonl"))
         .assert()
         .success()

@@ -1,4 +1,4 @@
-//! Headless and command-line habits (issue 24, item 8): a headless replay says what it did,
+//! Headless and command-line habits: a headless replay says what it did,
 //! `--speed` is honoured headless, a corrupt line is skipped and named (refused with
 //! `--strict`), an output path is checked before the driver, error ranges say the truth,
 //! and display flags exist only where there is a display.

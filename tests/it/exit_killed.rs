@@ -1,4 +1,4 @@
-//! `killed` on the screen for a process that really was killed (issue 19): two real
+//! `killed` on the screen for a process that really was killed: two real
 //! programs with the real companion (python, fake torch) report to a real `gpumon record`;
 //! one is killed with SIGKILL, the other ends and says goodbye. What the recorder wrote of
 //! them (their hello, samples, the goodbye and the dropped connections, as the channel saw

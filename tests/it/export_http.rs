@@ -147,7 +147,7 @@ fn at_the_connection_cap_the_stalest_connection_makes_room() {
         .map(|_| TcpStream::connect(srv.addr).expect("connect"))
         .collect();
     std::thread::sleep(Duration::from_millis(100));
-    // A third connection is served (before issue 14 it was refused, so two idle
+    // A third connection is served (it once was refused, so two idle
     // sockets locked every scraper out), and the oldest idle one is closed.
     let resp = raw(
         srv.addr,

@@ -1,5 +1,5 @@
 //! `replay --follow --headless` reports every stop and follows a replaced file
-//! (issue 14, item 5 / F7). Before: a re-created or renamed-over file froze the
+//! Before: a re-created or renamed-over file froze the
 //! replay on the old inode and a corrupt line ended it, both without a word.
 
 use std::io::Write;

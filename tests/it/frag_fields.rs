@@ -1,4 +1,4 @@
-//! The fragmentation fields of issue 20 cross the language boundary: the Python companion's
+//! The fragmentation fields cross the language boundary: the Python companion's
 //! own reduction of a block map (`_frag.reduce_torch_snapshot`, `_frag.Recurrence`) encoded
 //! by its own `_proto.encode`, decoded by gpumon's one protocol definition (`wire`) and
 //! kept by the model, with nothing lost or renamed.

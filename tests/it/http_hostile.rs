@@ -1,8 +1,8 @@
-//! The endpoint stays up under connection exhaustion (issue 14, item 4): idle
+//! The endpoint stays up under connection exhaustion: idle
 //! sockets, clients that pipeline requests and never read, and slowloris at
 //! once, while a legitimate scraper measures success and latency.
 //!
-//! CI runs a reduced load. The issue's full load (1,000 idle, 64 non-reading,
+//! CI runs a reduced load. The full attack load (1,000 idle, 64 non-reading,
 //! 80 slowloris, 1,000 scrapes) runs with
 //! `GPUMON_HTTP_ATTACK=full cargo test --release --test it http_hostile:: -- --nocapture`
 //! (needs `ulimit -n` ≥ 4096); figures are in docs/limits.md.

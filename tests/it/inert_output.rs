@@ -1,4 +1,4 @@
-//! Printed text is inert (issue 25, N7, N11): what gpumon prints on stderr quotes
+//! Printed text is inert: what gpumon prints on stderr quotes
 //! recordings, config files and peers, and a terminal escape or bidi control in them
 //! changed the pane title and cleared the screen; a 200 MB value was repeated whole.
 

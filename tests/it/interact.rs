@@ -460,7 +460,7 @@ fn live(cmdline: &str) -> gpumon::tui::signal::Live {
     }
 }
 
-/// Issue 25 (N1): the kill prompt named the command line a companion reported about
+/// The kill prompt once named the command line a companion reported about
 /// itself, so a peer under a reused pid got root's `sleep` killed as "python3 train.py".
 /// The prompt names what /proc says, and refuses when that is not what the companion said.
 #[test]
@@ -750,7 +750,7 @@ fn the_panel_follows_the_bars_alert_until_a_person_picks_one() {
 }
 
 /// At the end of a clean run the empty panel says the rules ran and found nothing; at its
-/// start, that it is too early to tell (issue 20: "Nothing yet" at the end of 40 epochs).
+/// start, that it is too early to tell (it once said "Nothing yet" at the end of 40 epochs).
 /// PID 782 of the clean corpus alone (`--pid 782`), as a person filtering to their job sees it.
 #[test]
 fn the_empty_panel_says_whether_the_rules_have_had_their_epochs() {

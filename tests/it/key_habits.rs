@@ -1,4 +1,4 @@
-//! Issue 24's key traps, driven through `App::update`: `j`/`k` are a pair, kill is `x`/F9,
+//! Key traps, driven through `App::update`: `j`/`k` are a pair, kill is `x`/F9,
 //! `g`/`G`/Home/End move in the list in focus and never seek (that is `0`/`$`), any key but
 //! the scrolling ones closes help (`q` no longer quits from it), Ctrl-Z asks to suspend, a
 //! click on a column title sorts by it and a click on the alert bar opens that alert.

@@ -1,4 +1,4 @@
-//! Issue 24's keys in a real terminal: Ctrl-Z suspends to the shell and `fg` brings the
+//! Keys in a real terminal: Ctrl-Z suspends to the shell and `fg` brings the
 //! screen back without its letters being read as keys (and a replay resumes where it stood); in the alerts panel Home/End/g/G
 //! move in the list (they once reset the replay to 0:00), and `q` closes help. Without a
 //! job-control shell Ctrl-Z says why it does not suspend.

@@ -1,4 +1,4 @@
-//! `/metrics` names a Python job by its script (issue 23: `process="python3"` for every
+//! `/metrics` names a Python job by its script (it once read `process="python3"` for every
 //! Python job): the real `gpumon serve --replay` of the bundled recording with companions,
 //! scraped over HTTP, labels its companions' processes `scenario.py`, as the CSV does
 //! (export_flat), never `python3`.

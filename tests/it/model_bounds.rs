@@ -1,4 +1,4 @@
-//! gpumon's memory has a ceiling under any companion input (issue 14, item 2):
+//! gpumon's memory has a ceiling under any companion input:
 //! the attacks of the reliability review fed to the model, live and replayed.
 
 use gpumon::model::allocator::{Companions, MAX_COMPANIONS, MAX_EPOCHS, MAX_MARKERS};

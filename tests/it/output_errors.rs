@@ -1,4 +1,4 @@
-//! Every output fails loudly (issue 25, item 4): the alert log, CSV and JSONL outputs stop
+//! Every output fails loudly: the alert log, CSV and JSONL outputs stop
 //! with one line and exit 1 when the disk refuses a write, survive `ulimit -f`, and leave
 //! files that end at a line. Before: exit 0 and silence on a full disk (0 of 8 alerts
 //! written), death by SIGXFSZ (exit 153, no message, a line cut in half) under `ulimit -f`.

@@ -1,4 +1,4 @@
-//! The published crate holds everything its build reads (issue 23: `cargo package` must
+//! The published crate holds everything its build reads (`cargo package` must
 //! pass). Its verify build takes minutes, so the suite checks what it would trip on from
 //! `cargo package --list` (instant, offline): every file `include_str!`/`include_bytes!`
 //! name in src/, every file under src/ (the report's page.css once was left out: the

@@ -1,4 +1,4 @@
-//! After the run, in a real terminal (issue 19, issue 20 item 5): at the end of every
+//! After the run, in a real terminal: at the end of every
 //! bundled recording the bar and the card borders still tell which alerts there were, a
 //! process that died keeps its allocator state and OOM, Enter on its past alert opens it,
 //! and the alerts panel opens on the alert the bar shows, at 40x12 too. The expected

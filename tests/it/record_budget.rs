@@ -1,5 +1,5 @@
-//! A hostile companion cannot fill the disk through the recorder (issue 14,
-//! item 7). Before: re-sending one 64 KB histogram wrote 860 MB per 30 s, a
+//! A hostile companion cannot fill the disk through the recorder.
+//! Before: re-sending one 64 KB histogram wrote 860 MB per 30 s, a
 //! marker flood 179 MB per 30 s.
 
 use std::io::Write;

@@ -1,4 +1,4 @@
-//! Write errors are loud (issue 14, item 5): a recorder that cannot write stops
+//! Write errors are loud: a recorder that cannot write stops
 //! with one line on stderr and a non-zero exit, and the file ends at a line
 //! boundary so it replays. Before: exit 0 and silence on a full disk, death by
 //! SIGXFSZ without a word under `ulimit -f`.

@@ -1,4 +1,4 @@
-//! Recordings that last the run (issue 19, item 4): gzip by default, at least 5x smaller
+//! Recordings that last the run: gzip by default, at least 5x smaller
 //! than NDJSON on the bundled demos, readable by `replay --follow` while they grow, and
 //! whole up to about the last second after the recorder is killed with SIGKILL.
 

@@ -1,4 +1,4 @@
-//! Reader quirks of the attack run (issue 14, item 8 / F11): streams read once,
+//! Reader quirks that hostile input found: streams read once,
 //! headers judged by what they are.
 
 use std::io::Write;
@@ -115,7 +115,7 @@ fn headers_are_judged_by_what_they_are() {
     }
 }
 
-/// One tick listing 30,000 processes (F12: 60k took 46 s and `q` was ignored;
+/// One tick listing 30,000 processes (60k once took 46 s and `q` was ignored;
 /// the model dropped the excess one scan per process).
 #[test]
 fn a_tick_with_a_huge_process_count_is_linear() {
@@ -133,7 +133,7 @@ fn a_tick_with_a_huge_process_count_is_linear() {
     assert!(secs < 20.0, "{secs:.1} s for one tick");
 }
 
-/// One tick listing 20,000 GPUs (F12: 44 s): at most `MAX_GPUS` are tracked.
+/// One tick listing 20,000 GPUs (once 44 s): at most `MAX_GPUS` are tracked.
 #[test]
 fn a_tick_with_a_huge_gpu_count_is_bounded() {
     let gpus: Vec<String> = (0..20_000)

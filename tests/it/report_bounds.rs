@@ -1,5 +1,5 @@
 //! The report reads a recording someone hands it within the same bounds as live mode and
-//! replay (issue 44, item 2; `shared/reviews/reliability.md` R2, R3, R-b9): one tick at
+//! replay: one tick at
 //! `t = i64::MAX` made it run 112 s and abort at 11.8 GB; 10^5 GPU indexes or 10^6
 //! processes aborted at 4-8 GB; 10^5 processes ran past 300 s. Each hostile input is made
 //! here, small, and the report must finish fast, small, and say what it left out.

@@ -1,4 +1,4 @@
-//! What a recording says is told, never rendered (issue 44, item 6; review R7): a command
+//! What a recording says is told, never rendered: a command
 //! line `x ![ok](https://evil.example/all-green.png)`, a host or a GPU name with a link
 //! or an image reached the Markdown report as is, and a PR or CI summary showed the
 //! attacker's image. Both formats of the report are made from one hostile recording.

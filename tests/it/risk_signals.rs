@@ -1,4 +1,4 @@
-//! What a person sees on the third corpus's recording (issue 20), through the same App the
+//! What a person sees on the third corpus's recording, through the same App the
 //! terminal draws: F's colour follows the fragmentation risk, which turns before the OOM of
 //! a fragmentation run and never on the clean capped runs beside it (with room, or with
 //! expandable segments); the GROWTH sort ranks slow leaks above clean runs whose batch

@@ -1,5 +1,5 @@
-//! Issue 20's signals in a real terminal, on the third corpus's recording cut where the
-//! runs' own truth says (`tests/corpus3/truth3.jsonl`): F's colour and the row's risk mark
+//! The fragmentation and growth signals in a real terminal, on the third corpus's recording
+//! cut where the runs' own truth says (`tests/corpus3/truth3.jsonl`): F's colour and the row's risk mark
 //! turn before a fragmentation OOM and never on the clean capped run beside it; the GROWTH
 //! sort ranks slow leaks above clean runs whose batch size steps; the alerts panel opens
 //! on the active critical alert the bar shows, at 40x12. Colours are read from

@@ -1,10 +1,10 @@
-//! No output file can be turned against the user who writes it (issue 44, item 1): the
+//! No output file can be turned against the user who writes it: the
 //! report, recordings, CSV, JSONL, alert logs and man pages never write through a link
 //! another user planted (at the temp name or at the name itself), never rename over a
-//! device or FIFO (those are written in place); and the report fails loudly (item 4): a
+//! device or FIFO (those are written in place); and the report fails loudly: a
 //! full disk or `ulimit -f` is exit 1 and one line, with no temp file left.
 //!
-//! The attacks from `shared/reviews/reliability.md` (R1, R5) are run as they were: the
+//! The attacks (a planted link, a full disk) are run as they were found: the
 //! attacker is `nobody` (through `setpriv`) when the tests run as root, the victim a root
 //! file of mode 0600. Where that is not possible the test says why and does the part it can.
 
@@ -260,7 +260,7 @@ fn devices_and_fifos_are_written_in_place() {
     );
 }
 
-/// R5: the report under `ulimit -f` and into a full stdout: exit 1, one line, no temp file.
+/// The report under `ulimit -f` and into a full stdout: exit 1, one line, no temp file.
 #[test]
 fn the_report_fails_loudly_on_a_full_disk_or_a_file_size_limit() {
     let d = tempfile::tempdir().expect("dir");

@@ -1,4 +1,4 @@
-//! SIGQUIT and SIGTSTP sent with `kill` give the terminal back (issue 14, F15):
+//! SIGQUIT and SIGTSTP sent with `kill` give the terminal back:
 //! before, the alternate screen stayed on and the cursor hidden. Runs the real
 //! TUI in a private tmux server; skipped where tmux is missing.
 

@@ -1,4 +1,4 @@
-//! The smaller findings of issue 25 that the command line shows: what `--listen :0`
+//! Smaller holes that the command line shows: what `--listen :0`
 //! got, shorthand addresses, and a header with more GPUs than any host has.
 
 use std::io::BufRead;
@@ -47,7 +47,7 @@ fn a_shorthand_ipv4_host_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("0.0.0.0:19464"));
 }
 
-/// `--follow` on a file replaced by a FIFO blocked in `open` without a word (N15): it now
+/// `--follow` on a file replaced by a FIFO blocked in `open` without a word: it now
 /// says so, keeps waiting without blocking, and follows the regular file that comes next.
 #[test]
 fn follow_says_when_the_file_became_a_fifo_and_goes_on_after_it() {

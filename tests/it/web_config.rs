@@ -1,4 +1,4 @@
-//! `--web-config-file` (issue 23): the metrics endpoint over TLS with basic auth, in the
+//! `--web-config-file`: the metrics endpoint over TLS with basic auth, in the
 //! Prometheus exporters' format. A self-signed certificate is made here (rcgen), the real
 //! `gpumon serve` is scraped by a rustls client (401 without or with wrong credentials, 200
 //! with the right ones) and by a real Prometheus when one is installed; bad files are refused

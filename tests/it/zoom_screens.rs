@@ -1,4 +1,4 @@
-//! Snapshots of what issue 24's items 2, 3 and 6 drew, from the leak corpus: the alerts
+//! Snapshots of the zoom's charts, from the leak corpus: the alerts
 //! panel charting the selected leak (Unicode and ASCII), the detail chart with the floor
 //! alone (`v`), and a fixed 30 s span that the data enters from the right. Each is drawn
 //! with overlap checking.

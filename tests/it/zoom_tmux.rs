@@ -1,4 +1,4 @@
-//! Issue 24, items 2, 3 and 6 in a real terminal over the bundled leak recording: the zoom
+//! The zoom and the detail chart in a real terminal over the bundled leak recording: the zoom
 //! label is the span the time axis shows (read back from the axis ticks) at every step from
 //! 10 s to 7 days and in `all`, on the overview and the detail chart; without colour every
 //! series of the detail chart has its own glyph; `v` shows one series alone, the floor

@@ -5,7 +5,7 @@
 //! spare the run is safe; when it fits only the holes its own copies left (the block it
 //! freed the step before), one tensor landing in such a hole is an OOM from
 //! fragmentation, with the cache mostly free and often without a single allocator retry
-//! before it. Both fragmentation OOMs of the issue-20 review sat in that state for 30 and
+//! before it. Both fragmentation OOMs of the third alert corpus sat in that state for 30 and
 //! more epochs (a 640 MiB and a 256 MiB request, each fitting one hole of exactly its size).
 //!
 //! Warning when the holes that fit are few (at most one spare beyond what a step needs at

@@ -238,7 +238,7 @@ pub fn epoch_growth(
         // The level that meets the ceiling is the peak, but the rate is the floor's when
         // the floor trends: floors are read at one phase point each epoch, while an epoch
         // peak is a sampled maximum (or an allocator's lifetime peak, which stands still
-        // and then jumps: JAX's moved in steps of 90-130 MB on the issue-13 corpus and
+        // and then jumps: JAX's moved in steps of 90-130 MB on the second alert corpus and
         // made the peak's rate read half again too fast).
         let rate_of = floor_t.as_ref().unwrap_or(main);
         let floor_rate = floor_t

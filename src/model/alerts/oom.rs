@@ -91,15 +91,15 @@ fn ceiling_met(ev: &OomEvent) -> OomCause {
 
 /// The cause of an OOM. Fragmentation first: the cache held `free_multiple` × the request
 /// free and (when known) no hole fitted it, so the memory was there but in pieces, whatever
-/// drove reserved to its ceiling (on the issue-13 corpus two curriculum runs whose buffer
+/// drove reserved to its ceiling (on the second alert corpus two curriculum runs whose buffer
 /// grew each epoch died holding 2.9–3.4 × the request in holes of ~20 MiB; calling them
 /// leak OOMs sent the user after a leak while `expandable_segments` was the fix). Then an
 /// active leak: the leak ran the process into its ceiling. Then the ceiling it met.
 pub fn oom_cause(ev: &OomEvent, ctx: &OomContext) -> OomCause {
     // The pieces must also be a real share of the cache: a leak that ran a run into its
     // cap leaves a few percent of reserved free, which can still be many times a small
-    // request (the issue-13 held-out leaks died holding 2.6-9.5 x a 20-28 MiB request, 3-10 %
-    // of reserved).
+    // request (the second corpus's held-out leaks died holding 2.6-9.5 x a 20-28 MiB request,
+    // 3-10 % of reserved).
     let share_ok = |t: u64| {
         ev.reserved
             .is_none_or(|res| t as f64 >= ctx.min_free_share * res as f64)

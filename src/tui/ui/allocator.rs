@@ -636,7 +636,7 @@ mod tests {
     }
 
     /// F and stranded take the colour of the process's fragmentation risk, not of F: a
-    /// high F without a risk alert is not red (the clean runs of the issue-20 review).
+    /// high F without a risk alert is not red (the clean runs of the third alert corpus).
     #[test]
     fn f_and_stranded_are_coloured_by_risk() {
         let fr = FragState {
