@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fairness under flooding companions (issue 14, item 6).
+"""Fairness under flooding companions (docs/limits.md).
 
 Starts one well-behaved fake companion (a hello, then one epoch every 100 ms)
 and N flooding ones (samples and markers as fast as the socket takes them),

@@ -7,7 +7,7 @@
 #   measurement's noise floor. GPUMON_BASE=another gpumon binary runs it too at 1 s and
 #   100 ms, for a before/after in the same run.
 # Reports CPU % of one core (user+system of the monitor process) and peak RSS (VmHWM) via
-# bench/ptyrun.py, then the issue-21 targets as ratios.
+# bench/ptyrun.py, then the ratios to the bare poller and to nvtop, each beside its target.
 # usage: bench/monitor_overhead.sh [SECONDS]
 #   GPUMON=path/to/gpumon (default target/release/gpumon), PEERS=dir from
 #   ../shared/peers/fetch-peers.sh (default ./peers; skipped when absent)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 on a machine with 2+ GPUs: processes with CUDA_VISIBLE_DEVICES in each form, each
+# CUDA_VISIBLE_DEVICES on a machine with 2+ GPUs: processes with it in each form, each
 # holding a distinct amount on each of its devices and printing which physical card (UUID)
 # each logical device is. gpumon records them; snapshot --json is checked against that truth.
 # usage: scripts/gpu/multi_gpu_cvd.sh OUTDIR

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 10 (architecture, no behaviour change) on the real card, one call: the build before
-# the refactor (OLD) and after it (NEW) side by side on the same live workload.
+# A refactor of the architecture (no behaviour change) on the real card, one call: the build
+# before the refactor (OLD) and after it (NEW) side by side on the same live workload.
 #   1. both TUIs at 100 ms for SECONDS in 120x40 pseudo-terminals, plus a second NEW (A/A: the
 #      noise floor of the CPU figure), via bench/ptyrun.py;
 #   2. both record the same 60 s of a PyTorch process with the companion (epochs, growth);

@@ -1,6 +1,6 @@
 #!/bin/bash
-# issue 21, one device call: the monitor side by side (in the background, during the small
-# model's A/B), then the companion A/B + direct bound on the small model and on BERT-base.
+# The companion's and the monitor's cost, one device call: the monitor side by side (in the
+# background, during the small model's A/B), then the companion A/B + direct bound on the small model and on BERT-base.
 cd "$(dirname "$0")"
 export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv

@@ -1,5 +1,5 @@
 #!/bin/bash
-# issue 21 item 4: the monitor side by side (monitor_overhead.sh, 90 s) with main's binary as
+# The monitor's cost: the monitor side by side (monitor_overhead.sh, 90 s) with main's binary as
 # base; beside it, per-thread CPU of the new binary at 1 s and 100 ms (threads.py).
 cd "$(dirname "$0")"
 export TERM=xterm-256color LANG=C.UTF-8

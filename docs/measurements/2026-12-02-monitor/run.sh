@@ -1,5 +1,5 @@
 #!/bin/bash
-# issue 21 item 4, second pass: every monitor side by side (bench/monitor_overhead.sh, 90 s),
+# The monitor's cost, second pass: every monitor side by side (bench/monitor_overhead.sh, 90 s),
 # with main's binary (d64cab1) as base; beside it, per-thread CPU of the new and the base
 # binary at 1 s and 100 ms (bench/threads.py), the new binary linked without the function
 # order (RSS of the order alone), and the mappings of the new binary and of the poller

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 21 item 4, third pass, on the GPU machine: two rounds, each every monitor side by side
+# The monitor's cost, third pass, on the GPU machine: two rounds, each every monitor side by side
 # (bench/monitor_overhead.sh, 90 s: gpumon new and base at 1 s and 100 ms, gpumon at 10 ms,
 # the bare poller at 1 s and twice at 100 ms for the A/A floor) and, beside it, each
 # thread's CPU of the new and the base binary at 1 s and 100 ms (bench/threads.py, 60 s).

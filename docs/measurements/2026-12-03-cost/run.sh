@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 21 items 1-3, on the GPU machine, one device call: the companion A/B and direct bound
+# The companion's cost, on the GPU machine, one device call: the companion A/B and direct bound
 # (bench/companion_overhead.py) of the companion as it is now (it reports the largest free and
 # live blocks and recurring requests since 2026-12-01's run) on the small model (with the
 # probe of each framework call) and on BERT-base, BERT with more rounds than 12-01's 270 so that

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 21 item 3, the one target 2026-12-03-cost left open: BERT-base's watched A/B upper
+# The one companion-cost target 2026-12-03-cost left open: BERT-base's watched A/B upper
 # bound <= 1 %. Only the modes that decide it (off, its A/A off2, watched) so each gets 2.5
 # times the rounds of 12-03's five-mode run in one device call; the A/B stops after the round
 # that passes MAX_S so that the time limit still leaves a result.

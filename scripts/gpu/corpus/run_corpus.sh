@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The alert-quality corpus (issue 4, "Quality"): every scenario of scenario.py at once on one
+# The first alert-quality corpus (tests/corpus/): every scenario of scenario.py at once on one
 # GPU, each group recorded by its own `gpumon record` with its own socket directory.
 #
 # usage (repo root, GPU machine, release binary built):  scripts/gpu/corpus/run_corpus.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One scenario of the alert-quality corpus (issue 4, "Quality"): a real training loop on the
+"""One scenario of the first alert-quality corpus (tests/corpus/): a real training loop on the
 GPU with the gpumon companion, whose memory behaviour is known in advance.
 
     PYTHONPATH=python GPUMON_DIR=/tmp/s python3 scripts/gpu/corpus/scenario.py --name slow_leak \

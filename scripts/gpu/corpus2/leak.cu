@@ -1,4 +1,4 @@
-// A native CUDA program for the alert corpus (issue 13, item 4), run through `gpumon run`
+// A native CUDA program for the second alert corpus, run through `gpumon run`
 // so the interposer is its only reporter (no Python, no companion).
 //
 //   nvcc -O2 -o leak leak.cu -ldl

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The second alert corpus (issue 13) and the demo recording (issue 11), on a machine with two
+# The second alert corpus (tests/corpus2/) and the bundled demo recording, on a machine with two
 # GPUs, in one command of under ten minutes:
 #   1. demo (DEMO_S): one `gpumon record` of both GPUs; GPU 0 an LM leaking across epochs,
 #      GPU 1 a run whose cache fragments under a cap           -> demo.gpumon.jsonl
 #   2. corpus (CORPUS_S): every scenario of scenario2.py and leak.cu at once, one recorder
 #      per GPU (its own socket directory: companion data of that GPU's runs only; NVML data
 #      of both)                                                 -> corpus2_gpu0/1.jsonl
-#   3. bench/companion_overhead.py, short (item 6)              -> bench.json
+#   3. bench/companion_overhead.py, short (the companion's cost) -> bench.json
 # Ground truth of every run (its own knowledge, never gpumon's output) -> truth2.jsonl.
 # Recordings go straight to $OUT, so a run stopped at its limit still returns them.
 # CORPUS_DRY=1 (with short DEMO_S/CORPUS_S/BENCH_S): scenarios with --dry-run, to check the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Second pass (issue 13): the corpus's fragmentation runs that end in a fragmentation OOM
-# (frag_curriculum, frag_curriculum_b) and the demo recording of issue 11 re-made with a
+# Second pass of the second alert corpus: its fragmentation runs that end in a fragmentation OOM
+# (frag_curriculum, frag_curriculum_b) and the bundled demo recording re-made with a
 # GPU 1 run that fragments towards an OOM (demo_frag2), all at once:
 #   demo2.gpumon.jsonl  one recorder, both GPUs: demo_leak (GPU 0), demo_frag2 (GPU 1)
 #   corpus3.jsonl       its own socket directory: frag_curriculum (GPU 0), frag_curriculum_b (GPU 1)

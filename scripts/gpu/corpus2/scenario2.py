@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The second alert corpus (issue 13): runs built differently from the first one
+"""The second alert corpus (tests/corpus2/): runs built differently from the first one
 (scripts/gpu/corpus/scenario.py), so rules tuned on one can be checked on the other.
 
     PYTHONPATH=python GPUMON_DIR=/tmp/s python3 scripts/gpu/corpus2/scenario2.py --name vit_cache_leak \
@@ -45,7 +45,7 @@ gpumon's output. Scenarios (SCENARIOS holds every number):
   frag_curriculum(_b) PyTorch under a cap: a burst of 1-4 MiB blocks (one in eight kept)
                       leaves the cache in holes; a contiguous buffer rebuilt every epoch
                       grows (a curriculum): retries, then an OOM with the cache mostly free.
-  demo_leak / demo_frag  the demo recording (issue 11): a GPT-2 style LM leaking 96 MiB per
+  demo_leak / demo_frag  the bundled demo recording: a GPT-2 style LM leaking 96 MiB per
                       epoch from epoch 3 (kept hidden states and an un-detached loss sum),
                       and frag_fill under a 6 GiB cap filling 80 MiB per epoch.
 
@@ -85,7 +85,7 @@ SCENARIOS = {
     "clean_nvml_only": dict(kind="mlp_markerless", cap_gib=2.0),
     "frag_fill": dict(kind="frag_fill", cap_gib=4.0, fill_from=10, fill_mib=384, block_mib=2,
                       keep_every=10, buffer_mib=64),
-    # the demo recording of issue 11 (both GPUs, one ~3-minute `gpumon record`)
+    # the bundled demo recording (both GPUs, one ~3-minute `gpumon record`)
     "demo_leak": dict(kind="lm", cap_gib=14.0, onset=3, leak_mib=96, epoch_s=2.0,
                       eval_every=5, ckpt_every=10),
     "demo_frag": dict(kind="frag_fill", cap_gib=6.0, fill_from=5, fill_mib=80, block_mib=2,
@@ -129,7 +129,7 @@ class Companion:
 
     def __init__(self, dry):
         # also in --dry-run: no framework is readable then, so every epoch is marked without
-        # a floor (the path of issue 13 item 3), which checks the plumbing end to end
+        # a floor (the path of a framework gpumon cannot read), which checks the plumbing end to end
         self.gm = None
         if os.environ.get("GPUMON_DISABLE") != "1":
             import gpumon

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The third alert corpus (issue 20): every scenario of scenario3.py at once on one H200,
+# The third alert corpus (tests/corpus3/): every scenario of scenario3.py at once on one H200,
 # one `gpumon record` capturing them all (companion data of every run, NVML of the card).
 #   corpus3.jsonl   the recording
 #   truth3.jsonl    ground truth written by each run itself (never gpumon's output)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The third alert corpus (issue 20): runs built by mechanism, each knowing its own memory
+"""The third alert corpus (tests/corpus3/): runs built by mechanism, each knowing its own memory
 behaviour and writing it as ground truth to stdout; it never reads gpumon's output.
 
     PYTHONPATH=python GPUMON_DIR=/tmp/s python3 scripts/gpu/corpus3/scenario3.py --name NAME [--seconds S]
