@@ -659,7 +659,11 @@ mod tests {
         assert!(parse_delay("36001").is_err());
         assert!(parse_delay("99999999999999999999999").is_err());
         // A decimal is no htop delay: it needs its unit, as everywhere else.
-        assert!(parse_delay("1.5").expect_err("bare decimal").contains("1.5s"));
+        assert!(
+            parse_delay("1.5")
+                .expect_err("bare decimal")
+                .contains("1.5s")
+        );
     }
 
     #[test]
@@ -764,11 +768,20 @@ mod tests {
         cli.once_as_snapshot();
         assert!(matches!(cli.command, Some(Command::Watch(_))));
         // What one snapshot cannot honour is refused, not dropped.
-        for flag in [&["--record", "r"][..], &["--serve", ":1"], &["--headless"], &["-d", "5"]] {
+        for flag in [
+            &["--record", "r"][..],
+            &["--serve", ":1"],
+            &["--headless"],
+            &["-d", "5"],
+        ] {
             let mut args = vec!["gpumon", "-1"];
             args.extend_from_slice(flag);
             let e = Cli::try_parse_from(&args).expect_err("conflict");
-            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{args:?}");
+            assert_eq!(
+                e.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{args:?}"
+            );
         }
     }
 

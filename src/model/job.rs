@@ -17,7 +17,10 @@ pub enum JobKey {
     Slurm(String),
     Master(String),
     Launcher(u32),
-    Alike { label: String, world_size: u32 },
+    Alike {
+        label: String,
+        world_size: u32,
+    },
 }
 
 /// A process's place in its program and job.
@@ -57,10 +60,7 @@ impl Identity {
         // Slurm's task ids only where no launcher set RANK: torchrun inside `srun` gives
         // its workers the srun task's PROCID, which is the node's, not the rank's.
         let slurm = info.slurm.as_ref();
-        let rank = info
-            .rank
-            .or(h(|h| h.rank))
-            .or(slurm.and_then(|s| s.rank()));
+        let rank = info.rank.or(h(|h| h.rank)).or(slurm.and_then(|s| s.rank()));
         let world_size = info
             .world_size
             .or(h(|h| h.world_size))
@@ -420,13 +420,19 @@ mod tests {
     fn the_tasks_of_one_srun_step_are_one_job_ranked_by_slurm() {
         let a = Identity::of(&slurm_rank(1001, "4711", "0", 4, 8), None);
         let b = Identity::of(&slurm_rank(1002, "4711", "0", 5, 8), None);
-        assert_eq!((a.rank, a.local_rank, a.world_size), (Some(4), Some(0), Some(8)));
+        assert_eq!(
+            (a.rank, a.local_rank, a.world_size),
+            (Some(4), Some(0), Some(8))
+        );
         assert_eq!(a.key, Some(JobKey::Slurm("4711.0".into())));
         // Another job's step, and a later step of the same job: jobs of their own.
         let other = Identity::of(&slurm_rank(1003, "4712", "0", 0, 8), None);
         let later = Identity::of(&slurm_rank(1004, "4711", "1", 0, 8), None);
         let jobs = group([(1001, &a), (1002, &b), (1003, &other), (1004, &later)]);
-        let ids: Vec<(&str, usize)> = jobs.iter().map(|j| (j.id.as_str(), j.members.len())).collect();
+        let ids: Vec<(&str, usize)> = jobs
+            .iter()
+            .map(|j| (j.id.as_str(), j.members.len()))
+            .collect();
         assert_eq!(
             ids,
             [
@@ -448,11 +454,21 @@ mod tests {
         i.world_size = Some(16);
         i.master = Some("gpu01:29500".into());
         let w = Identity::of(&i, None);
-        assert_eq!((w.rank, w.local_rank, w.world_size), (Some(13), Some(5), Some(16)));
-        assert_eq!(w.key, Some(JobKey::Slurm("4711.0".into())), "Slurm before the rendezvous");
+        assert_eq!(
+            (w.rank, w.local_rank, w.world_size),
+            (Some(13), Some(5), Some(16))
+        );
+        assert_eq!(
+            w.key,
+            Some(JobKey::Slurm("4711.0".into())),
+            "Slurm before the rendezvous"
+        );
         // An explicit rendezvous id is the user's name for the job.
         i.run_id = Some("bert-7".into());
-        assert_eq!(Identity::of(&i, None).key, Some(JobKey::Run("bert-7".into())));
+        assert_eq!(
+            Identity::of(&i, None).key,
+            Some(JobKey::Run("bert-7".into()))
+        );
         // Two tasks of one array, each with two ranks: two jobs named as squeue names them.
         let task = |pid, job: &str, t: &str, procid| {
             let mut i = slurm_rank(pid, job, "0", procid, 2);
@@ -469,7 +485,10 @@ mod tests {
         ];
         let jobs = group(ids.iter().map(|(p, i)| (*p, i)));
         let names: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
-        assert_eq!(names, ["train.py@slurm:5000_1.0", "train.py@slurm:5000_2.0"]);
+        assert_eq!(
+            names,
+            ["train.py@slurm:5000_1.0", "train.py@slurm:5000_2.0"]
+        );
     }
 
     #[test]

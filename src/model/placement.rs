@@ -356,7 +356,10 @@ mod tests {
         ])
         .expect("in a job");
         assert_eq!(s.job_name().as_deref(), Some("4711.0"));
-        assert_eq!((s.rank(), s.local_rank(), s.world_size()), (Some(9), Some(1), Some(16)));
+        assert_eq!(
+            (s.rank(), s.local_rank(), s.world_size()),
+            (Some(9), Some(1), Some(16))
+        );
         assert_eq!(s.nodelist.as_deref(), Some("gpu[01-02]"));
     }
 
@@ -391,13 +394,22 @@ mod tests {
             "SLURM_STEP_NUM_TASKS=1",
         ])
         .expect("in a job");
-        assert_eq!((one.rank(), one.job_name().as_deref()), (None, Some("4711.2")));
+        assert_eq!(
+            (one.rank(), one.job_name().as_deref()),
+            (None, Some("4711.2"))
+        );
         // No job id: not in Slurm, whatever else is set.
-        assert_eq!(slurm(&["SLURM_PROCID=3", "SLURM_CONF=/etc/slurm.conf"]), None);
+        assert_eq!(
+            slurm(&["SLURM_PROCID=3", "SLURM_CONF=/etc/slurm.conf"]),
+            None
+        );
         // The old spellings where the new ones are absent; the new ones win.
-        let old = slurm(&["SLURM_JOBID=12", "SLURM_NODELIST=n1", "SLURM_JOB_ID=13"])
-            .expect("in a job");
-        assert_eq!((old.job_id.as_deref(), old.nodelist.as_deref()), (Some("13"), Some("n1")));
+        let old =
+            slurm(&["SLURM_JOBID=12", "SLURM_NODELIST=n1", "SLURM_JOB_ID=13"]).expect("in a job");
+        assert_eq!(
+            (old.job_id.as_deref(), old.nodelist.as_deref()),
+            (Some("13"), Some("n1"))
+        );
     }
 
     #[test]

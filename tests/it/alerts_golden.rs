@@ -50,7 +50,10 @@ fn recordings() -> Vec<PathBuf> {
     }
     v.sort();
     assert!(v.len() >= 10, "the bundled recordings: {v:?}");
-    let demos = v.iter().filter(|p| p.starts_with(root().join("assets"))).count();
+    let demos = v
+        .iter()
+        .filter(|p| p.starts_with(root().join("assets")))
+        .count();
     assert_eq!(demos, 4, "every bundled demo is compared: {v:?}");
     v
 }

@@ -223,7 +223,12 @@ fn htop_and_nvitop_short_flags_do_what_they_do_there() {
         String::from_utf8_lossy(&snap.stdout)
     );
     assert_eq!(
-        gpumon().args(["watch", "--once"]).output().expect("runs").status.code(),
+        gpumon()
+            .args(["watch", "--once"])
+            .output()
+            .expect("runs")
+            .status
+            .code(),
         snap.status.code()
     );
     gpumon()
@@ -238,15 +243,33 @@ fn htop_and_nvitop_short_flags_do_what_they_do_there() {
         .stderr(predicate::str::contains("tenths of a second"));
     let rec = support::fixture("h200_torch_grow_shrink.jsonl");
     let out = gpumon()
-        .args(["replay", "--headless", "--jsonl", "-", "-u", "root", "-p", "461"])
+        .args([
+            "replay",
+            "--headless",
+            "--jsonl",
+            "-",
+            "-u",
+            "root",
+            "-p",
+            "461",
+        ])
         .arg(&rec)
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rows = String::from_utf8_lossy(&out.stdout);
     let pids: std::collections::BTreeSet<u64> = rows
         .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?.get("pid")?.as_u64())
+        .filter_map(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .ok()?
+                .get("pid")?
+                .as_u64()
+        })
         .collect();
     assert_eq!(pids.into_iter().collect::<Vec<_>>(), [461], "{rows}");
 }

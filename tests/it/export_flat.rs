@@ -175,8 +175,8 @@ fn create_writes_a_file() {
 fn a_csv_from_a_recording_with_a_companion_has_the_allocator_columns() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (csv_path, jsonl_path) = (dir.path().join("c.csv"), dir.path().join("c.jsonl"));
-    let rec =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/demo-companion.gpumon.jsonl.gz");
+    let rec = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets/demo-companion.gpumon.jsonl.gz");
     crate::support::gpumon()
         .args(["replay", "--headless", "--csv"])
         .arg(&csv_path)

@@ -33,8 +33,11 @@ pub fn read_text(path: &Path) -> String {
         return String::from_utf8(bytes).expect("utf-8");
     }
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    std::io::Read::read_to_string(
+        &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
+        &mut text,
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text
 }
 
