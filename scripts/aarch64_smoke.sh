@@ -70,7 +70,9 @@ cmp "$out/host.csv" "$out/arm.csv"
 echo "aarch64_smoke: replay CSV equals the host's ($(wc -l <"$out/arm.csv") lines)"
 
 port=${GPUMON_SMOKE_PORT:-19465}
-arm serve --replay "$demo" --listen "127.0.0.1:$port" &
+# Not through arm(): $! would be the subshell running the function, and killing it would
+# leave qemu serving after the script.
+HOME="$out/home" qemu-aarch64 "$out/gpumon" serve --replay "$demo" --listen "127.0.0.1:$port" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -sf "localhost:$port/healthz" >/dev/null && break; sleep 0.2; done
