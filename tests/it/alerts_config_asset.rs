@@ -12,6 +12,16 @@ fn asset() -> std::path::PathBuf {
 #[test]
 fn the_asset_is_the_default_configuration() {
     let text = std::fs::read_to_string(asset()).expect("asset exists");
+    // Key by key first: a section missing from the asset reads as its default, so the
+    // parsed configuration alone would not show that the asset forgot a new rule.
+    let raw: serde_json::Value = serde_json::from_str(&text).expect("asset is JSON");
+    let default = serde_json::to_value(AlertConfig::default()).expect("default serializes");
+    assert_eq!(
+        raw,
+        default,
+        "regenerate with: {}",
+        serde_json::to_string_pretty(&AlertConfig::default()).unwrap_or_default()
+    );
     let parsed: AlertConfig = serde_json::from_str(&text).expect("asset parses");
     assert_eq!(
         parsed,

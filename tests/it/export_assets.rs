@@ -89,6 +89,23 @@ fn collect_exprs(v: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
+/// The `kind` label's values, as docs/metrics.md lists them: every alert kind, by its wire
+/// name (a new rule's kind is easy to leave out of the sentence).
+#[test]
+fn every_alert_kind_is_in_the_kind_label_sentence() {
+    let docs = std::fs::read_to_string(root("docs/metrics.md")).expect("docs/metrics.md");
+    let at = docs.find("`kind` is one of").expect("the kind sentence");
+    let sentence = &docs[at..at + docs[at..].find(". ").expect("sentence end")];
+    for kind in gpumon::model::alerts::AlertKind::ALL {
+        let wire = serde_json::to_value(kind).expect("kind serializes");
+        let wire = wire.as_str().expect("a string");
+        assert!(
+            sentence.contains(&format!("`{wire}`")),
+            "docs/metrics.md's kind sentence lacks `{wire}`: {sentence}"
+        );
+    }
+}
+
 #[test]
 fn every_served_metric_is_documented() {
     let docs = std::fs::read_to_string(root("docs/metrics.md")).expect("docs/metrics.md");
