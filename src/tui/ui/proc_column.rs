@@ -718,6 +718,34 @@ mod tests {
         }
     }
 
+    /// Every place that lists the optional columns for a person names each of them: the `o`
+    /// key's help line (and README's table made from it), the config template, and the docs
+    /// on screens, keys and settings. A new column is otherwise easy to leave out of one.
+    #[test]
+    fn every_optional_column_is_named_where_the_columns_are_listed() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let read = |f: &str| std::fs::read_to_string(root.join(f)).expect(f);
+        let help = crate::tui::keys::BINDINGS
+            .iter()
+            .find(|b| b.action == crate::tui::keys::Action::Columns)
+            .map(|b| b.desc)
+            .expect("the columns key");
+        let places = [
+            ("the o key's help", help.to_string()),
+            ("the config template", crate::config::default_text()),
+            ("docs/screens.md", read("docs/screens.md")),
+            ("docs/interaction.md", read("docs/interaction.md")),
+            ("docs/install.md", read("docs/install.md")),
+        ];
+        let optional = ProcColumn::ALL.iter().filter(|c| c.spec().extra.is_some());
+        for c in optional {
+            let title = c.spec().title;
+            for (place, text) in &places {
+                assert!(text.contains(title), "{place} does not name {title}");
+            }
+        }
+    }
+
     /// The optional columns: `auto` shows those with data once the command keeps 48 cells,
     /// `on` all of them while it keeps 14, `off` none; rows and titles still fill the width.
     #[test]
