@@ -452,7 +452,7 @@ fn a_process_ended_by_an_oom_reads_oom_in_every_view() {
 }
 
 /// A report page written for `rec`.
-fn report_html(rec: &Path) -> String {
+pub(crate) fn report_html(rec: &Path) -> String {
     let dir = tempfile::tempdir().expect("tempdir");
     let page = dir.path().join("r.html");
     let out = gpumon()

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::support::gpumon;
+use crate::report::report_html;
 
 /// The card of `job` in the page: from its title to the next card.
 fn card<'a>(page: &'a str, job: &str) -> &'a str {
@@ -19,17 +19,9 @@ fn card<'a>(page: &'a str, job: &str) -> &'a str {
 
 #[test]
 fn the_report_has_each_job_with_its_ranks_side_by_side_and_the_divergent_one_marked() {
-    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_jobs/jobs.gpumon.jsonl.gz");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let out = tmp.path().join("jobs.html");
-    gpumon()
-        .arg("report")
-        .arg(&rec)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .success();
-    let page = std::fs::read_to_string(&out).expect("page");
+    let page = report_html(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_jobs/jobs.gpumon.jsonl.gz"),
+    );
     let jobs = &page[page.find(r#"<section id="jobs">"#).expect("a jobs section")..];
     let jobs = &jobs[..jobs.find("</section>").expect("section end")];
     assert_eq!(
@@ -71,18 +63,9 @@ fn the_report_has_each_job_with_its_ranks_side_by_side_and_the_divergent_one_mar
 /// H200 recording that holds the process tree.
 #[test]
 fn spawned_ranks_are_labelled_by_their_script_in_the_chart_legends() {
-    let rec =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_jobs/spawn_live.gpumon.jsonl.gz");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let out = tmp.path().join("spawn.html");
-    gpumon()
-        .arg("report")
-        .arg(&rec)
-        .arg("-o")
-        .arg(&out)
-        .assert()
-        .success();
-    let page = std::fs::read_to_string(&out).expect("page");
+    let page = report_html(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_jobs/spawn_live.gpumon.jsonl.gz"),
+    );
     let legends: Vec<&str> = page
         .split(r#"<ul class="legend">"#)
         .skip(1)
