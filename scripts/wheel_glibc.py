@@ -222,7 +222,8 @@ def main(argv):
         print(elf)
         arch = machine(data)
         check_elf(elf, data, limit, problems, arch)
-        for lib in sorted(set() if allow_libm else NOT_NEEDED.intersection(needed(data))):
+        refused = set() if allow_libm else NOT_NEEDED
+        for lib in sorted(refused.intersection(needed(data))):
             problems.append(f"{elf} needs {lib}: gpumon uses the libm crate (Cargo.toml says why)")
         if check_embedded(elf, data, limit, problems, arch) == 0:
             problems.append("no embedded ELF file found: where is the interposer?")

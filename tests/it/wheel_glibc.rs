@@ -130,20 +130,44 @@ fn check_elf(binary: &Path, baseline: Option<&Path>, flags: &[&str]) -> Output {
     cmd.output().expect("python3 runs")
 }
 
+/// `source` compiled by cc into `dir/name` with `flags`; `None` when cc refuses them.
+fn cc(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Option<std::path::PathBuf> {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).expect("write");
+    let exe = dir.join(name);
+    let built = Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .args(flags)
+        .status()
+        .expect("cc runs");
+    built.success().then_some(exe)
+}
+
+fn have_python_and_cc() -> bool {
+    let ok = python().is_some() && Command::new("cc").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("skipped: no python3 or no cc");
+    }
+    ok
+}
+
 /// The installed binary's check (scripts/install_check.sh): this build passes against a
 /// plain program linked here, and a program with packed relocations (what build.rs once
 /// made of `cargo install`) is refused, by its dynamic section and by the loader feature
-/// the linker made it require. This build is the suite's: the dev-dependencies turn on
-/// tokio's multi-thread scheduler, whose statistics call powf, so it may name libm; a
-/// program that calls libm's pow is refused without that allowance.
+/// the linker made it require.
 #[test]
 fn the_binary_check_passes_this_build_and_refuses_packed_relocations() {
-    if python().is_none() || Command::new("cc").arg("--version").output().is_err() {
-        eprintln!("skipped: no python3 or no cc");
+    if !have_python_and_cc() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let gpumon = Path::new(env!("CARGO_BIN_EXE_gpumon"));
+    // This build is the suite's: the dev-dependencies turn on tokio's multi-thread
+    // scheduler, whose statistics call powf, so it may name libm (the next test shows the
+    // check refuses libm without that allowance).
     let out = check_elf(gpumon, Some(gpumon), &["--allow-libm"]);
     assert!(
         out.status.success(),
@@ -152,44 +176,37 @@ fn the_binary_check_passes_this_build_and_refuses_packed_relocations() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let src = dir.path().join("relr.c");
-    std::fs::write(
-        &src,
+    let Some(relr) = cc(
+        dir.path(),
+        "relr",
         "static const char *p[] = {\"a\", \"b\", \"c\"};\nint main(int c, char **v) { return p[c][0]; }\n",
-    )
-    .expect("write");
-    let relr = dir.path().join("relr");
-    let built = Command::new("cc")
-        .args(["-O1", "-pie", "-fPIE", "-Wl,-z,pack-relative-relocs", "-o"])
-        .arg(&relr)
-        .arg(&src)
-        .status()
-        .expect("cc runs");
-    if !built.success() {
+        &["-pie", "-fPIE", "-Wl,-z,pack-relative-relocs"],
+    ) else {
         eprintln!("skipped: this linker cannot pack relocations, so it cannot make them either");
         return;
-    }
+    };
     let out = check_elf(&relr, Some(&relr), &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("has packed relocations (DT_RELR)"), "{err}");
     assert!(err.contains("needs GLIBC_ABI_DT_RELR"), "{err}");
+}
 
-    let src = dir.path().join("pow.c");
-    std::fs::write(
-        &src,
+/// A program that links the system libm (a call of pow) is refused, and passes only with
+/// `--allow-libm`, the suite's own allowance.
+#[test]
+fn the_binary_check_refuses_the_system_libm() {
+    if !have_python_and_cc() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pow = cc(
+        dir.path(),
+        "pow",
         "#include <math.h>\nint main(int c, char **v) { return (int)pow(c + 0.5, v[0][0]); }\n",
+        &["-Wl,--no-as-needed", "-lm"],
     )
-    .expect("write");
-    let pow = dir.path().join("pow");
-    let built = Command::new("cc")
-        .args(["-O1", "-Wl,--no-as-needed", "-o"])
-        .arg(&pow)
-        .arg(&src)
-        .arg("-lm")
-        .status()
-        .expect("cc runs");
-    assert!(built.success(), "cc links a program with libm");
+    .expect("cc links a program with libm");
     let out = check_elf(&pow, Some(&pow), &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("needs libm.so.6"), "{err}");
