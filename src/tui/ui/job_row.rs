@@ -101,15 +101,30 @@ pub(crate) fn job_line(
         if len <= w || i == plans.len() - 1 {
             let line: String = spans.iter().map(|s| s.content.as_ref()).collect();
             if len > w {
-                // Nothing fits whole: the head, cut.
-                let cut: String = line.chars().take(w).collect();
-                return Line::from(Span::styled(cut, theme.title()));
+                return Line::from(Span::styled(
+                    narrow_head(glyph, &job.id, &ranks, w, theme),
+                    theme.title(),
+                ));
             }
             spans.push(Span::raw(" ".repeat(w - len)));
             return Line::from(spans);
         }
     }
     Line::default()
+}
+
+/// The head in `w` cells when even it does not fit: the rank count stays whole and the
+/// job's name is shortened as a command is (`job.py@127.0…29521`); only where that leaves
+/// the name under six cells is the whole head cut.
+fn narrow_head(glyph: &str, id: &str, ranks: &str, w: usize, theme: &Theme) -> String {
+    let fixed = 4 + 2 + ranks.chars().count();
+    if w >= fixed + 6 {
+        let id = super::text::fit_command(id, w - fixed, theme.ascii);
+        let head = format!("  {glyph} {id}  {ranks}");
+        let pad = w.saturating_sub(head.chars().count());
+        return format!("{head}{}", " ".repeat(pad));
+    }
+    format!("  {glyph} {id}  {ranks}").chars().take(w).collect()
 }
 
 #[cfg(test)]
@@ -166,6 +181,11 @@ mod tests {
             assert_eq!(t.chars().count(), usize::from(w), "{w}: {t}");
             assert!(t.starts_with("  ▾ train.py@"), "{w}: {t}");
         }
+        // At 40x12 (a 38-cell row) the name gives way and the rank count stays whole.
+        let tiny = text(&job_line(&job, &st, true, 30, &theme));
+        assert_eq!(tiny.chars().count(), 30, "{tiny}");
+        assert!(tiny.ends_with("  8 of 8 ranks"), "{tiny}");
+        assert!(tiny.starts_with("  ▸ train.py@"), "{tiny}");
         let narrow = text(&job_line(&job, &st, true, 80, &theme));
         assert!(narrow.contains("rank 3 OOM at epoch 57"), "{narrow}");
     }
